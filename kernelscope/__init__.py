@@ -1,0 +1,57 @@
+"""kernelscope: a GPU profiler that lives in the notebook.
+
+    import kernelscope as ks
+    rep = ks.load("run.pt.trace.json.gz")
+    rep.summary()
+
+In a notebook: ``%load_ext kernelscope`` then ``%%kernelprofile`` on a cell.
+"""
+from .errors import TraceError
+from .loading import load, load_ncu
+from .report import Report
+
+__version__ = "0.1.0"
+
+__all__ = ["Report", "TraceError", "compare", "load", "load_ncu", "occupancy", "profile"]
+
+
+def occupancy(*args, **kwargs):
+    """Theoretical occupancy of a launch, as the CUDA occupancy calculator computes it.
+
+    >>> ks.occupancy(compute_capability=(9, 0), threads_per_block=256,
+    ...              registers_per_thread=254, shared_mem_per_block=67584).occupancy
+    0.125
+    """
+    from .analysis.occupancy import occupancy as _occupancy
+    return _occupancy(*args, **kwargs)
+
+
+def profile(*args, **kwargs):
+    """Record a region of Python code (context manager or decorator); ``prof.report`` after.
+
+    >>> with ks.profile() as prof:          # doctest: +SKIP
+    ...     step()
+    >>> prof.report                         # doctest: +SKIP
+    """
+    from .capture import profile as _profile
+    return _profile(*args, **kwargs)
+
+
+def compare(before, after, **kwargs):
+    """Compare two reports: per-kernel time change, new and gone kernels.
+
+    >>> ks.compare(ks.load("before.json.gz"), ks.load("after.json.gz"))   # doctest: +SKIP
+    """
+    from .analysis.diff import compare as _compare
+    return _compare(before, after, **kwargs)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext kernelscope``: registers ``%%kernelprofile``."""
+    from kernelscope_magics import load_ipython_extension as _load
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from kernelscope_magics import unload_ipython_extension as _unload
+    _unload(ipython)

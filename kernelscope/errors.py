@@ -1,0 +1,17 @@
+"""The one error type kernelscope raises for input it cannot read."""
+
+
+class TraceError(ValueError):
+    """A trace, export or report file that cannot be read.
+
+    The message names the file and what was wrong with it, e.g.::
+
+        >>> import kernelscope as ks
+        >>> ks.load("missing.json")                      # doctest: +SKIP
+        TraceError: missing.json: no such file
+    """
+
+    def __init__(self, source, problem):
+        self.source = str(source)
+        self.problem = problem
+        super().__init__(f"{self.source}: {problem}")

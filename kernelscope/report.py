@@ -1,0 +1,230 @@
+"""Report: one profiled run's tables plus what we computed from them.
+
+A Report is built from a :class:`~kernelscope.trace.model.Trace`; analysis columns
+(``short_name``, ``backend``, occupancy, ...) are added on construction, findings on first use.
+Reports save to a versioned JSON file (no pickle) and load back with ``kernelscope.load``.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+import os
+from functools import cached_property
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from .errors import TraceError
+from .trace.model import TABLES, Trace, frame
+
+REPORT_FORMAT = "kernelscope.report"
+REPORT_VERSION = 1
+
+
+class Report:
+    """One profiled run: kernels, copies, CPU ops, devices and findings.
+
+    >>> import kernelscope as ks
+    >>> rep = ks.load("mlp_train.pt.trace.json.gz")         # doctest: +SKIP
+    >>> rep.summary().head(3)                              # doctest: +SKIP
+    """
+
+    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None):
+        self.trace = trace
+        self.meta = trace.meta
+        self.ncu = ncu
+        self.kernels = _enrich_kernels(trace)
+        if ncu is not None and len(ncu):
+            from .trace.ncu import merge_ncu
+            self.kernels = merge_ncu(self.kernels, ncu)
+
+    # -- tables -------------------------------------------------------------------------
+    @property
+    def copies(self) -> pd.DataFrame:
+        """memcpy and memset activity, one row each."""
+        return self.trace.copies
+
+    @property
+    def runtime(self) -> pd.DataFrame:
+        """CUDA runtime and driver API calls on the host."""
+        return self.trace.runtime
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        """CPU ops and user annotations (with shapes and FLOPs when recorded)."""
+        return self.trace.ops
+
+    @property
+    def syncs(self) -> pd.DataFrame:
+        """Host-blocking synchronizations."""
+        return self.trace.syncs
+
+    @property
+    def devices(self) -> pd.DataFrame:
+        """Device properties from the trace header."""
+        return self.trace.devices
+
+    @property
+    def partial(self) -> bool:
+        """True when the run stopped early (the cell raised or was interrupted)."""
+        return bool(self.meta.get("partial"))
+
+    @property
+    def notes(self) -> list:
+        """What the reader skipped or could not tell, in words."""
+        return list(self.meta.get("notes", []))
+
+    @property
+    def gpu_time_us(self) -> float:
+        """Sum of kernel durations (not their union; see findings for busy time)."""
+        return float(self.kernels["duration_us"].sum())
+
+    @property
+    def wall_time_us(self) -> float | None:
+        """The region's wall time: CUDA events if recorded, else the profiler's span."""
+        for key in ("cuda_event_us", "span_us"):
+            v = self.meta.get(key)
+            if v is not None:
+                return float(v)
+        t = pd.concat([self.kernels[["start_us", "duration_us"]], self.trace.ops[["start_us", "duration_us"]]])
+        if not len(t):
+            return None
+        return float((t["start_us"] + t["duration_us"]).max() - t["start_us"].min())
+
+    def summary(self, by: str = "name") -> pd.DataFrame:
+        """One row per kernel (``by`` a kernels column): launches, total/mean/median/min/max
+        duration in us and share of kernel time, largest total first.
+
+        >>> rep.summary().columns.tolist()[:4]                   # doctest: +SKIP
+        ['name', 'short_name', 'backend', 'launches']
+        """
+        return kernel_summary(self.kernels, by=by)
+
+    @cached_property
+    def backends(self) -> pd.DataFrame:
+        """Breakdown by device and backend: launches, GPU time and share."""
+        from .analysis.backends import backend_breakdown
+        return backend_breakdown(self)
+
+    @cached_property
+    def findings(self) -> list:
+        """What to fix first: a list of Finding, most costly first."""
+        from .analysis.findings import find_all
+        return find_all(self)
+
+    # -- persistence -------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The report as plain JSON-able data (what :meth:`save` writes)."""
+        tables = {name: _table_to_json(df) for name, df in self.trace.tables().items()}
+        out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "meta": _jsonable(self.meta),
+               "tables": tables}
+        if self.ncu is not None:
+            out["ncu"] = _table_to_json(self.ncu)
+        return out
+
+    def save(self, path) -> str:
+        """Write the report as versioned JSON (gzip when the name ends in ``.gz``).
+
+        >>> rep.save("run.ksreport.json"); ks.load("run.ksreport.json")   # doctest: +SKIP
+        """
+        path = os.fspath(path)
+        data = msgspec.json.encode(self.to_dict())
+        if path.endswith(".gz"):
+            data = gzip.compress(data, compresslevel=6)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict, source="<report>") -> "Report":
+        """Rebuild a report from :meth:`to_dict` output."""
+        if d.get("format") != REPORT_FORMAT:
+            raise TraceError(source, "not a kernelscope report")
+        version = d.get("version")
+        if not isinstance(version, int) or version > REPORT_VERSION:
+            raise TraceError(source, f"report format version {version!r} is newer than this "
+                                     f"kernelscope reads ({REPORT_VERSION}); upgrade kernelscope")
+        try:
+            tables = {name: frame(_table_from_json(d["tables"].get(name, {})), schema)
+                      for name, schema in TABLES.items()}
+            ncu = pd.DataFrame(_table_from_json(d["ncu"])) if d.get("ncu") else None
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            raise TraceError(source, f"the report's tables are damaged ({e})") from None
+        meta = d.get("meta") if isinstance(d.get("meta"), dict) else {}
+        return cls(Trace(**tables, meta=meta), ncu=ncu)
+
+    # -- display -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from .render.text import report_text
+        return report_text(self)
+
+    def _repr_html_(self) -> str:
+        from .render.html import report_html
+        return report_html(self)
+
+
+def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
+    """Per-kernel statistics over launches (see :meth:`Report.summary`).
+
+    >>> kernel_summary(rep.kernels).iloc[0]["launches"]        # doctest: +SKIP
+    """
+    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "share"]
+    keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
+    if not len(kernels):
+        return pd.DataFrame(columns=[by, *keep, *cols])
+    g = kernels.groupby(by, sort=False, dropna=False)
+    d = g["duration_us"]
+    out = pd.DataFrame({
+        "launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
+        "min_us": d.min(), "max_us": d.max(),
+    })
+    for c in keep:
+        out[c] = g[c].first()
+    total = kernels["duration_us"].sum()
+    out["share"] = out["total_us"] / total if total > 0 else 0.0
+    out = out.reset_index().sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+    return out[[by, *keep, *cols]]
+
+
+def _enrich_kernels(trace: Trace) -> pd.DataFrame:
+    """Kernels with the analysis columns of DESIGN.md added."""
+    from .analysis import annotate_kernels
+    return annotate_kernels(trace)
+
+
+def _table_to_json(df: pd.DataFrame) -> dict:
+    cols = {}
+    for c in df.columns:
+        s = df[c]
+        if s.dtype == object:
+            cols[c] = [_jsonable(v) for v in s.tolist()]
+        else:
+            cols[c] = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
+                       for v in s.astype(object).tolist()]
+    return {"columns": list(df.columns), "data": cols}
+
+
+def _table_from_json(t: dict) -> dict:
+    if not t:
+        return {}
+    data = t["data"]
+    return {c: data[c] for c in t["columns"]}
+
+
+def _jsonable(v):
+    if v is None or isinstance(v, (str, bool, int)):
+        return v
+    if isinstance(v, float):
+        return None if math.isnan(v) or math.isinf(v) else v
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return _jsonable(float(v))
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_jsonable(x) for x in v]
+    if v is pd.NA:
+        return None
+    return str(v)
