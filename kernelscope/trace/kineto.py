@@ -79,7 +79,7 @@ class TraceFile(msgspec.Struct, gc=False):
 
 
 class _TypedFile(TraceFile, gc=False):
-    traceEvents: list[Event] = []
+    traceEvents: Union[list[Event], msgspec.UnsetType] = msgspec.UNSET
 
 
 # Host-blocking synchronization calls, by runtime/driver API name.
