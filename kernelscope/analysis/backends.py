@@ -1,21 +1,235 @@
-"""Backend attribution (issue 4 fills this in)."""
+"""Backend attribution: which library launched each kernel, and the breakdowns built on it.
+
+"Backend" is the library that launched a kernel, not what its name says: cuBLAS ships
+CUTLASS-built kernels, so the launching CPU op, the launch API and Triton's op arguments are read
+alongside the name. The rules are data (:mod:`kernelscope.analysis.backend_rules`); this module
+applies them once per distinct (name, op, launch API, kernel_backend, device type) and maps the
+answer onto every launch.
+"""
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
 import pandas as pd
 
+from .backend_rules import RULES, TENSOR_CORE_HINTS
+from .names import short_name
 
-def annotate_backends(kernels: pd.DataFrame, trace) -> pd.DataFrame:
+_FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
+_COMPILED = tuple(
+    (rule, tuple((f, re.compile(getattr(rule, f))) for f in _FIELDS if getattr(rule, f) is not None))
+    for rule in RULES)
+_HINTS = tuple((re.compile(p), v) for p, v in TENSOR_CORE_HINTS)
+
+
+class Attribution(NamedTuple):
+    backend: str
+    tensor_cores: bool | None
+    rule: str
+
+
+def _text(v) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return ""
+    return str(v)
+
+
+@lru_cache(maxsize=65536)
+def _classify(name: str, op: str, launch_api: str, kernel_backend: str, device_type: str) -> Attribution:
+    ctx = {"name": name, "op": op, "launch_api": launch_api, "kernel_backend": kernel_backend,
+           "device_type": device_type}
+    for rule, conds in _COMPILED:
+        if all(rx.search(ctx[f]) for f, rx in conds):
+            tc = rule.tensor_cores
+            if rule.tc_by_name:
+                for rx, v in _HINTS:
+                    if rx.search(name):
+                        tc = v
+                        break
+            return Attribution(rule.backend, tc, rule.id)
+    return Attribution("other", None, "fallback")  # unreachable while RULES ends in a catch-all
+
+
+def classify(name, op=None, launch_api=None, kernel_backend=None, device_type="CUDA") -> Attribution:
+    """Backend, tensor-core use (True/False/None) and the id of the rule that decided.
+
+    >>> classify("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"
+    ...          "(cutlass_80_simt_sgemm_256x128_8x4_nn_align1::Params)", op="aten::mm")
+    Attribution(backend='cuBLAS', tensor_cores=False, rule='cublas-cutlass')
+    >>> classify("some_unknown_kernel").backend
+    'other'
+    """
+    return _classify(_text(name), _text(op), _text(launch_api), _text(kernel_backend).lower(),
+                     _text(device_type))
+
+
+def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
+    """Add ``short_name``, ``backend``, ``tensor_cores`` (boolean, NA = unknown) and
+    ``backend_rule`` (why) to a kernels table; returns the same frame.
+
+    >>> k = annotate_backends(ks.load("mlp_train.pt.trace.json.gz").trace.kernels.copy())  # doctest: +SKIP
+    >>> k[["short_name", "backend", "tensor_cores", "backend_rule"]]                        # doctest: +SKIP
+    """
     k = kernels
-    k["short_name"] = k["name"]
-    k["backend"] = "other"
-    k["tensor_cores"] = pd.Series([pd.NA] * len(k), dtype="boolean")
+    n = len(k)
+
+    def col(c, default=None):
+        return k[c].tolist() if c in k.columns else [default] * n
+
+    # Classify each distinct context once, then map: a 100k-launch trace has a few hundred.
+    keys = list(zip(col("name"), col("op"), col("launch_api"), col("kernel_backend"),
+                    col("device_type", "CUDA")))
+    memo = {}
+    backend, tc, rule, short = [], [], [], []
+    for key in keys:
+        a = memo.get(key)
+        if a is None:
+            a = memo[key] = (classify(*key), short_name(_text(key[0])))
+        backend.append(a[0].backend)
+        tc.append(pd.NA if a[0].tensor_cores is None else a[0].tensor_cores)
+        rule.append(a[0].rule)
+        short.append(a[1])
+    k["short_name"] = pd.Series(short, index=k.index, dtype=object)
+    k["backend"] = pd.Series(backend, index=k.index, dtype=object)
+    k["tensor_cores"] = pd.Series(tc, index=k.index, dtype="boolean")
+    k["backend_rule"] = pd.Series(rule, index=k.index, dtype=object)
     return k
 
 
-def backend_breakdown(report) -> pd.DataFrame:
+# -- breakdowns -------------------------------------------------------------------------------
+_BREAKDOWN_COLUMNS = ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us"]
+
+
+def _device_types(report) -> dict:
+    d = report.devices
+    return dict(zip(d["index"].tolist(), d["device_type"].tolist())) if len(d) else {}
+
+
+def _gpu_rows(report) -> pd.DataFrame:
+    """Kernels plus copies as (device, backend, op, duration) rows: memcpy/memset are backends too."""
     k = report.kernels
-    g = k.groupby(["device_type", "backend"], dropna=False)["duration_us"]
-    out = pd.DataFrame({"launches": g.size(), "gpu_time_us": g.sum()}).reset_index()
-    total = out["gpu_time_us"].sum()
-    out["share"] = out["gpu_time_us"] / total if total else 0.0
-    return out.rename(columns={"device_type": "device"}).sort_values("gpu_time_us", ascending=False)
+    dev = k["device_type"] if "device_type" in k.columns else pd.Series("CUDA", index=k.index)
+    parts = [pd.DataFrame({"device": dev.fillna("CUDA").astype(object).values,
+                           "backend": k["backend"].values, "op": k["op"].values,
+                           "duration_us": k["duration_us"].astype(float).values})]
+    c = report.copies
+    if len(c):
+        types = _device_types(report)
+        cdev = [types.get(i, "CUDA") if i is not pd.NA else "CUDA" for i in c["device_index"].tolist()]
+        kind = c["kind"].where(c["kind"].isin(["memcpy", "memset"]), "memcpy")
+        parts.append(pd.DataFrame({"device": cdev, "backend": kind.values, "op": c["op"].values,
+                                   "duration_us": c["duration_us"].astype(float).values}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def op_self_time(ops: pd.DataFrame) -> np.ndarray:
+    """Each op's self time in us: its duration less that of the ops nested directly in it
+    (same thread, fully contained). Self times add up without counting nested time twice.
+
+    >>> op_self_time(ks.load("mlp_train.pt.trace.json.gz").ops).sum()   # doctest: +SKIP
+    """
+    self_us = ops["duration_us"].astype(float).fillna(0.0).to_numpy().copy()
+    if not len(ops):
+        return self_us
+    start = ops["start_us"].astype(float).to_numpy()
+    end = start + ops["duration_us"].astype(float).fillna(0.0).to_numpy()
+    dur = end - start
+    tids = ops["tid"].astype(str).to_numpy()
+    # Parents sort before their children: by start, longer first on ties.
+    order = np.lexsort((-dur, start, tids))
+    stack: list = []
+    cur_tid = None
+    for i in order:
+        if tids[i] != cur_tid:
+            stack, cur_tid = [], tids[i]
+        # Sorted by start, so the top of the stack holds i exactly when it ends no earlier.
+        while stack and end[i] > end[stack[-1]] + 1e-6:
+            stack.pop()
+        if stack:
+            self_us[stack[-1]] -= dur[i]
+        stack.append(i)
+    return np.maximum(self_us, 0.0)
+
+
+def _cpu_backend(name: str, kernel_backend) -> str:
+    if _text(kernel_backend).lower() == "triton":
+        return "Triton"
+    if name.startswith("aten::"):
+        return "ATen"
+    if re.match(r"nccl:|c10d::", name):
+        return "NCCL"
+    return "other"
+
+
+def backend_breakdown(report) -> pd.DataFrame:
+    """GPU time by device and backend, then CPU op time by framework.
+
+    GPU rows (device CUDA/ROCm): ``launches`` kernels or copies, ``gpu_time_us`` their summed
+    durations, ``share`` of all GPU kernel+copy time. CPU rows (device CPU, from ``report.ops``):
+    ``launches`` is the number of op calls and ``cpu_time_us`` their summed *self* time: ops nest
+    (aten::linear holds aten::addmm holds aten::mm), so summing totals would count the same
+    microsecond several times, while self times add up to the time spent inside any op.
+    User annotations (record_function ranges) are not ops and are left out.
+
+    >>> ks.load("mlp_train.pt.trace.json.gz").backends        # doctest: +SKIP
+    """
+    g = _gpu_rows(report)
+    if len(g):
+        grp = g.groupby(["device", "backend"], sort=False)["duration_us"]
+        gpu = pd.DataFrame({"launches": grp.size(), "gpu_time_us": grp.sum()}).reset_index()
+        total = gpu["gpu_time_us"].sum()
+        gpu["share"] = gpu["gpu_time_us"] / total if total > 0 else 0.0
+        gpu["cpu_time_us"] = np.nan
+        gpu = gpu.sort_values("gpu_time_us", ascending=False, kind="stable")
+    else:
+        gpu = pd.DataFrame(columns=_BREAKDOWN_COLUMNS)
+    ops = report.ops
+    ops = ops[ops["cat"].fillna("cpu_op") != "user_annotation"] if len(ops) else ops
+    if len(ops):
+        cpu = pd.DataFrame({
+            "backend": [_cpu_backend(_text(n), kb) for n, kb in zip(ops["name"].tolist(),
+                                                                    ops["kernel_backend"].tolist())],
+            "self_us": op_self_time(ops)})
+        grp = cpu.groupby("backend", sort=False)["self_us"]
+        cpu = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
+        cpu["device"] = "CPU"
+        cpu["gpu_time_us"] = np.nan
+        cpu["share"] = np.nan
+        cpu = cpu.sort_values("cpu_time_us", ascending=False, kind="stable")
+    else:
+        cpu = pd.DataFrame(columns=_BREAKDOWN_COLUMNS)
+    frames = [f[_BREAKDOWN_COLUMNS] for f in (gpu, cpu) if len(f)]
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(
+            _BREAKDOWN_COLUMNS, [object, object, "int64", float, float, float])})
+    out = pd.concat(frames, ignore_index=True)
+    out["launches"] = out["launches"].astype("int64")
+    for c in ("gpu_time_us", "share", "cpu_time_us"):
+        out[c] = out[c].astype(float)
+    return out
+
+
+def op_backends(report) -> pd.DataFrame:
+    """Per CPU op: which backends its kernels and copies came from, one row per (op, backend):
+    ``launches``, ``gpu_time_us`` and ``share`` of that op's GPU time. Ops with the most GPU
+    time come first; work with no launching op is listed under ``op`` = None.
+
+    >>> rep = ks.load("copies_streams.pt.trace.json.gz")          # doctest: +SKIP
+    >>> op_backends(rep)[["op", "backend", "launches"]]           # doctest: +SKIP
+    """
+    g = _gpu_rows(report)
+    cols = ["op", "backend", "launches", "gpu_time_us", "share"]
+    if not len(g):
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(cols, [object, object, "int64", float, float])})
+    g["op"] = g["op"].astype(object).where(g["op"].notna(), None)
+    grp = g.groupby(["op", "backend"], sort=False, dropna=False)["duration_us"]
+    out = pd.DataFrame({"launches": grp.size(), "gpu_time_us": grp.sum()}).reset_index()
+    op_total = out.groupby("op", dropna=False)["gpu_time_us"].transform("sum")
+    out["share"] = np.where(op_total > 0, out["gpu_time_us"] / op_total.where(op_total > 0, 1.0), 0.0)
+    out["_op_total"] = op_total
+    out = out.sort_values(["_op_total", "gpu_time_us"], ascending=False, kind="stable")
+    out["op"] = out["op"].astype(object).where(out["op"].notna(), None)
+    return out[cols].reset_index(drop=True)

@@ -1,0 +1,242 @@
+"""Readable kernel names: templates, argument lists and namespaces folded away.
+
+The full name stays in the ``name`` column; ``short_name`` is for tables and charts. Library
+GEMM names (cuBLAS nvjet/xmma, CUTLASS, Tensile) are decoded into "<lib> GEMM <tile> (<arch>)",
+ATen's elementwise/reduce templates into the op they apply, everything else folds to
+``namespace::function``.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_STD_OPS = {"plus": "add", "minus": "sub", "multiplies": "mul", "divides": "div",
+            "maximum": "max", "minimum": "min", "logical_and": "and", "logical_or": "or"}
+# Functor wrappers that carry the real op as a template argument.
+_WRAPPERS = {"AUnary", "BUnary", "Binary", "Unary", "BinaryOpScalar", "BinaryOpScalarList", "BinaryOpList",
+             "TernaryOpScalar", "TernaryOpList", "PointwiseOpScalar", "PointwiseOpScalarList",
+             "PointwiseOpScalarTensor", "UnaryOp", "ZeroOp", "Copy", "BinaryOpScalarTensor",
+             "TernaryOpScalarList", "TernaryOpListFunctor"}
+# Namespaces that say nothing to a reader (PyTorch internals, CUB's versioned inline namespace).
+_NOISE_NS = re.compile(r"^(at|native|cuda|detail|impl|internal|c10|std|__\d+|_V\d+|\w*_NS|"
+                       r"CUB_\d+\w*|THRUST_\d+\w*|cuda_cub|[a-z]+_internal|anonymous)$")
+_ARCH = r"(maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell|sm\d+)"
+
+
+@lru_cache(maxsize=65536)
+def short_name(name: str) -> str:
+    """A readable name for a kernel; the recorded name stays available as ``name``.
+
+    >>> short_name("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN")
+    'cuBLAS GEMM 128x256 (sm90)'
+    >>> short_name("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, "
+    ...            "float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >"
+    ...            "(int, at::native::AUnaryFunctor<float, float, float, "
+    ...            "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)")
+    'elementwise Mul (vectorized x4)'
+    """
+    if not isinstance(name, str) or not name.strip():
+        return "" if name is None else str(name)
+    for decode in _DECODERS:
+        out = decode(name)
+        if out:
+            return out
+    return _fold(name)
+
+
+# -- library GEMMs and other self-describing names --------------------------------------------
+def _nvjet(n):
+    m = re.match(r"nvjet_(?:(sm\d+)_)?[a-z]+_(?:mma_)?(\d+x\d+)", n)
+    if m:
+        return f"cuBLAS GEMM {m.group(2)}" + (f" ({m.group(1)})" if m.group(1) else "")
+
+
+def _xmma(n):
+    m = re.match(_ARCH + r"_xmma_(gemm|fprop|dgrad|wgrad)\w*?(?:tilesize|tile)(\d+x\d+)", n)
+    if not m:
+        return None
+    arch, kind, tile = m.groups()
+    lib = "cuBLAS" if "cublas" in n else "cuDNN" if ("cudnn" in n or kind != "gemm") else "xmma"
+    what = "GEMM" if kind == "gemm" else f"conv {kind}"
+    extra = ", ffma" if "ffma" in n else ""
+    return f"{lib} {what} {tile} ({arch}{extra})"
+
+
+def _arch_gemm(n):
+    # ampere_sgemm_128x64_nn, ampere_bf16_s16816gemm_bf16_256x128_..., volta_s884cudnn_fp16_128x128_...
+    m = re.match(_ARCH + r"_(\w*?)(gemm|cudnn)\w*?_(\d+x\d+)", n)
+    if not m:
+        return None
+    arch, kind, lib, tile = m.groups()
+    if lib == "cudnn":
+        return f"cuDNN conv {tile} ({arch})"
+    prec = re.match(r"(?:([a-z]+\d*)_)?([a-z]?)(\d*)", kind)
+    label = "SGEMM" if kind == "s" else "DGEMM" if kind == "d" else "CGEMM" if kind == "c" else "GEMM"
+    return f"cuBLAS {label} {tile} ({arch}" + (f", {prec.group(1)}" if prec and prec.group(1) else "") + ")"
+
+
+def _cutlass(n):
+    m = re.search(r"\b(cutlass(3x)?_(?:(\d+)_)?(?:(sm\d+)_)?\w+?)(?:\b|::)", n)
+    if not m or not re.search(r"gemm|fprop|dgrad|wgrad|conv", m.group(1)):
+        return None
+    body = m.group(1)
+    sm = m.group(4) or (f"sm{m.group(3)}" if m.group(3) else None)
+    kind = re.search(r"(fprop|dgrad|wgrad)", body)
+    what = f"conv {kind.group(1)}" if kind else "GEMM"
+    tile = re.search(r"_(\d+x\d+)(?:x\d+)?_", body)
+    path = "simt" if "_simt_" in body else "wmma" if "_wmma_" in body else None
+    tail = ", ".join(x for x in (sm, path) if x)
+    return f"CUTLASS {what}" + (f" {tile.group(1)}" if tile else "") + (f" ({tail})" if tail else "")
+
+
+def _tensile(n):
+    m = re.match(r"(?:Custom_)?Cijk_\w*?_MT(\d+x\d+)x\d+(?:_MI(\d+x\d+x\d+))?", n)
+    if m:
+        lib = "hipBLASLt" if "UserArgs" in n else "rocBLAS"
+        return f"{lib} GEMM {m.group(1)}" + (f" (MI{m.group(2)})" if m.group(2) else "")
+
+
+def _nccl(n):
+    m = re.match(r"(?:void )?nccl(?:Dev)?Kernel_(\w+)", n)
+    if m:
+        return "NCCL " + m.group(1).replace("_", " ")
+
+
+def _inductor(n):
+    m = re.match(r"triton_(poi|red|per|tem|for|mm|bmm)_(?:fused_)?(\w*?)(?:_\d+)?$", n)
+    if m:
+        kind = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
+                "for": "foreach", "mm": "template", "bmm": "template"}[m.group(1)]
+        ops = m.group(2).strip("_") or m.group(1)
+        return f"{kind} {ops} (Triton)"
+
+
+def _cudnn_sdpa(n):
+    m = re.search(r"sdpa_(sm\d+)_flash_(fprop|bprop)", n)
+    if m:
+        return f"cuDNN flash attention {m.group(2)} ({m.group(1)})"
+
+
+def _numba(n):
+    m = re.match(r"(?:void )?cudapy::(?:[\w.]+::)*(\w+?)(?:\$\d+)?(?:\(|$)", n)
+    if m:
+        return f"Numba {m.group(1)}"
+
+
+def _cupy(n):
+    m = re.match(r"cupyx?_(\w+?)(?:__\w+)?$", n)
+    if m:
+        return f"CuPy {m.group(1)}"
+
+
+# -- ATen's templates ---------------------------------------------------------------------------
+def _aten_op(args: str) -> str | None:
+    """The op an ATen elementwise/reduce kernel applies, from its template arguments."""
+    m = re.search(r"Functor(?:OnSelf|OnOther)?_(\w+?)<", args)
+    if m:
+        return m.group(1)
+    for f in re.findall(r"(\w+?)Functor<", args)[::-1]:
+        if f not in _WRAPPERS:
+            return f.split("::")[-1]
+    m = re.search(r"(\w+?)CUDAKernelImpl\b", args) or re.search(r"(\w+?)_kernel_cuda\b", args)
+    if m:
+        return m.group(1)
+    m = re.search(r"(\w+?)_kernel_impl\b", args)
+    if m and not m.group(1).startswith("gpu"):
+        return m.group(1)
+    m = re.search(r"std::(plus|minus|multiplies|divides|maximum|minimum|logical_and|logical_or)<", args)
+    if m:
+        return _STD_OPS[m.group(1)]
+    m = re.search(r"(\w+?)_functor<", args) or re.search(r"::(\w+?)Ops<", args)
+    if m:
+        return m.group(1)
+    m = re.search(r"launch_(\w+?)\(", args) or re.search(r"(\w+?)_kernel\w*\(", args)
+    return m.group(1) if m else None
+
+
+def _aten_elementwise(n):
+    m = re.match(r"(?:void )?at::native::(?:\(anonymous namespace\)::)?"
+                 r"(vectorized_elementwise_kernel|unrolled_elementwise_kernel|elementwise_kernel\w*)<(\d+)?", n)
+    if not m:
+        return None
+    op = _aten_op(n[m.end():]) or "op"
+    if m.group(1).startswith("vectorized"):
+        how = f" (vectorized x{m.group(2)})" if m.group(2) else " (vectorized)"
+    elif m.group(1).startswith("unrolled"):
+        how = " (unrolled)"
+    else:
+        how = ""
+    return f"elementwise {op}{how}"
+
+
+def _aten_reduce(n):
+    m = re.match(r"(?:void )?at::native::(?:\(anonymous namespace\)::)?reduce_kernel<", n)
+    if m:
+        return f"reduce {_aten_op(n[m.end():]) or 'op'}"
+
+
+def _aten_foreach(n):
+    m = re.match(r"(?:void )?at::native::(?:\(anonymous namespace\)::)?multi_tensor_apply_kernel<", n)
+    if not m:
+        return None
+    args = _top_args(n[m.end() - 1:])
+    op = None
+    if len(args) >= 3:
+        leaf = re.sub(r"<.*", "", args[2]).split("::")[-1]
+        op = _STD_OPS.get(leaf, re.sub(r"Functor$", "", leaf)) or None
+    return f"foreach {op or _aten_op(n[m.end():]) or 'op'} (multi-tensor)"
+
+
+_DECODERS = (_nvjet, _xmma, _arch_gemm, _tensile, _nccl, _inductor, _cudnn_sdpa, _numba, _cupy,
+             _aten_elementwise, _aten_reduce, _aten_foreach, _cutlass)
+
+
+# -- generic C++ folding --------------------------------------------------------------------------
+def _top_args(s: str) -> list:
+    """Split '<a, b<c, d>, e>' into top-level ['a', 'b<c, d>', 'e'] (s starts at the '<')."""
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                out.append("".join(cur).strip())
+                return out
+        elif ch == "," and depth == 1:
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        if depth >= 1:
+            cur.append(ch)
+    return out
+
+
+def _fold(name: str) -> str:
+    """Drop return type, argument list, template arguments and noise namespaces."""
+    s = re.sub(r"\(anonymous namespace\)::|\{anonymous\}::|`anonymous namespace'::", "", name.strip())
+    s = re.sub(r"^void\s+", "", s)
+    top, depth_a, depth_p = [], 0, 0
+    for i, ch in enumerate(s):
+        if ch == "<" and not s[max(0, i - 8):i].endswith("operator"):
+            depth_a += 1
+            continue
+        if ch == ">" and depth_a:
+            depth_a -= 1
+            continue
+        if depth_a:
+            continue
+        if ch == "(":
+            if not s[max(0, i - 8):i].endswith("operator"):
+                break
+        top.append(ch)
+    s = "".join(top).strip() or name
+    s = re.sub(r"\.kd$", "", s)
+    parts = [p for p in s.split("::") if p]
+    if len(parts) <= 1:
+        return s
+    leaf = parts[-1]
+    ns = [p for p in parts[:-1] if not _NOISE_NS.match(p)]
+    return f"{ns[0]}::{leaf}" if ns else leaf
