@@ -107,6 +107,14 @@ class Report:
         from .analysis.backends import backend_breakdown
         return backend_breakdown(self)
 
+    def op_backends(self) -> pd.DataFrame:
+        """Per CPU op: which backends its kernels and copies came from (launches, GPU time, share).
+
+        >>> rep.op_backends().head()                             # doctest: +SKIP
+        """
+        from .analysis.backends import op_backends
+        return op_backends(self)
+
     @cached_property
     def findings(self) -> list:
         """What to fix first: a list of Finding, most costly first."""
