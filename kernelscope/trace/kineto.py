@@ -7,9 +7,10 @@ trace that is several times faster than ``json.load`` (see ``benchmarks/``).
 from __future__ import annotations
 
 import gc
-import gzip
+import json
 import os
 import re
+import stat
 import zlib
 from contextlib import contextmanager
 from typing import Any, Union
@@ -107,20 +108,96 @@ def _no_gc():
             gc.enable()
 
 
-def _read_bytes(path) -> bytes:
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise TraceError(path, "no such file")
-    if os.path.isdir(path):
-        raise TraceError(path, "is a directory, not a trace file")
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
+_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def _size(n) -> str:
+    for unit, k in _UNITS:
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def max_trace_bytes() -> int:
+    """The most bytes of JSON kernelscope reads from one file, after decompression.
+
+    A guard against gzip bombs and files that would exhaust memory: decoding needs about as
+    much memory again as the JSON text. The default is a quarter of physical memory (at least
+    256 MiB); set ``KERNELSCOPE_MAX_TRACE_BYTES`` (bytes) to change it.
+
+    >>> max_trace_bytes() >= 256 << 20
+    True
+    """
+    env = os.environ.get("KERNELSCOPE_MAX_TRACE_BYTES")
+    if env:
         try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as e:
-            raise TraceError(path, f"the gzip stream is damaged or truncated ({e})") from None
+            return int(env)
+        except ValueError:
+            raise ValueError(f"KERNELSCOPE_MAX_TRACE_BYTES must be a number of bytes, not {env!r}") from None
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        phys = 16 << 30
+    return max(256 << 20, phys // 4)
+
+
+def _too_big(n, limit):
+    return (f"it holds more than {_size(limit)} of JSON ({_size(n)} or more), the most kernelscope "
+            "reads (set KERNELSCOPE_MAX_TRACE_BYTES to raise the limit)")
+
+
+def _read_bytes(path, notes=None) -> bytes:
+    """The file's bytes, gunzipped when they are gzip; ``notes`` collects what was tolerated."""
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        raise TraceError(path, "no such file") from None
+    except OSError as e:
+        raise TraceError(path, f"cannot be opened ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise TraceError(path, "is a directory, not a trace file")
+    if not stat.S_ISREG(st.st_mode):
+        # A pipe or a device would block or never end.
+        raise TraceError(path, "is not a regular file")
+    limit = max_trace_bytes()
+    if st.st_size > limit:
+        raise TraceError(path, _too_big(st.st_size, limit))
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
+    if raw[:2] == b"\x1f\x8b":
+        raw = _gunzip(raw, path, limit, notes)
     return raw
+
+
+def _gunzip(data: bytes, label, limit, notes=None) -> bytes:
+    """Decompress every gzip member, never producing more than ``limit`` bytes.
+
+    The header's size field (ISIZE) is not trusted; zlib checks each member's CRC and length.
+    """
+    parts, total = [], 0
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = d.decompress(data, limit - total + 1)
+        except zlib.error as e:
+            raise TraceError(label, f"the gzip stream is damaged or truncated ({e})") from None
+        total += len(out)
+        if total > limit:
+            raise TraceError(label, _too_big(total, limit))
+        parts.append(out)
+        if not d.eof:
+            raise TraceError(label, "the gzip stream is damaged or truncated (it ends before its "
+                                    "end-of-stream marker)")
+        data = d.unused_data
+        if data[:2] != b"\x1f\x8b":
+            break  # concatenated gzip members are legal (`cat a.gz b.gz`); anything else is junk
+    if data and notes is not None:
+        notes.append(f"ignored {len(data)} byte(s) of trailing data after the gzip stream")
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def read_kineto(source, *, name=None) -> Trace:
@@ -131,20 +208,49 @@ def read_kineto(source, *, name=None) -> Trace:
     >>> len(t.kernels)                                         # doctest: +SKIP
     2000
     """
+    notes = []
     if isinstance(source, (bytes, bytearray, memoryview)):
         raw, label = bytes(source), name or "<bytes>"
     else:
-        raw, label = _read_bytes(source), name or os.fspath(source)
-    if raw[:3] == b"\xef\xbb\xbf":
-        raw = raw[3:]
+        raw, label = _read_bytes(source, notes), name or os.fspath(source)
+    raw = _utf8(raw, label, notes)
     with _no_gc():
-        doc, notes = _decode(raw, label)
+        doc, notes = _decode(raw, label, notes)
         return build_trace(doc, label, notes)
 
 
-def _decode(raw: bytes, label):
-    """Typed decode; on a type mismatch fall back to a lenient per-event decode."""
-    notes = []
+_BOMS = ((b"\xef\xbb\xbf", None), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _utf8(raw: bytes, label, notes) -> bytes:
+    """The JSON text as UTF-8 without a byte-order mark (editors on Windows add one)."""
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            if codec is None:
+                return raw[len(bom):]
+            try:
+                text = raw[len(bom):].decode(codec)
+            except UnicodeDecodeError as e:
+                raise TraceError(label, f"the file starts with a {codec} byte-order mark but is not "
+                                        f"valid {codec} ({e.reason} at byte {e.start})") from None
+            notes.append(f"the file was {codec.upper()} text; read it as such")
+            return text.encode("utf-8", "surrogatepass")
+    return raw
+
+
+_TOO_DEEP = ("the JSON is nested too deeply to read (more than about a thousand levels of "
+             "[ or {); torch.profiler never writes that")
+
+
+def _decode(raw: bytes, label, notes=None):
+    """Typed decode; on a type mismatch fall back to a lenient per-event decode.
+
+    Only the typed path runs for well-formed traces. The lenient paths (per-event decode, and
+    Python's json for NaN/Infinity, invalid UTF-8 and lone surrogates) cost time only when the
+    typed one failed.
+    """
+    notes = [] if notes is None else notes
     try:
         return msgspec.json.decode(raw, type=_TypedFile), notes
     except msgspec.ValidationError:
@@ -155,16 +261,62 @@ def _decode(raw: bytes, label):
         msg = str(e)
         if "truncated" in msg.lower():
             raise TraceError(label, "the JSON ends early (truncated file?)") from None
-        raise TraceError(label, f"not valid JSON ({msg})") from None
+        if not _nonstrict(msg):
+            raise TraceError(label, f"not valid JSON ({msg})") from None
+    except RecursionError:
+        raise TraceError(label, _TOO_DEEP) from None
     try:
-        loose = msgspec.json.decode(raw, type=TraceFile)
-    except msgspec.ValidationError:
-        raise TraceError(label, "not a torch.profiler trace: the top level is not a JSON object") from None
-    events = loose.traceEvents
+        loose = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as e:
+        # Numbers beyond float64, NaN/Infinity literals or bad text: Python's parser is lenient
+        # about each of these.
+        loose = _decode_stdlib(raw, label, notes, e)
+    return _loose_events(loose, label, notes), notes
+
+
+def _nonstrict(msg: str) -> bool:
+    """Whether msgspec's decode error is one that Python's json module may tolerate."""
+    m = msg.lower()
+    return "invalid character" in m or "utf-8" in m or "surrogate" in m or "out of range" in m
+
+
+def _decode_stdlib(raw: bytes, label, notes, first_error):
+    if isinstance(first_error, RecursionError):
+        raise TraceError(label, _TOO_DEEP)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        notes.append("the file holds bytes that are not UTF-8 (invalid UTF-8); they read as U+FFFD")
+    constants = []
+
+    def constant(c):
+        constants.append(c)
+        return float(c)
+
+    try:
+        doc = json.loads(text, parse_constant=constant)
+    except json.JSONDecodeError as e:
+        raise TraceError(label, f"not valid JSON ({first_error}; {e})") from None
+    except RecursionError:
+        raise TraceError(label, _TOO_DEEP) from None
+    if constants:
+        notes.append(f"read {len(constants)} non-standard JSON number(s) ({', '.join(sorted(set(constants)))})")
+    return doc
+
+
+def _loose_events(loose, label, notes):
+    """A TraceFile whose events are those of ``loose`` (decoded JSON) that convert to Event."""
+    if isinstance(loose, list) and any(isinstance(ev, dict) for ev in loose):
+        loose = {"traceEvents": loose}   # Chrome's JSON Array Format: the events, no header
+    if not isinstance(loose, dict):
+        raise TraceError(label, "not a torch.profiler trace: the top level is not a JSON object")
+    events = loose.get("traceEvents", msgspec.UNSET)
     if events is msgspec.UNSET:
         raise TraceError(label, "not a torch.profiler trace: it has no 'traceEvents' list")
     if not isinstance(events, list):
         raise TraceError(label, "not a torch.profiler trace: 'traceEvents' is not a list")
+    header = TraceFile(**{f: loose.get(f) for f in TraceFile.__struct_fields__ if f != "traceEvents"})
     good, bad_args, bad = [], 0, 0
     for ev in events:
         try:
@@ -185,8 +337,19 @@ def _decode(raw: bytes, label):
         notes.append(f"skipped {bad} malformed event(s) of {len(events)}")
     if bad_args:
         notes.append(f"ignored malformed args of {bad_args} event(s)")
-    loose.traceEvents = good
-    return loose, notes
+    surrogates = 0
+    for e in good:
+        # Lone UTF-16 surrogates (from \ud800-style escapes) cannot be written out as UTF-8.
+        if not e.name.isascii() and _SURROGATE.search(e.name):
+            e.name = _SURROGATE.sub("\ufffd", e.name)
+            surrogates += 1
+    if surrogates:
+        notes.append(f"replaced unpaired UTF-16 surrogates in {surrogates} event name(s)")
+    header.traceEvents = good
+    return header
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _num(x, kind=float):
@@ -212,12 +375,6 @@ _BUCKET = {"kernel": "kernels", "gpu_memcpy": "copies", "gpu_memset": "copies",
            "python_function": "frames", "cuda_sync": "gsyncs", "Trace": "span"}
 
 
-def _valid_time(e):
-    ts, dur = e.ts, e.dur
-    # NaN fails both comparisons; negative or missing durations are not events we can place.
-    return ts is not None and dur is not None and ts == ts and dur >= 0 and abs(ts) != _INF and dur != _INF
-
-
 _INF = float("inf")
 
 
@@ -228,16 +385,15 @@ def build_trace(doc, label="<trace>", notes=None) -> Trace:
     if events is msgspec.UNSET or events is None:
         raise TraceError(label, "not a torch.profiler trace: it has no 'traceEvents' list")
 
-    buckets = {name: [] for name in set(_BUCKET.values())}
-    get = _BUCKET.get
-    for e in events:
-        if e.ph == "X":
-            b = get(e.cat)
-            if b is not None:
-                buckets[b].append(e)
+    # List comprehensions, one per bucket, run several times faster than one loop with branches.
+    xs = [e for e in events if e.ph == "X" and e.cat in _BUCKET]
+    buckets = {}
     bad_times = 0
-    for b, evs in buckets.items():
-        ok = [e for e in evs if _valid_time(e)]
+    for b in set(_BUCKET.values()):
+        cats = {c for c, v in _BUCKET.items() if v == b}
+        evs = [e for e in xs if e.cat in cats]
+        # NaN fails every comparison; negative, infinite or missing times cannot be placed.
+        ok = [e for e in evs if e.ts is not None and e.dur is not None and -_INF < e.ts < _INF and 0 <= e.dur < _INF]
         bad_times += len(evs) - len(ok)
         buckets[b] = ok
     if bad_times:
@@ -294,18 +450,40 @@ def build_trace(doc, label="<trace>", notes=None) -> Trace:
 
     if not k["name"] and not c["name"] and not op_t["name"] and not rt["name"]:
         if not events:
-            raise TraceError(label, "the trace holds no events")
+            raise TraceError(label, "the trace holds no events" + (f" ({'; '.join(notes)})" if notes else ""))
         raise TraceError(label, "not a torch.profiler trace: none of its events are kernels, copies, "
                                 "runtime calls or CPU ops")
     if not k["name"]:
         notes.append("no GPU kernels were recorded (CPU-only trace)")
 
-    return Trace(
+    trace = Trace(
         kernels=frame(k, KERNEL_COLUMNS), copies=frame(c, COPY_COLUMNS),
         runtime=frame(rt, RUNTIME_COLUMNS), ops=frame(op_t, OP_COLUMNS),
         frames=frame(fr, FRAME_COLUMNS), syncs=frame(s, SYNC_COLUMNS),
         devices=frame(devices, DEVICE_COLUMNS), meta=meta,
     )
+    _cover_span(trace)
+    return trace
+
+
+def _cover_span(trace):
+    """Widen ``span_us`` to cover every recorded interval.
+
+    The profiler's span always does in real recordings; in a damaged or hand-made trace it may
+    not, and GPU busy time must never exceed the region's span.
+    """
+    span = trace.meta["span_us"]
+    if span is None:
+        return
+    end = span
+    for t in (trace.kernels, trace.copies, trace.runtime, trace.ops):
+        if len(t):
+            end = max(end, float((t["start_us"] + t["duration_us"]).max()))
+    if end > span:
+        trace.meta["span_us"] = end
+        if end - span > 1.0:   # clocks of CPU and GPU events disagree by far less than 1 us
+            trace.meta["notes"].append(f"events end {end - span:.1f} us after the profiler's span; "
+                                       "the span was widened to cover them")
 
 
 _EMPTY_ARGS = Args()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 # Columns of each table, in order. Readers must produce at least these (empty tables too),
@@ -67,7 +68,6 @@ TABLES = {
     "devices": DEVICE_COLUMNS,
 }
 # Integers use pandas' nullable Int64 so that "not recorded" stays distinct from 0.
-_NULLABLE = {"int64": "Int64", "float64": "float64", "bool": "boolean", "object": "object"}
 
 
 def frame(columns: dict, schema: dict) -> pd.DataFrame:
@@ -80,15 +80,36 @@ def frame(columns: dict, schema: dict) -> pd.DataFrame:
     out = {}
     for col, kind in schema.items():
         values = columns.get(col)
-        dtype = _NULLABLE[kind]
-        if values is None:
-            out[col] = pd.Series([None] * n, dtype=dtype)
-        else:
-            out[col] = pd.Series(values, dtype=dtype) if kind != "object" else pd.Series(values, dtype=object)
-    extra = {k: v for k, v in columns.items() if k not in schema}
-    for col, values in extra.items():
-        out[col] = pd.Series(values)
-    return pd.DataFrame(out)
+        out[col] = _column([None] * n if values is None else values, kind)
+    for col, values in columns.items():
+        if col not in schema:
+            out[col] = pd.Series(values)
+    return pd.DataFrame(out, copy=False)
+
+
+def _column(values, kind):
+    """A typed column from a list that may hold None (missing)."""
+    if kind == "object":
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+        # Explicit object dtype: pandas 3 would otherwise infer (slowly) its Arrow string dtype.
+        return pd.Series(arr, dtype=object, copy=False)
+    if kind == "float64":
+        # None becomes NaN; building through numpy is several times faster than pandas' casts.
+        return np.array(values, dtype=np.float64)
+    if kind == "bool":
+        return pd.array(values, dtype="boolean")
+    try:
+        if None not in values:
+            return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(len(values), bool))
+        mask = np.fromiter((v is None for v in values), bool, len(values))
+        data = np.array([0 if v is None else v for v in values], dtype=np.int64)
+        return pd.arrays.IntegerArray(data, mask)
+    except (OverflowError, TypeError, ValueError):
+        # Out-of-range or non-integer values from a hostile file: keep what fits, drop the rest.
+        clean = [v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
+                 for v in values]
+        return pd.array(clean, dtype="Int64")
 
 
 @dataclass
