@@ -31,14 +31,19 @@ def load(source):
         raise TraceError(repr(source)[:80], "expected a file path or a stopped torch.profiler.profile")
     path = os.fspath(source)
     from .trace.kineto import _read_bytes, read_kineto
-    raw = _read_bytes(path)
+    notes = []
+    raw = _read_bytes(path, notes)
     if _REPORT_MARK in raw[:200]:
         try:
             d = msgspec.json.decode(raw)
-        except msgspec.DecodeError as e:
+        except (msgspec.DecodeError, RecursionError) as e:
             raise TraceError(path, f"the report file is damaged ({e})") from None
+        if not isinstance(d, dict):
+            raise TraceError(path, "the report file is damaged (its top level is not a JSON object)")
         return Report.from_dict(d, source=path)
-    return Report(read_kineto(raw, name=path))
+    trace = read_kineto(raw, name=path)
+    trace.meta["notes"][:0] = notes
+    return Report(trace)
 
 
 def load_ncu(path, *, kernels_report=None):
