@@ -121,6 +121,31 @@ class Report:
         from .analysis.findings import find_all
         return find_all(self)
 
+    @cached_property
+    def timeline(self):
+        """Busy time, idle gaps with causes, stream overlap, launch stats (a Timeline).
+
+        >>> rep.timeline.launch_stats                            # doctest: +SKIP
+        """
+        from .analysis.timeline import timeline
+        return timeline(self)
+
+    @property
+    def busy(self) -> pd.DataFrame:
+        """GPU busy time per device and stream over the active window (``timeline.busy``)."""
+        return self.timeline.busy
+
+    @property
+    def gaps(self) -> pd.DataFrame:
+        """GPU idle gaps with their cause: host, sync, streams, queued (``timeline.gaps``)."""
+        return self.timeline.gaps
+
+    @cached_property
+    def roofline(self) -> pd.DataFrame:
+        """Achieved FLOP/s and bytes/s of countable ops against datasheet peaks."""
+        from .analysis.roofline import roofline
+        return roofline(self)
+
     # -- persistence -------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The report as plain JSON-able data (what :meth:`save` writes)."""

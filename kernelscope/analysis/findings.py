@@ -1,6 +1,505 @@
-"""Findings (issue 5 fills this in)."""
+"""Findings: what to fix first, in words, each with the numbers behind it.
+
+Every rule is a pure function of the report's tables (through :mod:`.timeline` and
+:mod:`.roofline`) returning Findings; :func:`find_all` ranks them by the time each one costs, so
+the first finding is the one to fix first. A finding's ``cost_us`` is the GPU time at stake: idle
+time the cause explains, or time beyond what the hardware allows; ``evidence`` holds the figures.
+"""
 from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..render.text import fmt_us
+from .peaks import device_peaks
+from .timeline import union_length
+
+# -- thresholds (named so that a test or a reader can see what a word means) -------------------
+# Severity is the cost as a share of the device's active window: a quarter or more is the first
+# thing to fix; under 5% it is within what one change of a step usually moves.
+SEVERITY_HIGH_SHARE = 0.25
+SEVERITY_MEDIUM_SHARE = 0.05
+# A GPU busy less than half of its active window is waiting more than it works.
+HOST_BOUND_MAX_BUSY = 0.5
+# ... and we blame the host when its late launches and syncs explain at least half of the idle.
+HOST_IDLE_MIN_SHARE = 0.5
+# Launch-bound means many short kernels: below ~100 launches the per-launch host cost adds up to
+# about a millisecond at most (9-11 us per bare launch on an H200, DESIGN.md)...
+LAUNCH_BOUND_MIN_LAUNCHES = 100
+# ...and a kernel shorter than one launch's host cost finishes before the next launch arrives.
+SHORT_KERNEL_US = 10.0
+# CUDA graphs "already apply" when most kernels come from graph replays.
+GRAPH_APPLIES_SHARE = 0.5
+# Busy this much of its window, the GPU's time is in the kernels (the opposite of host-bound).
+GPU_BOUND_MIN_BUSY = 0.8
+# Roofline: flag a kernel that holds at least 5% of kernel time, runs long enough (5 us) for a
+# fixed launch latency of a few us not to dominate, and reaches under 30% of its attainable roof.
+ROOF_MIN_SHARE = 0.05
+ROOF_MIN_KERNEL_US = 5.0
+ROOF_LOW_SHARE = 0.3
+ROOF_MAX_FINDINGS = 3
+# Host link rate assumed for a device not in the datasheet table (PCIe Gen4 x16, one direction).
+FALLBACK_HOST_LINK_GBPS = 32.0
+# Host<->device copy kinds (device-to-device copies never touch host memory).
+_HOST_COPY_KINDS = ("HtoD", "DtoH")
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing worth knowing about a run, most costly first in ``report.findings``.
+
+    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]        # doctest: +SKIP
+    >>> f.kind, f.severity                                              # doctest: +SKIP
+    ('launch_bound', 'high')
+    """
+
+    kind: str
+    severity: str
+    title: str
+    detail: str
+    evidence: dict = field(default_factory=dict)
+    cost_us: float = 0.0
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able data (numbers as Python floats/ints).
+
+        >>> Finding("x", "info", "t", "d").to_dict()["kind"]
+        'x'
+        """
+        return _plain(asdict(self))
+
+
+def severity_for(cost_us: float, window_us: float | None) -> str:
+    """Severity from the time a finding costs, as a share of the active window.
+
+    >>> severity_for(300, 1000), severity_for(60, 1000), severity_for(1, 1000), severity_for(0, 1000)
+    ('high', 'medium', 'low', 'info')
+    """
+    if not cost_us or cost_us <= 0:
+        return "info"
+    share = cost_us / window_us if window_us else 1.0
+    if share >= SEVERITY_HIGH_SHARE:
+        return "high"
+    if share >= SEVERITY_MEDIUM_SHARE:
+        return "medium"
+    return "low"
 
 
 def find_all(report) -> list:
-    return []
+    """All findings of a report, most costly first (``report.findings`` caches this).
+
+    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]   # doctest: +SKIP
+    ['launch_bound']
+    """
+    tl = report.timeline if hasattr(report, "timeline") else None
+    if tl is None:
+        from .timeline import timeline
+        tl = timeline(report)
+    out = []
+    for rule in (host_findings, sync_findings, copy_findings, stream_findings, graph_findings,
+                 gpu_bound_findings, roofline_findings):
+        try:
+            out.extend(rule(report, tl))
+        except Exception as e:  # one broken rule must not hide the others or the report
+            out.append(Finding("analysis_error", "info", f"could not run {rule.__name__}: {e!r}",
+                               "This is a kernelscope bug; the other findings are unaffected.",
+                               {"rule": rule.__name__}))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: (-f.cost_us, order.get(f.severity, 9)))
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+def _devices(tl):
+    rows = tl.busy[tl.busy["stream"].isna()]
+    return [r._asdict() for r in rows.itertuples(index=False)]
+
+
+def _where(dev, tl):
+    return f" on {dev['device']}" if len(_devices(tl)) > 1 else ""
+
+
+def host_findings(report, tl) -> list:
+    """Launch-bound or host-bound: the GPU idles because the host feeds it too slowly."""
+    out = []
+    for dev in _devices(tl):
+        ls = tl.launch_stats.set_index("device").loc[dev["device"]]
+        g = tl.gaps[tl.gaps["device"] == dev["device"]]
+        idle = float(g["duration_us"].sum())
+        host_idle = float(ls["idle_host_us"]) + float(ls["idle_sync_us"])
+        if not (dev["busy_share"] < HOST_BOUND_MAX_BUSY and idle > 0
+                and host_idle >= HOST_IDLE_MIN_SHARE * idle):
+            continue
+        acts = tl.activities[tl.activities["device"] == dev["device"]]
+        k = acts[acts["kind"] == "kernel"]
+        launches = int(ls["launches"])
+        graph_share = ls["graph_kernels"] / len(k) if len(k) else 0.0
+        launch_bound = (launches >= LAUNCH_BOUND_MIN_LAUNCHES
+                        and ls["median_kernel_us"] <= SHORT_KERNEL_US)
+        hg = g[g["cause"] == "host"]
+        by_op = (hg.assign(op=hg["after_op"].fillna(hg["after"]))
+                 .groupby("op")["duration_us"].agg(["sum", "size"]).sort_values("sum", ascending=False))
+        top_ops = [{"op": op, "idle_us": float(r["sum"]), "gaps": int(r["size"])}
+                   for op, r in by_op.head(3).iterrows()]
+        sg = g[g["cause"] == "sync"]
+        sync_calls = Counter(f"{c} in {o}" if o else str(c)
+                             for c, o in zip(sg["blocking_call"], sg["blocking_op"]))
+        evidence = {
+            "device": dev["device"], "busy_share": dev["busy_share"], "busy_us": dev["busy_us"],
+            "window_us": dev["window_us"], "idle_us": idle, "idle_host_us": float(ls["idle_host_us"]),
+            "idle_sync_us": float(ls["idle_sync_us"]), "host_gaps": len(hg), "sync_gaps": len(sg),
+            "launches": launches, "kernels": len(k), "distinct_kernels": int(k["name"].nunique()),
+            "launches_per_ms": float(ls["launches_per_ms"]),
+            "median_kernel_us": float(ls["median_kernel_us"]),
+            "median_gap_us": float(ls["median_gap_us"]),
+            "median_launch_call_us": _f(ls["median_launch_call_us"]),
+            "median_launch_interval_us": _f(ls["median_launch_interval_us"]),
+            "graph_kernels": int(ls["graph_kernels"]), "graph_launches": int(ls["graph_launches"]),
+            "longest_waits_before": top_ops, "sync_calls": dict(sync_calls),
+        }
+        head = (f"The GPU{_where(dev, tl)} was busy {dev['busy_share']:.1%} of its active window "
+                f"({fmt_us(dev['window_us'])}); it waited on the host for {fmt_us(host_idle)} "
+                f"({host_idle / dev['window_us']:.0%}).")
+        call, interval = evidence["median_launch_call_us"], evidence["median_launch_interval_us"]
+        pace = (f" The host issued a launch every {fmt_us(interval)} (median) while one launch call "
+                f"costs {fmt_us(call)}"
+                + (", so the time goes to Python and framework work between launches, not to the "
+                   "launch calls themselves." if call and interval and interval > 3 * call else "."))
+        waits = (" Longest waits came before " + ", ".join(
+            f"{w['op']} ({fmt_us(w['idle_us'])} in {w['gaps']} gap{'s' * (w['gaps'] != 1)})"
+            for w in top_ops) + ".") if top_ops else ""
+        syncs = (f" Synchronizations idled it for {fmt_us(ls['idle_sync_us'])} more ("
+                 + ", ".join(f"{n}x {c}" for c, n in sync_calls.most_common(3))
+                 + "): the host blocked until the GPU drained, so nothing was queued ahead."
+                 if len(sg) else "")
+        if launch_bound:
+            kind = "launch_bound"
+            title = (f"Launch-bound: {launches} launches of ~{fmt_us(ls['median_kernel_us'])} kernels "
+                     f"keep the GPU busy only {dev['busy_share']:.0%} of the time")
+            body = (f"{launches} launches ({evidence['distinct_kernels']} distinct kernels) at "
+                    f"{ls['launches_per_ms']:.1f} per ms; the median kernel runs "
+                    f"{fmt_us(ls['median_kernel_us'])} but the GPU then idles a median "
+                    f"{fmt_us(ls['median_gap_us'])} until the next one arrives.")
+            if graph_share >= GRAPH_APPLIES_SHARE:
+                fix = (f" CUDA graphs already apply ({int(ls['graph_kernels'])} of {len(k)} kernels "
+                       f"come from {int(ls['graph_launches'])} graph replays): the idle time lies "
+                       "between replays, so capture more of the step in one graph or cut the host "
+                       "work between replays.")
+            else:
+                fix = (" Fix: replay the loop as a CUDA graph (torch.compile(mode=\"reduce-overhead\") "
+                       "or torch.cuda.CUDAGraph) so one launch issues all kernels; fuse the small "
+                       "element-wise ops (torch.compile) so fewer kernels do the same work; or give "
+                       "each kernel more work (larger batches).")
+            detail = head + " " + body + pace + waits + syncs + fix
+        else:
+            kind = "host_bound"
+            cause = ("synchronizations" if ls["idle_sync_us"] > ls["idle_host_us"]
+                     else "host work between launches")
+            title = (f"Host-bound: the GPU idles {1 - dev['busy_share']:.0%} of the time, mostly "
+                     f"waiting on {cause}")
+            fix = (" Fix: take syncs out of the step (.item(), .cpu(), printing CUDA tensors, "
+                   "blocking .cuda() of pageable tensors); replay the step as a CUDA graph "
+                   "(torch.compile(mode=\"reduce-overhead\")) so the host stops pacing the GPU; or "
+                   "give each launch more work (larger batches).")
+            detail = head + pace + waits + syncs + fix
+        evidence["cause"] = "host" if ls["idle_host_us"] >= ls["idle_sync_us"] else "sync"
+        out.append(Finding(kind, severity_for(host_idle, dev["window_us"]), title, detail, evidence,
+                           host_idle))
+    return out
+
+
+def sync_findings(report, tl) -> list:
+    """Host-blocking synchronizations and blocking copies, with the idle time they caused."""
+    b = tl.blocking
+    if not len(b):
+        return []
+    g = tl.gaps
+    sg = g[g["cause"] == "sync"] if len(g) else g
+    cost = float(sg["duration_us"].sum()) if len(sg) else 0.0
+    end = tl.window.get("end_us")
+    # The region's closing synchronize returns after the GPU's last work: it waits for work that
+    # had to finish anyway and costs nothing.
+    closing = ((b["kind"] == "sync") & (b["end_us"] >= end)) if end is not None else b["kind"] != b["kind"]
+    if closing.all():
+        return []
+    after_end = int(closing.sum())
+    by = (b.assign(where=[f"{n} in {o}" if isinstance(o, str) and o else str(n)
+                          for n, o in zip(b["name"], b["op"])])
+          .groupby("where")["duration_us"].agg(["size", "sum"]).sort_values("sum", ascending=False))
+    calls = [{"call": w, "count": int(r["size"]), "host_us": float(r["sum"])} for w, r in by.iterrows()]
+    n_sync = int((b["kind"] == "sync").sum())
+    n_copy = int((b["kind"] == "copy").sum())
+    host_us = float(b["duration_us"].sum())
+    window = tl.window.get("active_us")
+    title = (f"{len(b)} host-blocking call{'s' * (len(b) != 1)} ({n_sync} sync, {n_copy} blocking "
+             f"cop{'ies' if n_copy != 1 else 'y'}) held the host {fmt_us(host_us)}"
+             + (f" and idled the GPU {fmt_us(cost)}" if cost > 0 else ""))
+    detail = ("Each one makes the host wait until the GPU has finished, so no work is queued ahead "
+              "and the GPU idles while the host catches up. By call: "
+              + "; ".join(f"{c['count']}x {c['call']} ({fmt_us(c['host_us'])})" for c in calls[:5]) + ".")
+    if after_end:
+        detail += (f" {after_end} of them returned after the GPU's last work (the region's closing "
+                   "synchronize), which costs nothing.")
+    detail += (" Fix: keep values on the GPU instead of .item()/.cpu()/print inside the loop; copy "
+               "to pinned memory with non_blocking=True and synchronize once; find hidden syncs "
+               "with torch.cuda.set_sync_debug_mode(\"warn\").")
+    evidence = {"calls": calls, "syncs": n_sync, "blocking_copies": n_copy, "host_blocked_us": host_us,
+                "idle_caused_us": cost, "after_last_gpu_work": after_end}
+    return [Finding("syncs", severity_for(cost, window), title, detail, evidence, cost)]
+
+
+def copy_findings(report, tl) -> list:
+    """Pageable host memory, achieved bandwidth against the host link, copies serialized with
+    compute on the same stream."""
+    c = report.copies
+    if not len(c):
+        return []
+    c = c[c["kind"] == "memcpy"]
+    host = c[c["copy_kind"].isin(_HOST_COPY_KINDS)]
+    if not len(host):
+        return []
+    out = []
+    window = tl.window.get("active_us")
+    names = dict(zip(report.devices["index"].tolist(), report.devices["name"].tolist()))
+    peaks = {i: device_peaks(n) for i, n in names.items()}
+
+    def link(i):
+        p = peaks.get(i)
+        return p.host_link_gbps if p else FALLBACK_HOST_LINK_GBPS
+
+    pageable = host[(host["src_memory"] == "Pageable") | (host["dst_memory"] == "Pageable")]
+    pinned = host[(host["src_memory"] == "Pinned") | (host["dst_memory"] == "Pinned")]
+    if len(pageable):
+        b = pageable["bytes"].astype(float).fillna(0).to_numpy()
+        d = pageable["duration_us"].to_numpy(float)
+        lk = np.array([link(i) for i in pageable["device_index"].tolist()])
+        ideal = b / (lk * 1e3)  # us at the link's datasheet rate (GB/s = 1e3 bytes/us)
+        cost = float(np.maximum(0.0, d - ideal).sum())
+        gbps = b.sum() / d.sum() / 1e3 if d.sum() > 0 else np.nan
+        pin_gbps = (pinned["bytes"].astype(float).sum() / pinned["duration_us"].sum() / 1e3
+                    if len(pinned) and pinned["duration_us"].sum() > 0 else None)
+        host_blocked = float(pageable["launch_duration_us"].fillna(0).sum())
+        dev_i = pageable["device_index"].iloc[0]
+        p = peaks.get(dev_i)
+        by_kind = [{"copy": k, "count": int(len(g)), "bytes": int(g["bytes"].fillna(0).sum()),
+                    "time_us": float(g["duration_us"].sum()),
+                    "gbps": float(g["bytes"].fillna(0).sum() / g["duration_us"].sum() / 1e3)}
+                   for k, g in pageable.groupby("name")]
+        title = (f"{len(pageable)} cop{'ies' if len(pageable) != 1 else 'y'} used pageable host memory: "
+                 f"{_fmt_bytes(b.sum())} at {gbps:.1f} GB/s "
+                 f"({gbps / link(dev_i):.0%} of the {link(dev_i):.0f} GB/s host link)")
+        kinds = ", ".join(f"{x['count']}x {x['copy']}" for x in by_kind)
+        detail = (f"Pageable copies ({kinds}) "
+                  f"took {fmt_us(d.sum())} and held the host {fmt_us(host_blocked)}: the driver "
+                  "stages them through a pinned buffer and the call returns only when it is done. "
+                  + (f"Pinned copies in this run reached {pin_gbps:.1f} GB/s. " if pin_gbps else "")
+                  + f"At the link's rate ({link(dev_i):.0f} GB/s, "
+                  + (f"{p.source} value for {p.model}" if p else "assumed PCIe Gen4 x16") + ") they "
+                  f"would take {fmt_us(ideal.sum())}. Fix: allocate host tensors in pinned memory "
+                  "(tensor.pin_memory(), DataLoader(pin_memory=True)) and copy with "
+                  ".to(\"cuda\", non_blocking=True), on a side stream where it can overlap compute.")
+        evidence = {"copies": by_kind, "bytes": int(b.sum()), "time_us": float(d.sum()),
+                    "gbps": float(gbps), "pinned_gbps": pin_gbps, "host_link_gbps": float(link(dev_i)),
+                    "host_link_source": p.source if p else "assumed", "host_blocked_us": host_blocked,
+                    "time_at_link_rate_us": float(ideal.sum())}
+        out.append(Finding("pageable_copies", severity_for(cost, window), title, detail, evidence, cost))
+
+    # Copies that share a stream with kernels and overlap no kernel at all: they serialize with
+    # compute (the stream runs one thing at a time, and no other stream hid them).
+    acts = tl.activities
+    kern = acts[acts["kind"] == "kernel"]
+    if len(kern):
+        rows = []
+        for r in host.itertuples():
+            same = kern[(kern["device_index"] == r.device_index) & (kern["stream"] == r.stream)]
+            if not len(same):
+                continue
+            dev_k = kern[kern["device_index"] == r.device_index]
+            s, e = r.start_us, r.start_us + r.duration_us
+            ov = np.clip(np.minimum(dev_k["end_us"], e) - np.maximum(dev_k["start_us"], s), 0, None).sum()
+            if ov <= 0:
+                rows.append({"copy": r.name, "stream": int(r.stream), "time_us": float(r.duration_us),
+                             "op": r.op})
+        if rows:
+            cost = sum(x["time_us"] for x in rows)
+            streams = sorted({x["stream"] for x in rows})
+            title = (f"{len(rows)} host copies ran on the compute stream{'s' * (len(streams) > 1)} "
+                     f"({', '.join(map(str, streams))}) with no kernel beside them: {fmt_us(cost)} "
+                     "the GPU could have been computing")
+            detail = ("A stream runs its work in order, so a copy on the stream the kernels use waits "
+                      "for them and they wait for it. Fix: prefetch the next batch with "
+                      ".to(\"cuda\", non_blocking=True) from pinned memory on a side stream "
+                      "(torch.cuda.Stream) and make the compute stream wait on it only when needed.")
+            out.append(Finding("serialized_copies", severity_for(cost, window), title, detail,
+                               {"copies": rows, "time_us": cost}, cost))
+    return out
+
+
+def stream_findings(report, tl) -> list:
+    """Which streams ran work, which are side streams, and how long they overlapped."""
+    out = []
+    for dev in _devices(tl):
+        b = tl.busy[(tl.busy["device"] == dev["device"]) & tl.busy["stream"].notna()]
+        if len(b) < 2:
+            continue
+        # The main stream runs the most work items; the rest are side streams.
+        main = int(b.sort_values(["activities", "busy_us"], ascending=False).iloc[0]["stream"])
+        side = [int(s) for s in b["stream"] if int(s) != main]
+        ov = tl.overlap[tl.overlap["device"] == dev["device"]]
+        pairs = [{"streams": [int(r.stream_a), int(r.stream_b)], "overlap_us": float(r.overlap_us),
+                  "share_of_a": _f(r.share_of_a), "share_of_b": _f(r.share_of_b)}
+                 for r in ov.itertuples()]
+        any_ov = [p for p in pairs if p["overlap_us"] > 0]
+        none_ov = [p for p in pairs if p["overlap_us"] <= 0]
+        per = {int(r.stream): {"busy_us": float(r.busy_us), "kernels": int(r.kernels),
+                               "copies": int(r.copies)} for r in b.itertuples()}
+        title = (f"Work ran on {len(b)} streams{_where(dev, tl)} (main {main}, side "
+                 f"{', '.join(map(str, side))}); "
+                 + (f"they overlapped for {fmt_us(max(p['overlap_us'] for p in any_ov))} at most"
+                    if any_ov else "they never ran at the same time"))
+        detail = "; ".join(
+            f"streams {p['streams'][0]} and {p['streams'][1]} overlapped {fmt_us(p['overlap_us'])} "
+            f"({p['share_of_b']:.0%} of stream {p['streams'][1]}'s busy time)" for p in any_ov)
+        if none_ov:
+            detail += ("; " if detail else "") + "no overlap between " + ", ".join(
+                f"{p['streams'][0]} and {p['streams'][1]}" for p in none_ov)
+        detail += (". Side streams only help where their work can run beside other work; a "
+                   "synchronize between them (or a blocking copy) puts them back in line.")
+        out.append(Finding("streams", "info", title, detail,
+                           {"device": dev["device"], "main_stream": main, "side_streams": side,
+                            "streams": per, "overlap": pairs}))
+    return out
+
+
+def graph_findings(report, tl) -> list:
+    """CUDA-graph replays, when the launch-bound finding does not already say so."""
+    ls = tl.launch_stats
+    if not len(ls) or int(ls["graph_kernels"].sum()) == 0:
+        return []
+    n_k, n_g = int(ls["graph_kernels"].sum()), int(ls["graph_launches"].sum())
+    total = int(ls["kernels"].sum())
+    return [Finding("cuda_graphs", "info",
+                    f"CUDA graphs apply: {n_k} of {total} kernels came from {n_g} graph replay"
+                    f"{'s' * (n_g != 1)}",
+                    "Graph replays launch all their kernels with one host call, so per-kernel "
+                    "launch cost is gone for these; the GPU-side gap between them is "
+                    f"{fmt_us(float(ls['median_gap_us'].median()))} (median).",
+                    {"graph_kernels": n_k, "graph_launches": n_g, "kernels": total})]
+
+
+def gpu_bound_findings(report, tl) -> list:
+    """The GPU was kept busy: the time is in the kernels themselves."""
+    out = []
+    for dev in _devices(tl):
+        if dev["busy_share"] < GPU_BOUND_MIN_BUSY:
+            continue
+        k = report.kernels
+        if "device" in k.columns:
+            k = k[k["device"] == dev["device"]]
+        top = []
+        if len(k):
+            from ..report import kernel_summary
+            s = kernel_summary(k).head(3)
+            top = [{"kernel": r.short_name if "short_name" in s.columns else r.name,
+                    "total_us": float(r.total_us), "share": float(r.share)} for r in s.itertuples()]
+        detail = ("Little is lost between kernels; speed comes from faster kernels. Largest: "
+                  + ", ".join(f"{t['kernel']} ({t['share']:.0%}, {fmt_us(t['total_us'])})" for t in top)
+                  + ".") if top else "Little is lost between kernels."
+        acts = tl.activities[tl.activities["device"] == dev["device"]]
+        is_k = acts["kind"] == "kernel"
+        kernel_busy = union_length(acts.loc[is_k, "start_us"], acts.loc[is_k, "end_us"])
+        copy_busy = union_length(acts.loc[~is_k, "start_us"], acts.loc[~is_k, "end_us"])
+        if copy_busy > kernel_busy:
+            what = "copies"
+            detail = (f"Copies and memsets kept it busy {fmt_us(copy_busy)}, kernels {fmt_us(kernel_busy)}: "
+                      "the copies are the time to cut (see the copy findings).")
+        else:
+            what = "kernels"
+        out.append(Finding("gpu_bound", "info",
+                           f"The GPU{_where(dev, tl)} was busy {dev['busy_share']:.0%} of its active "
+                           f"window: the time is in the {what}", detail,
+                           {"device": dev["device"], "busy_share": dev["busy_share"], "top": top,
+                            "kernel_busy_us": kernel_busy, "copy_busy_us": copy_busy, "busy_in": what}))
+    return out
+
+
+def roofline_findings(report, tl) -> list:
+    """Long-running kernels far below the roof their arithmetic intensity allows."""
+    rl = report.roofline if hasattr(report, "roofline") else None
+    if rl is None:
+        from .roofline import roofline
+        rl = roofline(report)
+    rl = rl[rl["roof_share"].notna()] if len(rl) else rl
+    total = float(report.kernels["duration_us"].sum())
+    if not len(rl) or total <= 0:
+        return []
+    out = []
+    window = tl.window.get("active_us")
+    for (op, kernel), g in rl.groupby(["op", "kernel"], sort=False):
+        dur = float(g["duration_us"].sum())
+        n = int(g["kernels"].sum())
+        if dur / total < ROOF_MIN_SHARE or dur / n < ROOF_MIN_KERNEL_US:
+            continue
+        # Time-weighted: the share the group would need to take its ideal time.
+        ideal = float((g["duration_us"] * g["roof_share"]).sum())
+        share = ideal / dur
+        if share >= ROOF_LOW_SHARE:
+            continue
+        r = g.iloc[0]
+        cost = dur - ideal
+        if r["flops"] == r["flops"] and r["peak_tflops"] == r["peak_tflops"] and r["peak_tflops"]:
+            roof = (f"{r['attainable_tflops']:.1f} TFLOP/s attainable ({r['precision']}, "
+                    f"{r['bound']}-bound at {r['intensity']:.1f} FLOP/byte)")
+        else:
+            roof = f"{r['peak_gbps']:.0f} GB/s memory bandwidth"
+        out.append(Finding(
+            "roofline", severity_for(cost, window),
+            f"{r['short_name']} ({op}) reaches {share:.0%} of its roof",
+            f"{n} launch{'es' * (n != 1)} took {fmt_us(dur)}; at the roof ({roof}, {r['peaks_source']} "
+            f"value) they would take {fmt_us(ideal)}. Counts come from the op's recorded shapes "
+            f"({r['flops_source']}): small grids, poor memory access or a slow algorithm choice keep "
+            "it low; check its occupancy and waves.",
+            {"op": op, "kernel": kernel, "launches": n, "time_us": dur, "roof_share": share,
+             "ideal_us": ideal, "precision": r["precision"], "bound": r["bound"],
+             "achieved_tflops": _f(r["achieved_tflops"]), "achieved_gbps": _f(r["achieved_gbps"]),
+             "peak_tflops": _f(r["peak_tflops"]), "peak_gbps": _f(r["peak_gbps"])},
+            cost))
+    out.sort(key=lambda f: -f.cost_us)
+    return out[:ROOF_MAX_FINDINGS]
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def _f(x):
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x
+
+
+def _fmt_bytes(n) -> str:
+    n = float(n)
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return None if v != v else float(v)
+    if v is pd.NA:
+        return None
+    return v

@@ -1,0 +1,148 @@
+"""Roofline inputs: achieved FLOP/s and bytes/s of kernels whose CPU op lets us count them.
+
+FLOPs come from the trace when torch.profiler recorded them (``with_flops``), else from the
+op's recorded shapes (``record_shapes``) for matrix products (2*M*N*K). Bytes are what the op must
+move at least: its tensor inputs read once plus its output written once, from shapes and dtypes.
+Both are per CPU op, so an op's kernels are taken together. Peaks come from :mod:`kernelscope.analysis.peaks` (datasheet values).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .peaks import device_peaks
+
+# Bytes per element of the dtype names torch.profiler records in "Input type".
+DTYPE_BYTES = {
+    "float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "int": 4, "long int": 8,
+    "long": 8, "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
+    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8, "c10::complex<double>": 16,
+}
+# Precision of a matrix product by its input dtype (tensor-core peaks in the peaks table).
+_MM_PRECISION = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64_tc",
+                 "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "signed char": "int8"}
+# Matrix products: op name -> index of the first matrix operand in the inputs.
+_MATMUL = {"aten::mm": 0, "aten::addmm": 1, "aten::bmm": 0, "aten::baddbmm": 1, "aten::_scaled_mm": 0}
+# Element-wise ops whose traffic is inputs + one output of the broadcast shape.
+_ELEMENTWISE = {
+    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "pow", "sigmoid",
+    "tanh", "relu", "gelu", "silu", "clamp", "where", "maximum", "minimum", "threshold_backward",
+    "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "_softmax",
+    "_log_softmax", "fill_", "lerp", "addcmul", "addcdiv", "sign", "reciprocal", "sin", "cos",
+}
+
+ROOFLINE_COLUMNS = ["op", "op_index", "kernel", "short_name", "device", "precision", "kernels",
+                    "duration_us", "flops", "bytes", "flops_source", "intensity",
+                    "achieved_tflops", "achieved_gbps", "peak_tflops", "peak_gbps",
+                    "attainable_tflops", "roof_share", "bound", "peaks_source"]
+
+
+def op_counts(name: str, dims, types, trace_flops=None):
+    """(flops, bytes, precision, source) of one CPU op from its recorded shapes; None if unknown.
+
+    >>> op_counts("aten::mm", [[512, 1024], [1024, 4096]], ["c10::BFloat16", "c10::BFloat16"])
+    (4294967296.0, 13631488.0, 'bf16', 'shapes')
+    """
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return None
+    # 0-dim entries are scalars (Python numbers wrapped as CPU tensors): no device traffic.
+    tensors = [(d, t) for d, t in zip(dims, types)
+               if isinstance(d, list) and d and t in DTYPE_BYTES and all(isinstance(x, int) for x in d)]
+    if not tensors:
+        return None
+    nbytes = float(sum(math.prod(d) * DTYPE_BYTES[t] for d, t in tensors))
+    base = name.split("::")[-1]
+    flops, precision = None, None
+    if name in _MATMUL:
+        i = _MATMUL[name]
+        if len(dims) < i + 2 or not isinstance(dims[i], list) or not isinstance(dims[i + 1], list):
+            return None
+        a, b = dims[i], dims[i + 1]
+        if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+            return None
+        batch = math.prod(a[:-2]) if len(a) > 2 else 1
+        m, k, n = a[-2], a[-1], b[-1]
+        flops = 2.0 * batch * m * n * k
+        t = types[i] if i < len(types) else None
+        precision = _MM_PRECISION.get(t)
+        nbytes += batch * m * n * DTYPE_BYTES.get(t, 4)
+    elif base == "copy_" and len(tensors) == 2:
+        pass  # reads src, writes self: exactly the two inputs
+    elif base.rstrip("_") in _ELEMENTWISE or base in _ELEMENTWISE:
+        try:
+            out = np.broadcast_shapes(*[tuple(d) for d, _ in tensors])
+        except ValueError:
+            return None
+        size = max(DTYPE_BYTES[t] for _, t in tensors)
+        nbytes += math.prod(out) * size
+        flops = float(math.prod(out))  # one operation per output element: an estimate
+        precision = "fp64" if any(t == "double" for _, t in tensors) else "fp32"
+    else:
+        return None
+    source = "shapes"
+    if trace_flops is not None and trace_flops == trace_flops and trace_flops > 0:
+        flops, source = float(trace_flops), "trace"
+    return flops, nbytes, precision, source
+
+
+def roofline(report) -> pd.DataFrame:
+    """One row per CPU op instance whose work we can count, with its kernels' total time.
+
+    ``roof_share`` is achieved FLOP/s over the attainable peak min(peak, intensity x bandwidth);
+    ``bound`` says which roof applies. Peaks are datasheet values (``peaks_source``).
+
+    >>> rl = roofline(ks.load("mlp_train.pt.trace.json.gz"))             # doctest: +SKIP
+    >>> rl[["op", "achieved_tflops", "peak_tflops", "roof_share"]]     # doctest: +SKIP
+    """
+    k = report.kernels
+    ops = report.ops
+    k = k[k["op_index"].notna()] if len(k) else k
+    if not len(k) or not len(ops):
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in ROOFLINE_COLUMNS})
+    dev_names = dict(zip(report.devices["index"].tolist(), report.devices["name"].tolist()))
+    rows = []
+    for op_index, g in k.groupby("op_index", sort=False):
+        i = int(op_index)
+        if i < 0 or i >= len(ops):
+            continue
+        op = ops.iloc[i]
+        counts = op_counts(op["name"], op["input_dims"], op["input_types"], op["flops"])
+        if counts is None:
+            continue
+        flops, nbytes, precision, source = counts
+        dur = float(g["duration_us"].sum())
+        if dur <= 0:
+            continue
+        top = g.loc[g["duration_us"].idxmax()]
+        peaks = device_peaks(dev_names.get(top["device_index"]))
+        # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
+        if precision == "fp32" and op["name"] in _MATMUL and "tf32" in str(top["name"]).lower():
+            precision = "tf32"
+        peak_t = peaks.peak_tflops(precision) if peaks and precision else None
+        peak_b = peaks.memory_gbps if peaks else None
+        sec = dur * 1e-6
+        ach_t = flops / sec / 1e12 if flops is not None else np.nan
+        ach_b = nbytes / sec / 1e9
+        inten = flops / nbytes if flops is not None and nbytes else np.nan
+        attain, share, bound = np.nan, np.nan, None
+        if peak_b:
+            if peak_t and flops is not None:
+                mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
+                attain = min(peak_t, mem_roof)
+                bound = "compute" if peak_t <= mem_roof else "memory"
+                share = ach_t / attain
+            else:
+                share, bound = ach_b / peak_b, "memory"
+        rows.append({
+            "op": op["name"], "op_index": i, "kernel": top["name"],
+            "short_name": top.get("short_name", top["name"]), "device": top.get("device"),
+            "precision": precision, "kernels": len(g), "duration_us": dur, "flops": flops,
+            "bytes": nbytes, "flops_source": source, "intensity": inten, "achieved_tflops": ach_t,
+            "achieved_gbps": ach_b, "peak_tflops": peak_t, "peak_gbps": peak_b,
+            "attainable_tflops": attain, "roof_share": share, "bound": bound,
+            "peaks_source": peaks.source if peaks else None,
+        })
+    return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)

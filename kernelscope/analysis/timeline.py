@@ -1,0 +1,381 @@
+"""Is the GPU busy, and if not, why: busy time, idle gaps and their causes, stream overlap,
+launch statistics. Pure functions over a report's tables (kernels, copies, syncs).
+
+Times are microseconds on the trace's clock. "Busy" is the union of kernel, memcpy and memset
+intervals (overlapping work on two streams counts once). The denominator is the *active window*:
+from the first GPU activity's start to the last one's end. The profiler's span also holds its own
+start-up (CUPTI initializes on the first launch, 0.3-0.9 ms in our H200 recordings) and host work
+before the first launch, which says nothing about whether the GPU was kept fed; it is reported
+separately as ``lead_in_us``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+# Causes of an idle gap, in words (the ``cause`` column of the gaps table).
+CAUSES = {
+    "host": "waiting on the host: the next launch came after the GPU went idle",
+    "sync": "the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
+    "streams": "the next work was queued on another stream, waiting on a cross-stream dependency",
+    "queued": "the next work was already queued on the same stream (GPU-side launch latency)",
+    "unknown": "the next activity's launch call is not in the trace",
+}
+# Host-blocking copy calls: with pageable host memory cudaMemcpyAsync is synchronous for the host
+# (the driver stages through a pinned buffer), which is documented CUDA behaviour.
+_BLOCKING_MEMORY = "Pageable"
+
+ACTIVITY_COLUMNS = ["kind", "name", "device", "device_index", "stream", "start_us", "end_us",
+                    "duration_us", "launch_api", "launch_start_us", "launch_end_us", "op",
+                    "graph_launch", "bytes"]
+
+
+@dataclass
+class Timeline:
+    """Everything :func:`timeline` computes for one report (see the tables' docstrings)."""
+
+    activities: pd.DataFrame
+    busy: pd.DataFrame
+    gaps: pd.DataFrame
+    overlap: pd.DataFrame
+    blocking: pd.DataFrame
+    launch_stats: pd.DataFrame
+    window: dict = field(default_factory=dict)
+
+    def device(self, device=None) -> dict:
+        """The busy row of one device (the first when ``device`` is None) as a dict."""
+        rows = self.busy[self.busy["stream"].isna()]
+        if device is not None:
+            rows = rows[rows["device"] == device]
+        return rows.iloc[0].to_dict() if len(rows) else {}
+
+
+# -- interval arithmetic ------------------------------------------------------------------------
+
+def merge_intervals(starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """Merge possibly overlapping intervals into disjoint, sorted ones.
+
+    >>> merge_intervals([0, 2, 10], [5, 3, 12])
+    (array([ 0., 10.]), array([ 5., 12.]))
+    """
+    s = np.asarray(starts, dtype=float)
+    e = np.asarray(ends, dtype=float)
+    if not len(s):
+        return s, e
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    cm = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > cm[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], cm[last]
+
+
+def union_length(starts, ends) -> float:
+    """Total length covered by a set of intervals (overlaps counted once).
+
+    >>> union_length([0, 2, 10], [5, 3, 12])
+    7.0
+    """
+    ms, me = merge_intervals(starts, ends)
+    return float((me - ms).sum())
+
+
+def intersection_length(a, b) -> float:
+    """Length of time covered by both interval sets ``a`` and ``b`` (each ``(starts, ends)``).
+
+    >>> intersection_length(([0], [10]), ([5, 20], [15, 30]))
+    5.0
+    """
+    la, lb = union_length(*a), union_length(*b)
+    both = union_length(np.concatenate([np.asarray(a[0], float), np.asarray(b[0], float)]),
+                        np.concatenate([np.asarray(a[1], float), np.asarray(b[1], float)]))
+    return la + lb - both
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
+    """Kernels, memcpys and memsets as one table of GPU activities, sorted by start.
+
+    >>> a = activities(rep.kernels, rep.copies)          # doctest: +SKIP
+    >>> a[["kind", "stream", "start_us", "end_us"]]      # doctest: +SKIP
+    """
+    labels = _device_labels(kernels)
+    parts = []
+    for kind_col, df in (("kernel", kernels), (None, copies)):
+        if not len(df):
+            continue
+        t = pd.DataFrame({
+            "kind": "kernel" if kind_col else df["kind"].astype(object),
+            "name": df["name"].astype(object),
+            "device_index": df["device_index"].astype("Int64"),
+            "stream": df["stream"].astype("Int64"),
+            "start_us": df["start_us"].astype(float),
+            "duration_us": df["duration_us"].astype(float),
+            "launch_api": df["launch_api"].astype(object),
+            "launch_start_us": df["launch_start_us"].astype(float),
+            "op": df["op"].astype(object),
+        })
+        t["end_us"] = t["start_us"] + t["duration_us"]
+        t["launch_end_us"] = t["launch_start_us"] + df["launch_duration_us"].astype(float)
+        t["graph_launch"] = (df["graph_launch"].fillna(False).astype(bool)
+                             if "graph_launch" in df.columns else False)
+        t["bytes"] = df["bytes"].astype("Int64") if "bytes" in df.columns else pd.NA
+        t["device"] = [labels.get(i, f"cuda:{i}" if i is not pd.NA else "cuda:?")
+                       for i in t["device_index"].tolist()]
+        parts.append(t)
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTIVITY_COLUMNS})
+    a = pd.concat(parts, ignore_index=True)[ACTIVITY_COLUMNS]
+    # Activities without a time (e.g. kernels known only from an Nsight Compute export) have no
+    # place on a timeline.
+    a = a[a["start_us"].notna() & a["duration_us"].notna()]
+    return a.sort_values(["start_us", "end_us"], kind="stable").reset_index(drop=True)
+
+
+def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
+    """Host calls that block until the GPU catches up: synchronizations and pageable copies.
+
+    Columns: name, kind (``sync`` or ``copy``), start_us, end_us, duration_us, op.
+
+    >>> host_blocking(rep.syncs, rep.copies)[["name", "duration_us", "op"]]   # doctest: +SKIP
+    """
+    from ..trace.kineto import SYNC_CALLS
+
+    parts = []
+    # Only host API calls: GPU-side "cuda_sync" records have no host interval to block.
+    s = syncs[syncs["name"].isin(list(SYNC_CALLS))]
+    if len(s):
+        parts.append(pd.DataFrame({
+            "name": s["name"].astype(object), "kind": "sync",
+            "start_us": s["start_us"].astype(float), "duration_us": s["duration_us"].astype(float),
+            "op": s["op"].astype(object)}))
+    if len(copies):
+        pageable = (copies["src_memory"] == _BLOCKING_MEMORY) | (copies["dst_memory"] == _BLOCKING_MEMORY)
+        c = copies[pageable & copies["launch_start_us"].notna()]
+        if len(c):
+            parts.append(pd.DataFrame({
+                "name": c["launch_api"].astype(object) + " (" + c["name"].astype(str) + ")",
+                "kind": "copy", "start_us": c["launch_start_us"].astype(float),
+                "duration_us": c["launch_duration_us"].astype(float), "op": c["op"].astype(object)}))
+    if not parts:
+        return pd.DataFrame({"name": pd.Series(dtype=object), "kind": pd.Series(dtype=object),
+                             "start_us": pd.Series(dtype=float), "end_us": pd.Series(dtype=float),
+                             "duration_us": pd.Series(dtype=float), "op": pd.Series(dtype=object)})
+    b = pd.concat(parts, ignore_index=True)
+    b["end_us"] = b["start_us"] + b["duration_us"]
+    return b[["name", "kind", "start_us", "end_us", "duration_us", "op"]].sort_values(
+        "start_us", kind="stable").reset_index(drop=True)
+
+
+def busy_table(acts: pd.DataFrame, wall_us: float | None = None) -> pd.DataFrame:
+    """Busy time per device (``stream`` is NA) and per stream within it.
+
+    Columns: device, stream, activities, kernels, copies, window_start_us, window_end_us,
+    window_us, busy_us, busy_share (of the active window), wall_busy_share (of ``wall_us``, the
+    region's wall time, when given), idle_us.
+
+    >>> b = busy_table(activities(rep.kernels, rep.copies))       # doctest: +SKIP
+    >>> b.loc[b["stream"].isna(), "busy_share"]                   # doctest: +SKIP
+    """
+    rows = []
+    for dev, d in acts.groupby("device", sort=True):
+        w0, w1 = float(d["start_us"].min()), float(d["end_us"].max())
+        win = w1 - w0
+        groups = [(pd.NA, d)] + [(s, g) for s, g in d.groupby("stream", sort=True)]
+        for stream, g in groups:
+            busy = union_length(g["start_us"], g["end_us"])
+            rows.append({
+                "device": dev, "stream": stream, "activities": len(g),
+                "kernels": int((g["kind"] == "kernel").sum()), "copies": int((g["kind"] != "kernel").sum()),
+                "window_start_us": w0, "window_end_us": w1, "window_us": win, "busy_us": busy,
+                "busy_share": busy / win if win > 0 else np.nan,
+                "wall_busy_share": busy / wall_us if wall_us else np.nan,
+                "idle_us": win - busy,
+            })
+    out = pd.DataFrame(rows, columns=["device", "stream", "activities", "kernels", "copies",
+                                      "window_start_us", "window_end_us", "window_us", "busy_us",
+                                      "busy_share", "wall_busy_share", "idle_us"])
+    out["stream"] = out["stream"].astype("Int64")
+    return out
+
+
+GAP_COLUMNS = ["device", "start_us", "end_us", "duration_us", "cause", "before", "before_stream",
+               "after", "after_kind", "after_stream", "after_op", "after_launch_start_us",
+               "blocking_call", "blocking_op"]
+
+
+def gaps_table(acts: pd.DataFrame, blocking: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Idle gaps of each device inside its active window, each with its cause (see ``CAUSES``).
+
+    A gap runs from the moment every stream of the device is idle to the next activity's start.
+    Its cause: ``host`` when that activity's launch call started after the gap began; ``sync``
+    when, in addition, the host sat in a blocking call (a synchronization or a pageable copy)
+    during the gap before that launch, so it could not queue work ahead; ``streams`` when the
+    work was queued before the gap on another stream than the work before it; ``queued`` when
+    it was queued on the same stream.
+
+    >>> g = gaps_table(activities(rep.kernels, rep.copies), host_blocking(rep.syncs, rep.copies))  # doctest: +SKIP
+    >>> g.groupby("cause")["duration_us"].sum()                                               # doctest: +SKIP
+    """
+    parts = []
+    for dev, d in acts.groupby("device", sort=True):
+        parts.append(_device_gaps(dev, d.reset_index(drop=True), blocking))
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in GAP_COLUMNS})
+    return pd.concat(parts, ignore_index=True)[GAP_COLUMNS]
+
+
+def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
+    o = np.argsort(d["start_us"].to_numpy(float), kind="stable")
+    d = d.iloc[o].reset_index(drop=True)
+    s = d["start_us"].to_numpy(float)
+    e = d["end_us"].to_numpy(float)
+    cm = np.maximum.accumulate(e)
+    # Index of the activity holding the running maximum end: the last one busy before a gap.
+    holder = np.maximum.accumulate(np.where(e >= cm, np.arange(len(e)), 0))
+    nxt = np.flatnonzero(s[1:] > cm[:-1]) + 1
+    prev = holder[nxt - 1]
+    g0, g1 = cm[nxt - 1], s[nxt]
+    ls = d["launch_start_us"].to_numpy(float)[nxt]
+    stream = d["stream"].astype("float64").to_numpy()
+    late = ls > g0
+    blocked = np.zeros(len(nxt), dtype=bool)
+    call = np.full(len(nxt), None, dtype=object)
+    call_op = np.full(len(nxt), None, dtype=object)
+    if blocking is not None and len(blocking) and len(nxt):
+        # Any blocking call overlapping (gap start, next launch)? Calls sorted by start with a
+        # running maximum of their ends answer that for all gaps at once.
+        bs = blocking["start_us"].to_numpy(float)
+        be = blocking["end_us"].to_numpy(float)
+        bo = np.argsort(bs, kind="stable")
+        bs, be = bs[bo], be[bo]
+        bcm = np.maximum.accumulate(be)
+        bholder = np.maximum.accumulate(np.where(be >= bcm, np.arange(len(be)), 0))
+        upto = np.minimum(g1, np.where(np.isnan(ls), g1, ls))
+        k = np.searchsorted(bs, upto, side="left") - 1
+        ok = k >= 0
+        kk = np.where(ok, k, 0)
+        blocked = ok & (bcm[kk] > g0)
+        idx = bo[bholder[kk]]
+        names = blocking["name"].to_numpy(object)
+        ops = blocking["op"].to_numpy(object)
+        call = np.where(blocked, names[idx], None)
+        call_op = np.where(blocked, ops[idx], None)
+    cause = np.where(np.isnan(ls), "unknown",
+                     np.where(late, np.where(blocked, "sync", "host"),
+                              np.where(stream[nxt] != stream[prev], "streams", "queued")))
+    call = np.where(cause == "sync", call, None)
+    call_op = np.where(cause == "sync", call_op, None)
+    names = d["name"].to_numpy(object)
+    return pd.DataFrame({
+        "device": dev, "start_us": g0, "end_us": g1, "duration_us": g1 - g0, "cause": cause,
+        "before": names[prev], "before_stream": d["stream"].to_numpy(object)[prev],
+        "after": names[nxt], "after_kind": d["kind"].to_numpy(object)[nxt],
+        "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": d["op"].to_numpy(object)[nxt],
+        "after_launch_start_us": ls, "blocking_call": call, "blocking_op": call_op,
+    })
+
+
+def overlap_table(acts: pd.DataFrame) -> pd.DataFrame:
+    """How long each pair of streams of a device ran at the same time.
+
+    Columns: device, stream_a, stream_b, busy_a_us, busy_b_us, overlap_us, share_of_a,
+    share_of_b (the overlap as a share of each stream's busy time).
+
+    >>> overlap_table(activities(rep.kernels, rep.copies))        # doctest: +SKIP
+    """
+    rows = []
+    for dev, d in acts.groupby("device", sort=True):
+        by = {s: (g["start_us"].to_numpy(float), g["end_us"].to_numpy(float))
+              for s, g in d.groupby("stream", sort=True)}
+        keys = list(by)
+        for i, a in enumerate(keys):
+            for b in keys[i + 1:]:
+                la, lb = union_length(*by[a]), union_length(*by[b])
+                ov = intersection_length(by[a], by[b])
+                rows.append({"device": dev, "stream_a": a, "stream_b": b, "busy_a_us": la,
+                             "busy_b_us": lb, "overlap_us": ov,
+                             "share_of_a": ov / la if la else np.nan,
+                             "share_of_b": ov / lb if lb else np.nan})
+    return pd.DataFrame(rows, columns=["device", "stream_a", "stream_b", "busy_a_us", "busy_b_us",
+                                       "overlap_us", "share_of_a", "share_of_b"])
+
+
+def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
+    """Per device: how fast work was launched and how it compares to the kernels' length.
+
+    Columns: device, launches (kernels + copies), kernels, window_us, launches_per_ms,
+    median_kernel_us, median_gap_us (idle time before each activity, 0 when it started while the
+    GPU was busy), median_launch_call_us (CPU cost of one launch call), median_launch_interval_us
+    (host time between consecutive launch calls), graph_kernels (kernels from CUDA-graph replays),
+    graph_launches, idle_host_us / idle_sync_us / idle_streams_us / idle_queued_us /
+    idle_unknown_us (gap time by cause).
+
+    >>> launch_stats(a, gaps_table(a)).iloc[0]["launches_per_ms"]     # doctest: +SKIP
+    """
+    rows = []
+    for dev, d in acts.groupby("device", sort=True):
+        d = d.sort_values("start_us", kind="stable")
+        s, e = d["start_us"].to_numpy(float), d["end_us"].to_numpy(float)
+        cm = np.maximum.accumulate(e)
+        idle_before = np.maximum(0.0, s[1:] - cm[:-1])
+        k = d[d["kind"] == "kernel"]
+        win = float(e.max() - s.min())
+        own = k[~k["graph_launch"]]
+        calls = (d.drop_duplicates(["launch_start_us", "launch_api"])
+                 if len(d) else d)  # a graph replay is one call for many kernels
+        ls = np.sort(calls["launch_start_us"].dropna().to_numpy(float))
+        g = gaps[gaps["device"] == dev] if len(gaps) else gaps
+        row = {
+            "device": dev, "launches": len(d), "kernels": len(k), "window_us": win,
+            "launches_per_ms": len(d) / (win / 1e3) if win > 0 else np.nan,
+            "median_kernel_us": float(k["duration_us"].median()) if len(k) else np.nan,
+            "median_gap_us": float(np.median(idle_before)) if len(idle_before) else np.nan,
+            "median_launch_call_us": float((own["launch_end_us"] - own["launch_start_us"]).median())
+            if len(own) else np.nan,
+            "median_launch_interval_us": float(np.median(np.diff(ls))) if len(ls) > 1 else np.nan,
+            "graph_kernels": int(k["graph_launch"].sum()),
+            "graph_launches": int(k.loc[k["graph_launch"], "launch_start_us"].nunique()),
+        }
+        for c in CAUSES:
+            row[f"idle_{c}_us"] = float(g.loc[g["cause"] == c, "duration_us"].sum()) if len(g) else 0.0
+        rows.append(row)
+    cols = ["device", "launches", "kernels", "window_us", "launches_per_ms", "median_kernel_us",
+            "median_gap_us", "median_launch_call_us", "median_launch_interval_us", "graph_kernels",
+            "graph_launches"] + [f"idle_{c}_us" for c in CAUSES]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def timeline(report) -> Timeline:
+    """All timeline tables of a report (``report.timeline`` caches this).
+
+    >>> tl = timeline(ks.load("launch_bound.pt.trace.json.gz"))   # doctest: +SKIP
+    >>> round(tl.device()["busy_share"], 3)                         # doctest: +SKIP
+    0.071
+    """
+    acts = activities(report.kernels, report.copies)
+    wall = report.wall_time_us
+    blocking = host_blocking(report.syncs, report.copies)
+    busy = busy_table(acts, wall)
+    gaps = gaps_table(acts, blocking)
+    window = {"wall_us": wall, "span_us": report.meta.get("span_us")}
+    if len(acts):
+        window.update(start_us=float(acts["start_us"].min()), end_us=float(acts["end_us"].max()))
+        window["active_us"] = window["end_us"] - window["start_us"]
+        # The trace clock starts at the recorded region's start (see trace.model).
+        window["lead_in_us"] = window["start_us"]
+    return Timeline(activities=acts, busy=busy, gaps=gaps, overlap=overlap_table(acts),
+                    blocking=blocking, launch_stats=launch_stats(acts, gaps), window=window)
+
+
+def _device_labels(kernels: pd.DataFrame) -> dict:
+    if "device" not in kernels.columns or not len(kernels):
+        return {}
+    pairs = kernels[["device_index", "device"]].drop_duplicates()
+    return {i: d for i, d in zip(pairs["device_index"].tolist(), pairs["device"].tolist()) if i is not pd.NA}
