@@ -196,6 +196,33 @@ class Report:
         from .render.html import report_html
         return report_html(self)
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """Every display carries the live widget (needs a kernel), our report MIME type (the
+        JupyterLab extension renders it from a saved notebook with no kernel), static HTML
+        (GitHub, nbconvert) and text."""
+        from .render.html import report_html
+        from .render.view import MIME_TYPE, mime_payload, view_model
+        model = view_model(self)
+        bundle = {MIME_TYPE: mime_payload(self, model), "text/html": report_html(self), "text/plain": repr(self)}
+        try:
+            from .widget import ReportWidget
+            view = ReportWidget(self, model=model)._repr_mimebundle_()
+        except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
+            view = None
+        if view:
+            data = view[0] if isinstance(view, tuple) else view
+            bundle.update({k: v for k, v in data.items() if k != "text/plain"})
+        return bundle
+
+    def widget(self):
+        """The interactive view as an anywidget; ``w.selected`` is what is selected in its table.
+
+        >>> w = rep.widget(); w                          # doctest: +SKIP
+        >>> w.selected                                  # doctest: +SKIP
+        """
+        from .widget import ReportWidget
+        return ReportWidget(self)
+
 
 def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
     """Per-kernel statistics over launches (see :meth:`Report.summary`).

@@ -1,0 +1,265 @@
+// The report view shared by the anywidget and the JupyterLab MIME renderer / file viewer.
+import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor } from "./format.js";
+import { str, int, num } from "./data.js";
+import { KernelTable } from "./table.js";
+import { Timeline } from "./timeline.js";
+import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
+
+const TABS = ["Kernels", "Timeline", "Backends", "Roofline", "Findings"];
+
+/**
+ * Render a decoded view model into `el`.
+ * opts.onSelect(names): called when the kernel selection changes (the widget syncs it to Python).
+ * Returns {setSelection(names), table, timeline}.
+ */
+export function renderReport(el, model, opts = {}) {
+  const t0 = performance.now();
+  const onSelect = opts.onSelect || (() => {});
+  const hd = model.header;
+  el.textContent = "";
+  const root = h("div", { class: "ks-root", "data-kernelscope-version": String(hd.version) });
+  el.append(root);
+  root.append(header(model));
+
+  const panels = {};
+  const tabButtons = {};
+  const tabBar = h("div", { class: "ks-tabs", role: "tablist" });
+  let current = null;
+  const rendered = new Set();
+  const select = (name) => {
+    if (current !== name) {
+      for (const [n, p] of Object.entries(panels)) p.style.display = n === name ? "" : "none";
+      for (const [n, b] of Object.entries(tabButtons)) b.setAttribute("aria-selected", n === name ? "true" : "false");
+      current = name;
+    }
+    if (!rendered.has(name)) { rendered.add(name); renderTab[name](); }
+    if (name === "Timeline" && ctl.timeline) ctl.timeline.draw();
+  };
+  for (const name of TABS) {
+    const label = name === "Findings" ? `Findings (${(hd.findings || []).length})` : name;
+    tabButtons[name] = h("button", { class: "ks-tab", role: "tab", "data-tab": name, text: label, onclick: () => select(name) });
+    tabBar.append(tabButtons[name]);
+    panels[name] = h("div", { class: "ks-panel", "data-panel": name, role: "tabpanel" });
+  }
+  root.append(tabBar, ...Object.values(panels));
+
+  const ctl = { table: null, timeline: null, details: null };
+  const setSelected = (names, fromUser) => {
+    if (ctl.table && !fromUser) ctl.table.setSelection(names);
+    renderDetails(ctl.details, model, names);
+    if (fromUser) onSelect(names);
+  };
+
+  const renderTab = {
+    Kernels() {
+      ctl.table = new KernelTable(model, { onSelect: (names) => setSelected(names, true), height: opts.tableHeight || 360 });
+      ctl.details = h("div", { class: "ks-details" });
+      renderDetails(ctl.details, model, []);
+      panels.Kernels.append(ctl.table.el, ctl.details);
+    },
+    Timeline() {
+      ctl.timeline = new Timeline(model, { onPick: (name) => {
+        select("Kernels");
+        ctl.table.setSelection([name]);
+        setSelected([name], true);
+      } });
+      panels.Timeline.append(ctl.timeline.el);
+    },
+    Backends() {
+      const b = hd.backends || [];
+      if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
+      const chart = h("div", { class: "ks-chart" });
+      panels.Backends.append(chart, backendTable(b));
+      show(chart, backendSpec(b));
+    },
+    Roofline() {
+      const roof = hd.roofline;
+      if (!roof || !(roof.points || []).length) {
+        panels.Roofline.append(h("p", { class: "ks-empty",
+          text: "No roofline data: it needs FLOP and byte counts per kernel (record with FLOPs, or merge Nsight Compute metrics)." }));
+        return;
+      }
+      const chart = h("div", { class: "ks-chart" });
+      panels.Roofline.append(chart);
+      if (roof.note) panels.Roofline.append(h("p", { class: "ks-note", text: roof.note }));
+      show(chart, rooflineSpec(roof));
+    },
+    Findings() {
+      panels.Findings.append(findingsList(hd.findings || []));
+    },
+  };
+  select("Kernels");
+  ctl.setSelection = (names) => setSelected(names || [], false);
+  ctl.root = root;
+  ctl.firstPaintMs = performance.now() - t0;
+  root.setAttribute("data-render-ms", ctl.firstPaintMs.toFixed(1));
+  return ctl;
+}
+
+function header(model) {
+  const hd = model.header;
+  const s = hd.stats || {};
+  const tile = (label, value, title) => h("div", { class: "ks-tile", title },
+    h("div", { class: "ks-tile-value", text: value }), h("div", { class: "ks-tile-label", text: label }));
+  const devs = (hd.devices || []).map((d) => `${d.name} (sm_${d.compute_major}${d.compute_minor}, ${d.num_sms} SMs)`).join(", ");
+  const top = (hd.findings || [])[0];
+  return h("div", { class: "ks-header" },
+    h("div", { class: "ks-title" },
+      h("span", { class: "ks-brand", text: "kernelscope" }),
+      h("span", { class: "ks-source", text: hd.title || "", title: hd.title || "" }),
+      hd.partial ? h("span", { class: "ks-badge ks-partial", text: "partial: the run stopped early" }) : null,
+      devs ? h("span", { class: "ks-devices", text: devs }) : null),
+    h("div", { class: "ks-tiles" },
+      tile("wall time", fmtUs(s.wall_us), "region wall time (CUDA events when recorded, else the profiler span)"),
+      tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy),
+        "union of kernel and copy time over the wall time"),
+      tile("launches", fmtInt(s.launches)),
+      tile("kernels", fmtInt(s.kernels), "distinct kernel names"),
+      tile("GPU kernel time", fmtUs(s.gpu_time_us), "sum of kernel durations (CUPTI)"),
+      tile("copies", fmtInt(s.copies), s.copy_time_us ? `copy time ${fmtUs(s.copy_time_us)}` : null)),
+    h("div", { class: "ks-top-finding" },
+      top ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title]
+        : "No findings."),
+    (hd.notes || []).length ? h("ul", { class: "ks-notes" }, hd.notes.map((n) => h("li", { text: n }))) : null);
+}
+
+function backendTable(rows) {
+  return h("table", { class: "ks-static-table" },
+    h("thead", {}, h("tr", {}, ["device", "backend", "launches", "GPU time", "share"].map((c) => h("th", { text: c })))),
+    h("tbody", {}, rows.map((r) => h("tr", {},
+      h("td", { text: r.device ?? "-" }),
+      h("td", {}, h("span", { class: "ks-swatch", style: `background:${backendColor(r.backend)}` }), r.backend ?? "-"),
+      h("td", { class: "ks-num", text: fmtInt(r.launches) }),
+      h("td", { class: "ks-num", text: fmtUs(r.gpu_time_us) }),
+      h("td", { class: "ks-num", text: fmtPct(r.share) })))));
+}
+
+function findingsList(findings) {
+  if (!findings.length) return h("p", { class: "ks-empty", text: "No findings." });
+  return h("ol", { class: "ks-findings" }, findings.map((f) => {
+    const ev = Object.entries(f.evidence || {});
+    return h("li", { class: "ks-finding" },
+      h("div", {}, h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }), " ",
+        h("b", { text: f.title || "" }), f.kind ? h("span", { class: "ks-kind", text: ` ${f.kind}` }) : null),
+      f.detail ? h("div", { class: "ks-finding-detail", text: f.detail }) : null,
+      ev.length ? h("details", {}, h("summary", { text: "evidence" }),
+        h("table", { class: "ks-static-table" }, h("tbody", {}, ev.map(([k, v]) =>
+          h("tr", {}, h("td", { text: k }), h("td", { text: typeof v === "object" ? JSON.stringify(v) : String(v) })))))) : null);
+  }));
+}
+
+/** Details of the selected kernel(s): launches, op, source, occupancy breakdown and curves. */
+function renderDetails(el, model, names) {
+  if (!el) return;
+  el.textContent = "";
+  if (!names.length) {
+    el.append(h("p", { class: "ks-empty", text: "Select a kernel row to see its launches, CPU op, source line and occupancy." }));
+    return;
+  }
+  const k = model.tables.kernels;
+  const nameStrings = k.strings.name;
+  const wanted = new Set(names.map((n) => nameStrings.indexOf(n)));
+  const idx = [];
+  for (let i = 0; i < k.rows; i++) if (wanted.has(k.cols.name[i])) idx.push(i);
+  if (!idx.length) return;
+  const f = idx[0];
+  let total = 0, min = Infinity, max = -Infinity;
+  const ops = new Map(), sources = new Set();
+  for (const i of idx) {
+    const d = k.cols.duration_us[i];
+    total += d; min = Math.min(min, d); max = Math.max(max, d);
+    const op = str(k, "op", i) || "(no CPU op)";
+    ops.set(op, (ops.get(op) || 0) + 1);
+    const src = str(k, "source", i);
+    if (src) sources.add(src);
+  }
+  const nameCode = k.cols.name[f];
+  const kv = (rows) => h("table", { class: "ks-kv" }, h("tbody", {}, rows.filter(Boolean).map(([a, b]) =>
+    h("tr", {}, h("th", { text: a }), h("td", { text: b ?? "-" })))));
+  const info = h("div", { class: "ks-detail-block" },
+    h("h4", { text: names.length > 1 ? `${names.length} kernels selected` : (model.header.names[nameCode] || names[0]) }),
+    h("div", { class: "ks-fullname", text: names.length > 1 ? names.join("\n") : names[0] }),
+    kv([
+      ["backend", str(k, "backend", f)],
+      ["tensor cores", { 1: "yes", 0: "no" }[k.cols.tensor_cores ? k.cols.tensor_cores[f] : -1] || "unknown"],
+      ["launches", fmtInt(idx.length)],
+      ["total / mean", `${fmtUs(total)} / ${fmtUs(total / idx.length)}`],
+      ["min / max", `${fmtUs(min)} / ${fmtUs(max)}`],
+      ["CPU op", [...ops.entries()].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${o} ×${n}`).join(", ")],
+      ["source", sources.size ? [...sources].slice(0, 3).join("; ") : "-"],
+      ["grid / block", `${dims(k, "grid", f)} / ${dims(k, "block", f)}`],
+      ["registers / thread", fmtOpt(int(k, "registers_per_thread", f))],
+      ["shared memory / block", int(k, "shared_mem_bytes", f) === null ? "-" : fmtBytes(int(k, "shared_mem_bytes", f))],
+      ["waves", fmtNum(num(k, "waves", f), 2)],
+    ]));
+  el.append(info);
+  const cfg = (model.header.configs || []).find((c) => c.config === k.cols.config[f]);
+  el.append(occupancyBlock(cfg, k, f));
+  const ncu = ncuBlock(model, idx);
+  if (ncu) el.append(ncu);
+}
+
+function occupancyBlock(cfg, k, f) {
+  const block = h("div", { class: "ks-detail-block ks-occupancy" }, h("h4", { text: "Theoretical occupancy" }));
+  const occ = num(k, "theoretical_occupancy", f);
+  if (!cfg || cfg.occupancy === undefined) {
+    block.append(h("p", { class: "ks-empty", text: occ === null
+      ? "Not computed for this launch (launch shape or device properties not recorded)."
+      : `${fmtPct(occ, 1)} (limited by ${str(k, "occupancy_limiter", f) || "-"})` }));
+    return block;
+  }
+  const lim = (cfg.limiters || []).join(", ") || "-";
+  const rows = [
+    ["occupancy", `${fmtPct(cfg.occupancy, 1)} (computed by kernelscope, CUDA occupancy calculator)`],
+    ["active blocks / SM", fmtOpt(cfg.active_blocks_per_sm)],
+    ["limited by", lim],
+    ["block limit: registers", fmtOpt(cfg.block_limit_registers)],
+    ["block limit: shared memory", fmtOpt(cfg.block_limit_shared_mem)],
+    ["block limit: warps", fmtOpt(cfg.block_limit_warps)],
+    ["block limit: blocks / SM", fmtOpt(cfg.block_limit_blocks)],
+  ];
+  block.append(h("table", { class: "ks-kv" }, h("tbody", {}, rows.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b }))))));
+  if ((cfg.hints || []).length) {
+    block.append(h("div", { class: "ks-hints" }, h("b", { text: "What would raise it: " }),
+      h("ul", {}, cfg.hints.map((t) => h("li", { text: t })))));
+  }
+  if (cfg.curves) {
+    const charts = h("div", { class: "ks-occ-charts" });
+    block.append(charts);
+    const graphs = [
+      ["block", "threads per block", "Varying block size", cfg.threads],
+      ["registers", "registers per thread", "Varying register count", cfg.registers],
+      ["smem", "shared memory per block (bytes)", "Varying shared memory", cfg.smem],
+    ];
+    for (const [key, field, title, x] of graphs) {
+      const c = h("div", { class: "ks-chart ks-occ-chart", "data-curve": key });
+      charts.append(c);
+      show(c, occupancySpec(cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title }));
+    }
+  }
+  return block;
+}
+
+function ncuBlock(model, idx) {
+  const cols = model.header.ncu_columns || [];
+  if (!cols.length) return null;
+  const k = model.tables.kernels;
+  const rows = [];
+  for (const c of cols) {
+    const vals = idx.map((i) => k.cols[c][i]).filter((v) => !Number.isNaN(v));
+    if (!vals.length) continue;
+    const mean = vals.reduce((a, b) => a + b, 0) / vals.length;
+    rows.push([c.replace(/^ncu_/, ""), `${fmtNum(mean, 2)}${vals.length > 1 ? ` (mean of ${vals.length})` : ""}`]);
+  }
+  if (!rows.length) return null;
+  return h("div", { class: "ks-detail-block ks-ncu" }, h("h4", { text: "Nsight Compute (measured)" }),
+    h("table", { class: "ks-kv" }, h("tbody", {}, rows.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b }))))));
+}
+
+function dims(k, which, i) {
+  const x = int(k, `${which}_x`, i);
+  if (x === null) return "-";
+  return [x, int(k, `${which}_y`, i) ?? 1, int(k, `${which}_z`, i) ?? 1].join("×");
+}
+
+function fmtOpt(v) { return v === null || v === undefined ? "-" : String(v); }

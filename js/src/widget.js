@@ -1,0 +1,34 @@
+// anywidget entry: the report view over the widget model's traits (header, data, selection).
+import { fromBytes } from "./view/data.js";
+import { renderReport } from "./view/report.js";
+
+function render({ model, el }) {
+  const draw = () => {
+    let view;
+    try {
+      view = fromBytes(model.get("header"), model.get("data"));
+    } catch (err) {
+      el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
+      return null;
+    }
+    const ctl = renderReport(el, view, {
+      onSelect(names) {
+        model.set("selection", names);
+        model.save_changes();
+      },
+    });
+    ctl.setSelection(model.get("selection") || []);
+    return ctl;
+  };
+  let ctl = draw();
+  const onSel = () => ctl && ctl.setSelection(model.get("selection") || []);
+  const onData = () => { ctl = draw(); };
+  model.on("change:selection", onSel);
+  model.on("change:data", onData);
+  return () => {
+    model.off("change:selection", onSel);
+    model.off("change:data", onData);
+  };
+}
+
+export default { render };

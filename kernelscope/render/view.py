@@ -1,0 +1,415 @@
+"""The view model: what the browser gets of a Report.
+
+One small JSON header (headline numbers, findings, backends, occupancy curves, roofline, the
+column directory) plus one binary buffer holding the launch-level tables as little-endian typed
+arrays (``Float64Array``/``Float32Array``/``Int32Array``). Strings travel once, in the header, as
+dictionaries; the buffer holds their int32 codes. The browser maps each column with a zero-copy
+typed-array view, so 100k launches cost one ``ArrayBuffer`` and no per-row JSON.
+
+The anywidget sends the buffer as a binary trait; the MIME bundle
+(``application/vnd.kernelscope.report.v1+json``) carries it gzipped and base64-encoded, so a
+saved notebook renders with no kernel. Both are decoded by the same front-end code (``js/src/view``).
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import math
+
+import numpy as np
+import pandas as pd
+
+MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
+VIEW_VERSION = 1
+
+# Curves are computed for the kernels that take the most time only: each curve point is one
+# occupancy-calculator call, and a run can hold thousands of distinct launch configurations.
+CURVE_KERNELS = 20
+# Roofline points are per CPU op instance; the chart shows the costliest ones.
+ROOFLINE_POINTS = 300
+# Launch-level columns that go to the browser: (column, typed-array kind). "str" columns are
+# dictionary-encoded (int32 codes, -1 = missing).
+LAUNCH_COLUMNS = [
+    ("name", "str"), ("backend", "str"), ("device", "str"), ("stream", "i32"),
+    ("start_us", "f64"), ("duration_us", "f64"),
+    ("grid_x", "i32"), ("grid_y", "i32"), ("grid_z", "i32"),
+    ("block_x", "i32"), ("block_y", "i32"), ("block_z", "i32"),
+    ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
+    ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
+    ("op", "str"), ("source", "str"), ("correlation", "f64"), ("tensor_cores", "i32"),
+    ("backend_rule", "str"), ("config", "i32"),
+]
+COPY_COLUMNS = [
+    ("name", "str"), ("kind", "str"), ("copy_kind", "str"), ("device", "str"), ("stream", "i32"),
+    ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
+    ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
+]
+GAP_COLUMNS = [
+    ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
+    ("blocking_call", "str"),
+]
+_DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
+_MISSING_INT = -1
+
+
+def view_model(rep) -> tuple[dict, bytes]:
+    """The report as (JSON header, binary column buffer) for the browser.
+
+    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))   # doctest: +SKIP
+    >>> header["stats"]["launches"], len(buf)                                # doctest: +SKIP
+    (2000, 228000)
+    """
+    k = rep.kernels.reset_index(drop=True)
+    k = k.assign(config=_config_codes(k))
+    copies = rep.copies.reset_index(drop=True)
+    if len(copies):
+        copies = copies.assign(device=[_device_label(i) for i in copies["device_index"].tolist()])
+    else:
+        copies = copies.assign(device=pd.Series([], dtype=object))
+    ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
+    extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
+    launch_spec = LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra]
+
+    chunks, offset = [], 0
+    tables = {}
+    tl = _safe(lambda: rep.timeline, None)
+    gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
+    for tname, df, spec in (("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
+                            ("gaps", gaps, GAP_COLUMNS)):
+        cols = []
+        for col, kind in spec:
+            arr, strings = _encode(df[col] if col in df.columns else None, kind, len(df))
+            pad = (-offset) % 8
+            if pad:
+                chunks.append(b"\0" * pad)
+                offset += pad
+            raw = arr.tobytes()
+            entry = {"name": col, "type": "i32" if kind == "str" else kind, "offset": offset,
+                     "length": int(len(arr))}
+            if strings is not None:
+                entry["strings"] = strings
+            cols.append(entry)
+            chunks.append(raw)
+            offset += len(raw)
+        tables[tname] = {"rows": int(len(df)), "columns": cols}
+    buf = b"".join(chunks)
+
+    header = {
+        "version": VIEW_VERSION,
+        "title": _title(rep),
+        "partial": bool(rep.partial),
+        "notes": [str(n) for n in rep.notes],
+        "stats": _stats(rep, k, copies, tl),
+        "devices": _records(rep.devices),
+        "findings": _findings(rep),
+        "backends": _records(_safe(lambda: rep.backends, pd.DataFrame())),
+        "names": _name_table(k),
+        "configs": _occupancy_configs(k, rep.devices),
+        "roofline": _roofline(rep, k),
+        "ncu_columns": ncu_cols,
+        "tables": tables,
+        "nbytes": len(buf),
+    }
+    return header, buf
+
+
+def mime_payload(rep, model: tuple | None = None) -> dict:
+    """The JSON-able MIME bundle entry for ``application/vnd.kernelscope.report.v1+json``
+    (``model``: a :func:`view_model` result already computed for ``rep``).
+
+    >>> mime_payload(rep)["encoding"]     # doctest: +SKIP
+    'gzip+base64'
+    """
+    header, buf = model or view_model(rep)
+    # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
+    data = base64.b64encode(gzip.compress(buf, compresslevel=6, mtime=0)).decode("ascii")
+    return {"header": header, "encoding": "gzip+base64", "data": data}
+
+
+def decode_payload(payload: dict) -> dict:
+    """Decode a MIME payload back into numpy columns per table (tests and tools).
+
+    >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]   # doctest: +SKIP
+    """
+    buf = gzip.decompress(base64.b64decode(payload["data"]))
+    return decode_buffer(payload["header"], buf)
+
+
+def decode_buffer(header: dict, buf: bytes) -> dict:
+    """Map a view buffer into numpy arrays (strings decoded), as the browser does."""
+    out = {}
+    for tname, t in header["tables"].items():
+        cols = {}
+        for c in t["columns"]:
+            arr = np.frombuffer(buf, dtype=_DTYPES[c["type"]], count=c["length"], offset=c["offset"])
+            if "strings" in c:
+                s = c["strings"]
+                arr = [s[i] if i >= 0 else None for i in arr.tolist()]
+            cols[c["name"]] = arr
+        out[tname] = cols
+    return out
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def _encode(s, kind, n):
+    """One column as a typed array (and its string dictionary for "str")."""
+    if s is None:
+        if kind == "str":
+            return np.full(n, -1, "<i4"), []
+        fill = np.nan if kind.startswith("f") else _MISSING_INT
+        return np.full(n, fill, _DTYPES[kind]), None
+    if kind == "str":
+        vals = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else str(v)
+                for v in s.tolist()]
+        codes, uniques = pd.factorize(pd.Series(vals, dtype=object), use_na_sentinel=True)
+        return codes.astype("<i4"), [str(u) for u in uniques]
+    if pd.api.types.is_bool_dtype(s):
+        s = s.astype("Int64")
+    if kind.startswith("f"):
+        return pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan).astype(_DTYPES[kind]), None
+    v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+    v = np.where(np.isfinite(v) & (np.abs(v) < 2**31), v, _MISSING_INT)
+    return v.astype("<i4"), None
+
+
+def _device_label(i) -> str:
+    return "cuda:?" if i is None or i is pd.NA else f"cuda:{i}"
+
+
+def _config_codes(k: pd.DataFrame) -> np.ndarray:
+    """One code per distinct (device, threads per block, registers, shared memory) launch shape."""
+    if not len(k):
+        return np.zeros(0, "<i4")
+    key = pd.DataFrame({
+        "d": k["device_index"].astype("float64"),
+        "t": (k["block_x"] * k["block_y"] * k["block_z"]).astype("float64"),
+        "r": k["registers_per_thread"].astype("float64"),
+        "s": k["shared_mem_bytes"].astype("float64"),
+    }).fillna(-1.0)
+    codes, _ = pd.factorize(pd.MultiIndex.from_frame(key))
+    return codes.astype("<i4")
+
+
+def _title(rep) -> str:
+    import os
+    src = rep.meta.get("source") or rep.meta.get("trace_name") or "report"
+    return os.path.basename(str(src)) or str(src)
+
+
+def _stats(rep, k, copies, tl) -> dict:
+    busy = _safe(lambda: tl.device(), {}) if tl is not None else {}
+    return {
+        "wall_us": _num(rep.wall_time_us),
+        "gpu_time_us": _num(rep.gpu_time_us),
+        # Busy share of the active window (first to last GPU activity), as the findings use it.
+        "gpu_busy": _num(busy.get("busy_share")),
+        "gpu_busy_of_wall": _num(busy.get("wall_busy_share")),
+        "busy_device": _str(busy.get("device")),
+        "launches": int(len(k)),
+        "kernels": int(k["name"].nunique()) if len(k) else 0,
+        "copies": int(len(copies)),
+        "copy_time_us": _num(float(copies["duration_us"].sum())) if len(copies) else 0.0,
+    }
+
+
+def _findings(rep) -> list:
+    out = []
+    for f in _safe(lambda: rep.findings, []):
+        get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
+        ev = get("evidence")
+        out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
+                    "detail": _str(get("detail")),
+                    "evidence": {str(a): _plain(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
+    return out
+
+
+def _name_table(k: pd.DataFrame) -> list:
+    """Per kernel name (in the order of the dictionary sent with the ``name`` column): short name."""
+    if not len(k):
+        return []
+    first = k.drop_duplicates("name")
+    short = dict(zip(first["name"].astype(str), first["short_name"].astype(str)))
+    names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
+    return [short.get(n, n) for n in names]
+
+
+def _occupancy_configs(k: pd.DataFrame, devices: pd.DataFrame) -> list:
+    """Per launch shape: the calculator's breakdown; for the costliest kernels also the curves."""
+    if not len(k):
+        return []
+    try:
+        from ..analysis.occupancy import occupancy, occupancy_curves
+    except ImportError:
+        return []
+    dev = {int(r["index"]): r for r in devices.to_dict("records")} if len(devices) else {}
+    cost = k.groupby("config")["duration_us"].sum().sort_values(ascending=False)
+    with_curves = set(cost.index[:CURVE_KERNELS].tolist())
+    out = []
+    for code, row in k.drop_duplicates("config").set_index("config").sort_index().iterrows():
+        d = dev.get(_int(row["device_index"]))
+        entry = {"config": int(code)}
+        dims = [_int(row[c]) for c in ("block_x", "block_y", "block_z")]
+        regs, smem = _int(row["registers_per_thread"]), _int(row["shared_mem_bytes"])
+        if d is None or None in dims or regs is None or smem is None:
+            out.append(entry)
+            continue
+        threads = dims[0] * dims[1] * dims[2]
+        cc = (int(d["compute_major"]), int(d["compute_minor"]))
+        args = dict(compute_capability=cc, threads_per_block=threads, registers_per_thread=regs,
+                    shared_mem_per_block=smem, device=d)
+        cur = _safe(lambda: occupancy(**args), None)
+        if cur is None:
+            out.append(entry)
+            continue
+        entry.update(threads=threads, registers=regs, smem=smem, cc=list(cc), **_occ_fields(cur))
+        if code in with_curves:
+            curves = _safe(lambda: occupancy_curves(**args), None)
+            if curves is not None:
+                entry["curves"] = {key: _steps(curves[curves["vary"] == vary])
+                                   for key, vary in (("block", "threads_per_block"),
+                                                     ("registers", "registers_per_thread"),
+                                                     ("smem", "shared_mem_per_block"))}
+                entry["hints"] = _hints(entry)
+        out.append(entry)
+    return out
+
+
+def _occ_fields(o) -> dict:
+    fields = ("active_blocks_per_sm", "occupancy", "block_limit_registers", "block_limit_shared_mem",
+              "block_limit_warps", "block_limit_blocks", "block_limit_barriers", "reason")
+    out = {f: _plain(getattr(o, f, None)) for f in fields}
+    out["limiters"] = [str(x) for x in (getattr(o, "limiters", ()) or ())]
+    return out
+
+
+def _steps(c: pd.DataFrame) -> list:
+    """A curve as [value, occupancy] points where occupancy changes (a step function), plus
+    its ends and the launch's own value: a few dozen points instead of hundreds."""
+    v = c["value"].to_numpy()
+    o = c["occupancy"].to_numpy(dtype=float)
+    cur = c["current"].to_numpy(dtype=bool)
+    keep = np.zeros(len(v), bool)
+    if len(v):
+        keep[0] = keep[-1] = True
+        keep[1:] |= o[1:] != o[:-1]
+        keep |= cur
+    return [[int(a), _num(b)] for a, b in zip(v[keep], o[keep])]
+
+
+def _hints(entry) -> list:
+    """What would raise occupancy: the nearest point on each curve that does better."""
+    cur = entry.get("occupancy")
+    if cur is None:
+        return []
+    curves = entry["curves"]
+    hints = []
+    # Step points are where occupancy changes; a value reaches a step's level up to the next step.
+    better = [(r, o) for r, o in _levels(curves["registers"]) if o > cur + 1e-9 and r < entry["registers"]]
+    if better:
+        r, o = max(better, key=lambda p: p[0])
+        hints.append(f"at most {r} registers per thread (now {entry['registers']}) would give {o:.0%}")
+    better = [(s, o) for s, o in _levels(curves["smem"]) if o > cur + 1e-9 and s < entry["smem"]]
+    if better:
+        s, o = max(better, key=lambda p: p[0])
+        hints.append(f"at most {s / 1024:.1f} KB shared memory per block (now {entry['smem'] / 1024:.1f} KB) "
+                     f"would give {o:.0%}")
+    best = max((p for p in curves["block"] if p[1] is not None),
+               key=lambda p: (p[1], -abs(p[0] - entry["threads"])), default=None)
+    if best and best[1] > cur + 1e-9:
+        hints.append(f"{best[0]} threads per block (now {entry['threads']}) would give {best[1]:.0%}")
+    return hints
+
+
+def _levels(points):
+    """(largest value at that level, level) for each step of a non-increasing step curve."""
+    out = []
+    for (x, y), nxt in zip(points, points[1:] + [None]):
+        if y is None:
+            continue
+        out.append(((nxt[0] - 1) if nxt else x, y))
+    return out
+
+
+def _roofline(rep, k) -> dict | None:
+    """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
+    rl = _safe(lambda: rep.roofline, None)
+    if rl is None or not len(rl):
+        return None
+    pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
+    pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
+    backend = dict(zip(k["name"].astype(str), k["backend"].astype(str))) if len(k) else {}
+    points = [{"name": _str(r["short_name"]), "op": _str(r["op"]),
+               "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
+               "intensity": _num(r["intensity"]), "flops_per_s": _num(r["achieved_tflops"] * 1e12),
+               "duration_us": _num(r["duration_us"]), "roof_share": _num(r["roof_share"]),
+               "bound": _str(r["bound"])} for _, r in pts.iterrows()]
+    ceilings = []
+    for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
+        r = g.iloc[0]
+        if _num(r["peak_tflops"]) and _num(r["peak_gbps"]):
+            ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
+                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"])})
+    memory_only = int(len(rl) - len(pts))
+    note = ("Ceilings are datasheet peaks; FLOPs and bytes are counted per CPU op from its shapes "
+            "(bytes: inputs read once, output written once).")
+    if memory_only:
+        note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
+    return {"points": points, "ceilings": _plain(ceilings), "note": note}
+
+
+def _records(df) -> list:
+    if df is None or not len(df):
+        return []
+    return [{str(c): _plain(v) for c, v in r.items()} for r in df.to_dict("records")]
+
+
+def _safe(fn, default):
+    # The analysis modules are written in parallel; a view must render what is present.
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001
+        return default
+
+
+def _plain(v):
+    if v is None or v is pd.NA or isinstance(v, (str, bool)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return _num(float(v))
+    if isinstance(v, dict):
+        return {str(a): _plain(b) for a, b in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray, pd.Series)):
+        return [_plain(x) for x in list(v)]
+    if pd.isna(v) if np.ndim(v) == 0 else False:
+        return None
+    return str(v)
+
+
+def _num(v):
+    if v is None:
+        return None
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) or math.isinf(v) else v
+
+
+def _int(v):
+    if v is None or v is pd.NA:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else int(f)
+
+
+def _str(v):
+    return None if v is None else str(v)

@@ -1,0 +1,44 @@
+"""The anywidget view of a Report (kept apart from the user API, as jupyter-scatter does).
+
+The browser gets the report's view model (``kernelscope.render.view``): a JSON header and one
+binary buffer of typed-array columns. The browser writes back ``selection`` (kernel names), and
+:attr:`ReportWidget.selected` turns it into the matching launch rows.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import anywidget
+import pandas as pd
+import traitlets
+
+from .render.view import view_model
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+
+
+class ReportWidget(anywidget.AnyWidget):
+    """Interactive report: kernel table, timeline, backends, occupancy, roofline, findings.
+
+    >>> w = ReportWidget(ks.load("mlp_train.pt.trace.json.gz"))   # doctest: +SKIP
+    >>> w                                                        # doctest: +SKIP
+    >>> w.selected            # the launches of the kernels selected in the table  # doctest: +SKIP
+    """
+
+    _esm = _STATIC / "widget.js"
+    _css = _STATIC / "widget.css"
+
+    header = traitlets.Dict().tag(sync=True)
+    data = traitlets.Bytes().tag(sync=True)
+    selection = traitlets.List(traitlets.Unicode()).tag(sync=True)
+
+    def __init__(self, report, *, model: tuple | None = None, **kwargs):
+        header, buf = model or view_model(report)
+        self.report = report
+        super().__init__(header=header, data=buf, **kwargs)
+
+    @property
+    def selected(self) -> pd.DataFrame:
+        """Launch rows (``report.kernels``) of the kernels selected in the table."""
+        k = self.report.kernels
+        return k[k["name"].isin(list(self.selection))]
