@@ -1,0 +1,95 @@
+"""Which line of a notebook cell launched each kernel (``%%kernelprofile --stack``).
+
+torch.profiler's Python tracer names a frame by the line it *started* on, so every kernel a
+cell's straight-line code launches lands on the cell's first line. To get the line itself we
+trace only the cell's own code objects (``sys.settrace`` filtered by file name) and open a
+profiler annotation ``kernelscope.line.N`` while line N runs. Annotations share the profiler's
+clock and thread ids, so a kernel maps to the innermost annotation around its launch call.
+The annotation's name carries the ``file(line): function`` the reader uses for frames.
+"""
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+LINE_MARK = "kernelscope.line."
+
+
+class LineMarks:
+    """While active, each executed line of code whose file ``match``es is a profiler annotation.
+
+    ``match`` is a file name or a predicate on file names (e.g. :func:`is_cell_file`).
+
+    >>> with profile(with_stack=True), LineMarks("<ipython-input-3-abc>"):   # doctest: +SKIP
+    ...     exec(code, ns)
+    """
+
+    def __init__(self, match):
+        self.match = (lambda f: f == match) if isinstance(match, str) else match
+        self._seen = {}   # file name -> matches, so the predicate runs once per file
+        self._open = {}   # frame -> the annotation of the line it is on
+        self._prev = None
+
+    def __enter__(self):
+        from torch.autograd.profiler import record_function
+        self._rf = record_function
+        self._prev = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self._prev)
+        for rf in self._open.values():  # frames left by an exception that skipped 'return'
+            rf.__exit__(None, None, None)
+        self._open.clear()
+        return False
+
+    def _call(self, frame, event, arg):
+        f = frame.f_code.co_filename
+        hit = self._seen.get(f)
+        if hit is None:
+            hit = self._seen[f] = bool(self.match(f))
+        return self._line if hit else None  # other code runs untraced
+
+    def _line(self, frame, event, arg):
+        if event == "line":
+            rf = self._open.pop(frame, None)
+            if rf is not None:
+                rf.__exit__(None, None, None)
+            co = frame.f_code
+            rf = self._rf(f"{LINE_MARK}{co.co_filename}({frame.f_lineno}): {co.co_name}")
+            rf.__enter__()
+            self._open[frame] = rf
+        elif event == "return":
+            rf = self._open.pop(frame, None)
+            if rf is not None:
+                rf.__exit__(None, None, None)
+        return self._line
+
+
+def is_cell_file(name: str) -> bool:
+    """Whether a code object's file name is an IPython cell's.
+
+    >>> is_cell_file("/tmp/ipykernel_812/2183.py"), is_cell_file("<ipython-input-4-1f2e>")
+    (True, True)
+    """
+    return name.startswith("<ipython-input-") or "/ipykernel_" in name
+
+
+def line_sources(tids, times, ops: pd.DataFrame) -> list:
+    """For each (thread, host time), the ``file(line): function`` of the innermost line
+    annotation around it, else None. Pass a kernel's ``launch_tid`` and ``launch_start_us``.
+
+    >>> k = rep.kernels                                                      # doctest: +SKIP
+    >>> line_sources(k["launch_tid"], k["launch_start_us"], rep.ops)[:1]     # doctest: +SKIP
+    ['<ipython-input-3-abc>(4): <module>']
+    """
+    from ..trace.kineto import _sources
+    times = [None if t is None or t is pd.NA or t != t else float(t) for t in list(times)]
+    if not len(ops):
+        return [None] * len(times)
+    m = ops[ops["name"].astype(str).str.startswith(LINE_MARK)]
+    fr = {"name": [n[len(LINE_MARK):] for n in m["name"]], "tid": m["tid"].tolist(),
+          "start_us": m["start_us"].tolist(), "duration_us": m["duration_us"].tolist()}
+    return _sources(list(tids), times, fr)

@@ -1,0 +1,273 @@
+"""``ks.profile()``: record a region of Python with torch.profiler and CUDA events.
+
+The profiler records CPU ops and (where a CUDA device exists) kernels, copies and runtime
+calls; CUDA events on the streams we can see bracket the region for its GPU wall time. At the
+end we synchronize, stop the profiler and build the Report from the live results
+(:mod:`kernelscope.capture.live`).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from contextlib import contextmanager
+
+from ..errors import TraceError
+
+REPEAT_MARK = "kernelscope.repeat."
+
+_lock = threading.Lock()
+_active = None  # the profile now recording, if any: one at a time per process (CUPTI is global)
+
+
+class ProfilerBusyError(RuntimeError):
+    """Another recording is active (nested ``ks.profile``, an open torch.profiler, or CUPTI taken)."""
+
+
+def active():
+    """The :class:`profile` now recording in this process, or None.
+
+    >>> active() is None                                   # doctest: +SKIP
+    True
+    """
+    return _active
+
+
+class profile:
+    """Record a region of Python code; ``prof.report`` is the :class:`~kernelscope.Report` after.
+
+    Use it as a context manager, a decorator, or with :meth:`start`/:meth:`stop`.
+
+    >>> import kernelscope as ks
+    >>> with ks.profile() as prof:                          # doctest: +SKIP
+    ...     y = model(x)
+    >>> prof.report.summary().head(3)                       # doctest: +SKIP
+    >>> @ks.profile(lean=True)                              # doctest: +SKIP
+    ... def step(): ...
+    >>> step(); step.report                                 # doctest: +SKIP
+
+    ``lean=True`` records CUDA activity only (lowest overhead, no CPU ops so no op/backend
+    attribution from the launching op); ``with_stack=True`` records Python frames so kernels map
+    to source lines; ``lines_of`` (a file name or a predicate on file names) also marks each
+    executed line of that code, so kernels map to the exact line (what ``%%kernelprofile
+    --stack`` uses for notebook cells); ``record_shapes``/``with_flops`` are on by default.
+    """
+
+    def __init__(self, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
+                 lines_of=None, name="<live profiler>"):
+        self.lean = lean
+        self.with_stack = with_stack
+        self.record_shapes = record_shapes and not lean
+        self.with_flops = with_flops and not lean
+        self.name = name
+        self.lines_of = lines_of
+        self._marks = None
+        self.report = None
+        self.torch_profiler = None
+        self._events = []       # (label, start_event, end_event) CUDA event pairs
+        self._repeat_events = []
+        self._no_gpu = False
+        self._notes = []
+        self._event_kind = None
+
+    # -- context manager / decorator -------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop(partial=exc_type is not None, error=exc)
+        return False
+
+    def __call__(self, fn):
+        opts = dict(lean=self.lean, with_stack=self.with_stack, record_shapes=self.record_shapes,
+                    with_flops=self.with_flops, lines_of=self.lines_of, name=self.name)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            p = profile(**opts)
+            try:
+                with p:
+                    return fn(*args, **kwargs)
+            finally:
+                wrapper.report = self.report = p.report
+
+        wrapper.report = None
+        return wrapper
+
+    # -- start / stop ------------------------------------------------------------------------
+    def start(self):
+        """Start recording. Raises :class:`ProfilerBusyError` if a recording is already active."""
+        global _active
+        torch = _import_torch()
+        with _lock:
+            if _active is not None:
+                raise ProfilerBusyError(
+                    "kernelscope is already recording (nested ks.profile / %%kernelprofile, or a "
+                    "`%kernelprofile start` not yet stopped). End the outer recording first "
+                    "(`%kernelprofile stop`, or leave its `with` block); recordings cannot nest "
+                    "because CUPTI records the whole process.")
+            if _torch_profiler_enabled(torch):
+                raise ProfilerBusyError(
+                    "another torch.profiler is already recording in this process. Stop it first: "
+                    "`prof.stop()` on a profiler started with `prof.start()`, or leave its `with` "
+                    "block; then run again.")
+            _active = self
+        try:
+            self._start(torch)
+        except BaseException:
+            with _lock:
+                _active = None
+            raise
+        return self
+
+    def _start(self, torch):
+        from torch.profiler import ProfilerActivity
+        has_cuda = torch.cuda.is_available()
+        self._no_gpu = not has_cuda
+        acts = []
+        if not self.lean or not has_cuda:
+            acts.append(ProfilerActivity.CPU)
+        if has_cuda:
+            acts.append(ProfilerActivity.CUDA)
+        if not has_cuda:
+            self._notes.append("no CUDA device found (torch.cuda.is_available() is False): "
+                               "recorded CPU ops only")
+            if self.lean:
+                self._notes.append("lean mode needs a GPU; recorded CPU ops instead")
+        p = torch.profiler.profile(activities=acts, record_shapes=self.record_shapes,
+                                   with_flops=self.with_flops, with_stack=self.with_stack)
+        try:
+            p.start()
+        except RuntimeError as e:
+            raise ProfilerBusyError(
+                f"torch.profiler could not start ({e}). If another profiler or tool holds CUPTI "
+                "(torch.profiler, Nsight Systems/Compute, DCGM profiling), stop it and run again."
+            ) from None
+        self.torch_profiler = p
+        if has_cuda:
+            self._events = [(s, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                            for s in _visible_streams(torch)]
+            for s, start, _ in self._events:
+                start.record(s)
+            self._event_kind = "torch"
+        if self.lines_of is not None and not self.lean:
+            from .lines import LineMarks
+            self._marks = LineMarks(self.lines_of).__enter__()
+
+    @contextmanager
+    def repeat(self, i):
+        """Mark one repeat of the region (``--repeat``): an annotation plus CUDA events.
+
+        >>> for i in range(3):                               # doctest: +SKIP
+        ...     with prof.repeat(i): step()
+        """
+        torch = sys.modules["torch"]
+        pair = None
+        if self._event_kind == "torch":
+            pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            pair[0].record()
+        with torch.profiler.record_function(f"{REPEAT_MARK}{i}"):
+            try:
+                yield
+            finally:
+                if pair is not None:
+                    pair[1].record()
+                    self._repeat_events.append((i, pair))
+
+    def stop(self, *, partial=False, error=None):
+        """Stop recording and build ``self.report``; returns the Report.
+
+        ``partial`` marks a region that ended early (an exception or an interrupt).
+        """
+        global _active
+        if _active is not self:
+            raise RuntimeError("this profile is not recording (never started, or already stopped)")
+        torch = sys.modules["torch"]
+        cuda_us = None
+        interrupted = None
+        if self._marks is not None:
+            self._marks.__exit__(None, None, None)
+            self._marks = None
+        try:
+            try:
+                for s, _, end in self._events:
+                    end.record(s)
+                if self._events:
+                    torch.cuda.synchronize()
+                    s0 = self._events[0][1]
+                    starts = [s0.elapsed_time(st) for _, st, _ in self._events]
+                    ends = [s0.elapsed_time(en) for _, _, en in self._events]
+                    cuda_us = (max(ends) - min(starts)) * 1000.0
+            except KeyboardInterrupt as e:
+                # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
+                interrupted, partial = e, True
+            finally:
+                self.torch_profiler.stop()
+        finally:
+            with _lock:
+                _active = None
+        self.report = self._build(cuda_us, partial, error)
+        if interrupted is not None:
+            raise interrupted
+        return self.report
+
+    def _build(self, cuda_us, partial, error):
+        from ..report import Report
+        from .live import trace_from_profiler
+        try:
+            trace = trace_from_profiler(self.torch_profiler, name=self.name)
+        except TraceError as e:
+            if "recorded nothing" not in str(e):
+                raise
+            from ..trace.model import Trace
+            trace = Trace.empty({"source": self.name, "notes": ["nothing was recorded"]})
+        if self.lines_of is not None and len(trace.kernels):
+            from .lines import line_sources
+            k = trace.kernels
+            lines = line_sources(k["launch_tid"], k["launch_start_us"], trace.ops)
+            k["source"] = [a if a is not None else b for a, b in zip(lines, k["source"].tolist())]
+        meta = trace.meta
+        meta.setdefault("notes", [])
+        meta["notes"] = list(self._notes) + list(meta["notes"])
+        meta["cuda_event_us"] = cuda_us
+        meta["partial"] = bool(partial)
+        meta["no_gpu"] = self._no_gpu
+        meta["lean"] = self.lean
+        meta["with_stack"] = self.with_stack
+        if error is not None:
+            meta["error"] = f"{type(error).__name__}: {error}"[:500]
+        if self._repeat_events:
+            meta["repeat_cuda_event_us"] = {str(i): a.elapsed_time(b) * 1000.0
+                                            for i, (a, b) in self._repeat_events}
+        if not self._no_gpu and not len(trace.kernels) and not len(trace.copies):
+            launches = trace.runtime["name"].astype(str).str.contains("Launch|Memcpy", regex=True).sum()
+            if launches:
+                meta["notes"].append(
+                    f"{launches} launch call(s) recorded but no GPU activity: another tool may hold "
+                    "CUPTI (Nsight Systems/Compute, DCGM profiling); stop it and run again")
+        return Report(trace)
+
+
+def _import_torch():
+    try:
+        import torch
+        import torch.profiler  # noqa: F401
+    except ImportError:
+        raise ImportError("kernelscope's live capture records through torch.profiler; install "
+                          "PyTorch (pip install torch) or open a recorded trace with ks.load(path)") from None
+    return torch
+
+
+def _torch_profiler_enabled(torch) -> bool:
+    try:
+        return bool(torch._C._autograd._profiler_enabled())
+    except AttributeError:
+        return False
+
+
+def _visible_streams(torch):
+    """Current and default stream of the current device (deduplicated)."""
+    cur = torch.cuda.current_stream()
+    default = torch.cuda.default_stream()
+    return [cur] if cur == default else [cur, default]

@@ -1,0 +1,288 @@
+"""``%%kernelprofile`` and ``%kernelprofile``: profile notebook cells with kernelscope.
+
+The cell body runs in the user namespace like any cell (its last expression is shown as the
+cell's result), inside :class:`kernelscope.capture.profile`; the Report displays after it.
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+SORT_KEYS = ("total", "mean", "max", "launches", "name")
+
+
+@magics_class
+class KernelProfileMagics(Magics):
+    """Registers ``%%kernelprofile`` (cell) and ``%kernelprofile start|stop|last`` (line).
+
+    >>> get_ipython().register_magics(KernelProfileMagics)   # doctest: +SKIP
+    """
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        self.last = None        # the last Report
+        self.baselines = {}     # name -> Report, from --baseline NAME
+        self._session = None    # (profile, args) of a `%kernelprofile start`
+
+    @magic_arguments()
+    @argument("action", nargs="?", choices=("start", "stop", "last", "baselines"),
+              help="Line magic only: `start` begins a recording that spans several cells, `stop` "
+                   "ends it and shows the report, `last` shows the last report again, "
+                   "`baselines` lists stored baselines.")
+    @argument("--top", type=int, default=None, metavar="N",
+              help="Show the N kernels that took the most time (the rest stay in the report).")
+    @argument("--sort", choices=SORT_KEYS, default=None,
+              help="Order of the kernel table: total time (default), mean time, max time, "
+                   "launch count or name.")
+    @argument("-o", "--output", dest="output", default=None, metavar="NAME",
+              help="Store the Report in the notebook namespace as NAME.")
+    @argument("--save", default=None, metavar="PATH",
+              help="Save the Report to PATH (kernelscope JSON; gzip if PATH ends in .gz); "
+                   "open it later with ks.load(PATH).")
+    @argument("--warmup", type=int, default=0, metavar="K",
+              help="Run the cell K times unrecorded first (compilation, autotuning, caches).")
+    @argument("--repeat", type=int, default=1, metavar="N",
+              help="Record the cell N times and keep per-kernel statistics over the N runs "
+                   "(report.meta['repeats']). The cell's code runs K+N times: side effects too.")
+    @argument("--stack", action="store_true",
+              help="Record Python stacks so that each kernel maps to the cell line that "
+                   "launched it (kernels' `source` column). Costs some overhead.")
+    @argument("--lean", action="store_true",
+              help="Record CUDA activity only: lowest overhead, but no CPU ops, so no "
+                   "attribution of kernels to the ops that launched them.")
+    @argument("--no-display", dest="no_display", action="store_true",
+              help="Do not display the report (use -o or `%%kernelprofile last`).")
+    @argument("--baseline", default=None, metavar="NAME",
+              help="Store this run as the baseline NAME for a later --compare NAME.")
+    @argument("--compare", default=None, metavar="NAME",
+              help="Profile the cell and show how it compares with baseline NAME (a stored "
+                   "baseline, or a Report in the namespace under that name).")
+    @line_cell_magic
+    def kernelprofile(self, line, cell=None):
+        """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
+
+        Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--warmup K]
+               [--repeat N] [--stack] [--lean] [--no-display] [--baseline NAME] [--compare NAME]
+        Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
+        """
+        __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
+        args = parse_argstring(self.kernelprofile, line)
+        if cell is None:
+            return self._line(args)
+        if args.action:
+            raise UsageError(f"`{args.action}` is for the line magic: %kernelprofile {args.action}")
+        return self._cell(args, cell)
+
+    # -- cell ---------------------------------------------------------------------------------
+    def _cell(self, args, cell):
+        __tracebackhide__ = True  # noqa: F841
+        _check(args)
+        from kernelscope.capture import profile
+        run = self._compile(cell)
+        if args.warmup > 0 or args.repeat > 1:
+            print(f"kernelscope: the cell runs {args.warmup + args.repeat} times "
+                  f"({args.warmup} warm-up, {args.repeat} recorded); its side effects repeat too.",
+                  file=sys.stderr)
+        for _ in range(args.warmup):
+            run(last=False)
+        prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
+                       lines_of=self._cell_name if args.stack else None)
+        error = None
+        prof.start()
+        try:
+            if args.repeat > 1:
+                for i in range(args.repeat):
+                    with prof.repeat(i):
+                        run(last=i == args.repeat - 1)
+            else:
+                run(last=True)
+        except BaseException as e:  # KeyboardInterrupt too: stop cleanly, show what ran, re-raise
+            error = e
+        try:
+            report = prof.stop(partial=error is not None, error=error)
+        except BaseException:
+            if error is not None:
+                raise error from None
+            raise
+        if args.repeat > 1:
+            from kernelscope.capture.repeats import per_repeat_totals
+            report.meta["repeats"] = {
+                "n": args.repeat, "warmup": args.warmup,
+                "per_kernel_total_us": per_repeat_totals(report.kernels, report.ops, args.repeat),
+                "cuda_event_us": [report.meta.get("repeat_cuda_event_us", {}).get(str(i))
+                                  for i in range(args.repeat)],
+            }
+        if self._cell_name:
+            report.meta["cell"] = {"file": self._cell_name, "first_line": self._cell_first_line,
+                                   "execution_count": self.shell.execution_count}
+        self._finish(report, args)
+        if error is not None:
+            raise error.with_traceback(error.__traceback__)
+
+    def _compile(self, cell):
+        """A function running the cell body in the user namespace.
+
+        The body is compiled under the running cell's own file name, with line numbers shifted
+        past the ``%%kernelprofile`` line, so that stacks (``--stack``) and tracebacks point at
+        the lines the user sees in the cell.
+        """
+        shell = self.shell
+        name, first = _outer_cell()
+        source = shell.transform_cell(cell)
+        tree = ast.parse(source)
+        if name is None:
+            name = shell.compile.cache(cell, shell.execution_count, raw_code=cell)
+            first = 1
+        else:
+            ast.increment_lineno(tree, first - 1)
+            # Let tracebacks show the cell's lines, not IPython's one-line transformed call.
+            old = linecache.cache.get(name)
+            head = list(old[2][:first - 1]) if old else []
+            lines = head + ["\n"] * (first - 1 - len(head)) + [ln + "\n" for ln in cell.splitlines()]
+            linecache.cache[name] = (sum(map(len, lines)), None, lines, name)
+        self._cell_name, self._cell_first_line = name, first
+        body, last = tree.body, None
+        if body and isinstance(body[-1], ast.Expr):
+            body, last = body[:-1], body[-1]
+        flags = shell.compile.flags
+        code_body = compile(ast.Module(body=body, type_ignores=[]), name, "exec", flags, True)
+        code_last = code_quiet = None
+        if last is not None:
+            # "single" mode shows the value through the shell's displayhook, as Out[n].
+            code_last = compile(ast.Interactive(body=[last]), name, "single", flags, True)
+            code_quiet = compile(ast.Module(body=[last], type_ignores=[]), name, "exec", flags, True)
+        g, ns = shell.user_global_ns, shell.user_ns
+
+        def run(last=True):
+            __tracebackhide__ = True  # noqa: F841
+            exec(code_body, g, ns)
+            if code_last is not None:
+                exec(code_last if last else code_quiet, g, ns)
+        return run
+
+    # -- line ---------------------------------------------------------------------------------
+    def _line(self, args):
+        __tracebackhide__ = True  # noqa: F841
+        if args.action in (None, "start"):
+            if args.action is None:
+                raise UsageError("%kernelprofile needs `start`, `stop` or `last`; "
+                                 "use %%kernelprofile on a cell to profile that cell")
+            if args.repeat != 1 or args.warmup:
+                raise UsageError("--repeat and --warmup are for %%kernelprofile on a cell")
+            _check(args)
+            from kernelscope.capture import profile
+            if self._session is not None:
+                raise UsageError("a recording started with `%kernelprofile start` is already "
+                                 "running; end it with `%kernelprofile stop`")
+            from kernelscope.capture.lines import is_cell_file
+            prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
+                           lines_of=is_cell_file if args.stack else None)
+            prof.start()
+            self._session = (prof, args)
+            print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
+            return None
+        if args.action == "stop":
+            if self._session is None:
+                raise UsageError("no recording is running; start one with `%kernelprofile start`")
+            prof, start_args = self._session
+            self._session = None
+            report = prof.stop()
+            for k in ("top", "sort", "output", "save", "baseline", "compare"):
+                if getattr(args, k) is None:
+                    setattr(args, k, getattr(start_args, k))
+            args.no_display = args.no_display or start_args.no_display
+            self._finish(report, args)
+            return None
+        if args.action == "last":
+            if self.last is None:
+                raise UsageError("no report yet: profile a cell with %%kernelprofile first")
+            _display(self.last)
+            return None
+        if args.action == "baselines":
+            for name, rep in self.baselines.items():
+                print(f"{name}: {len(rep.kernels)} kernel launches, "
+                      f"{rep.gpu_time_us:.1f} us kernel time")
+            if not self.baselines:
+                print("no baselines yet: use %%kernelprofile --baseline NAME")
+            return None
+
+    # -- shared ---------------------------------------------------------------------------------
+    def _finish(self, report, args):
+        report.meta["view"] = {"top": args.top, "sort": args.sort}
+        self.last = report
+        if args.output:
+            self.shell.user_ns[args.output] = report
+        if args.save:
+            report.save(args.save)
+        if args.baseline:
+            self.baselines[args.baseline] = report
+        if report.meta.get("no_gpu"):
+            print("kernelscope: no GPU found (torch.cuda.is_available() is False); "
+                  "recorded CPU ops only.")
+        if report.partial:
+            what = report.meta.get("error") or "stopped early"
+            print(f"kernelscope: partial report: the cell did not finish ({what}).", file=sys.stderr)
+        comparison = None
+        if args.compare:
+            before = self.baselines.get(args.compare)
+            if before is None:
+                before = self.shell.user_ns.get(args.compare)
+            if before is None or not hasattr(before, "kernels"):
+                print(f"kernelscope: no baseline named {args.compare!r} "
+                      f"(stored: {', '.join(self.baselines) or 'none'}); showing the report only.",
+                      file=sys.stderr)
+            else:
+                import kernelscope as ks
+                comparison = ks.compare(before, report)
+                report.meta["compared_with"] = args.compare
+        if args.no_display:
+            return
+        _display(comparison if comparison is not None else report)
+
+    _cell_name = None
+    _cell_first_line = 1
+
+
+class UsageError(Exception):
+    """Wrong use of the magic; IPython shows just the message."""
+
+
+try:  # IPython's own UsageError prints without a traceback
+    from IPython.core.error import UsageError  # noqa: F811
+except ImportError:  # pragma: no cover
+    pass
+
+
+def _check(args):
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    if args.warmup < 0:
+        raise UsageError("--warmup must be 0 or more")
+    if args.top is not None and args.top < 1:
+        raise UsageError("--top must be at least 1")
+
+
+def _display(obj):
+    from IPython.display import display
+    display(obj)
+
+
+def _outer_cell():
+    """File name of the cell now running and the line its ``%%kernelprofile`` body starts on.
+
+    IPython runs a cell magic as ``get_ipython().run_cell_magic(...)`` inside the cell's own
+    code object, so the cell's frame is on the stack; its file name is what stacks and
+    tracebacks use for that cell (``/tmp/ipykernel_*/N.py`` or ``<ipython-input-N-...>``).
+    """
+    f = sys._getframe(1)
+    while f is not None:
+        co = f.f_code
+        if co.co_name == "<module>" and "run_cell_magic" in co.co_names:
+            # The magic line is the cell's first non-blank line; the body starts after it.
+            return co.co_filename, f.f_lineno + 1
+        f = f.f_back
+    return None, 1
