@@ -26,7 +26,6 @@ FLASH_OPS = r"^aten::(_flash_attention\w*|_scaled_dot_product_flash\w*)$"
 MEM_EFF_OPS = r"^aten::(_efficient_attention\w*|_scaled_dot_product_efficient\w*)$"
 FFT_OPS = r"^aten::(_fft\w*|fft_\w+|stft|istft)$"
 COMM_OPS = r"^(nccl:|c10d::|record_param_comms)"
-DRIVER_API = r"^cuLaunch"
 
 
 class Rule(NamedTuple):
@@ -70,7 +69,7 @@ RULES: tuple[Rule, ...] = (
          "false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long "
          "long, int, float, float, int, float const*, float const*, bool, int, int)",
          "cuDNN's convolution kernels (implicit/precomputed GEMM, Winograd, FFT, direct)",
-         name=r"convolve_[a-z]*gemm|_convolve_|xmma_(fprop|dgrad|wgrad)|winograd|"
+         name=r"convolve\w*_[a-z]*gemm|_convolve_|xmma_(fprop|dgrad|wgrad)|winograd|"
               r"conv2d_grouped_direct|wgrad2d_grouped|dgrad2d_grouped|fft2d_[rc]2[rc]|scalePackedTensor",
          tc_by_name=True),
     Rule("cublas-nvjet", "cuBLAS", "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN",
@@ -102,6 +101,15 @@ RULES: tuple[Rule, ...] = (
     Rule("cutlass", "CUTLASS", "cutlass_tensorop_s1688gemm_tf32_256x128_16x3_tt_align4",
          "CUTLASS kernels compiled into the application (not inside cuBLAS)",
          name=r"(?i)cutlass", tc_by_name=True),
+    Rule("cub", "CUB", "void cub::CUB_300102_SM_750_800_860_890_900_1000_1200::detail::reduce::"
+         "DeviceFixedSizeSegmentedReduceKernel<...>", "CUB device-wide primitives (also when ATen calls them)",
+         name=r"(^|[\s:<(])cub::", tensor_cores=False),
+    # -- ATen's own kernels, by name (after CUB and CUTLASS, which ATen also launches) ----
+    Rule("aten-name", "ATen", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+         "kernels in the at:: namespace (and the old THC/THCUNN ones) are PyTorch's own",
+         name=r"\bat::(native|cuda)::|^_ZN2at(6native|4cuda)|\bc10::cuda|^void kernelPointwiseApply|THC|"
+              r"\bsoftmax_warp_(forward|backward)\b|\bcunn_\w+", tensor_cores=False),
     Rule("cufft", "cuFFT", "void vector_fft<4096u, EPT<16u>, 1u, 5u, (padding_t)70, (twiddle_t)0, "
          "(loadstore_modifier_t)2, (layout_t)0, unsigned int, float, HostConfigPlaceholder>(kernel_arguments_t"
          "<unsigned int>)", "cuFFT's kernel families",
@@ -110,9 +118,6 @@ RULES: tuple[Rule, ...] = (
     Rule("curand", "cuRAND", "generate_seed_pseudo(__int64, __int64, __int64, curandOrdering, "
          "curandStateXORWOW*, unsigned int*)", "cuRAND's generator kernels",
          name=r"(?i)curand|\bgenerate_seed_pseudo|\bgen_sequenced\b|\bgen_sequenced<", tensor_cores=False),
-    Rule("cub", "CUB", "void cub::CUB_300102_SM_750_800_860_890_900_1000_1200::detail::reduce::"
-         "DeviceFixedSizeSegmentedReduceKernel<...>", "CUB device-wide primitives (also when ATen calls them)",
-         name=r"(^|[\s:<(])cub::", tensor_cores=False),
     Rule("cupy-name", "CuPy", "cupy_copy__float32_complex64",
          "CuPy names its generated kernels cupy_*/cupyx_*", name=r"^(void )?cupyx?_", tensor_cores=False),
     Rule("numba", "Numba", "cudapy::__main__::add$241(Array<float, 1, C, mutable, aligned>)",
@@ -120,8 +125,8 @@ RULES: tuple[Rule, ...] = (
          name=r"\bcudapy::|_ZN\d*cudapy|^cudapy", tensor_cores=False),
     Rule("hipblaslt-tensile", "hipBLASLt",
          "Custom_Cijk_Alik_Bljk_BBS_BH_Bias_AS_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_K1_MIWT4_16_WSGRB2_DTVA",
-         "Tensile-built GEMMs with UserArgs are hipBLASLt's (rocBLAS does not use them)",
-         name=r"^(Custom_)?Cijk_\w*UserArgs|(?i:hipblaslt)", tc_by_name=True),
+         "Tensile-built GEMMs with UserArgs or a bias/scale-vector epilogue are hipBLASLt's (rocBLAS has neither)",
+         name=r"^(Custom_)?Cijk_\w*(UserArgs|_Bias|_SAV)|(?i:hipblaslt)", tc_by_name=True),
     Rule("rocblas-tensile", "rocBLAS", "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_GRVW8",
          "Tensile-built GEMMs (Cijk_...) and rocblas_* kernels", name=r"^(Custom_)?Cijk_|(?i:rocblas)",
          tc_by_name=True),
@@ -131,13 +136,7 @@ RULES: tuple[Rule, ...] = (
     Rule("miopen", "MIOpen", "MIOpenBatchNormFwdTrainSpatial",
          "MIOpen's kernels (OpenCL/HIP/asm solvers)",
          name=r"(?i)miopen|^naive_conv_|^igemm_|ConvAsm|gridwise_convolution|^Im2Col|^SubSample|"
-              r"^transpose_NCHW2CNHW|^batched_transpose", tc_by_name=True),
-    # -- ATen's own kernels, by name -----------------------------------------------------------
-    Rule("aten-name", "ATen", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-         "kernels in the at:: namespace (and the old THC/THCUNN ones) are PyTorch's own",
-         name=r"\bat::(native|cuda)::|\bat_cuda_detail::|\bc10::cuda|^void kernelPointwiseApply|THC|"
-              r"\bsoftmax_warp_(forward|backward)\b|\bcunn_\w+", tensor_cores=False),
+              r"^transpose_NCHW2CNHW|^batched_transpose|^SubTensorOp|^Op[1-5]dTensorGeneric", tc_by_name=True),
     # -- the launching op decides (names above said nothing) ---------------------------------
     Rule("blas-op", "cuBLAS", "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, "
          "false, false, false, false, cublasGemvParamsEx<int, cublasGemvTensorStrided<float const>, ...>",
@@ -179,8 +178,12 @@ RULES: tuple[Rule, ...] = (
 # Name fragments that say whether a kernel runs on the matrix units. False hints first:
 # cuBLAS/CUTLASS/cuDNN name their CUDA-core paths (simt, ffma, sgemm) explicitly.
 TENSOR_CORE_HINTS: tuple[tuple[str, bool], ...] = (
-    (r"(?i)_simt_|ffma|dfma|(?<![a-z])[sdcz]gemm|Cgemm|gemv|gemmSN|gemmk1|splitKreduce", False),
-    (r"(?i)nvjet|wgmma|gmma|hmma|imma|dmma|tensorop|tensor\d{3,4}|wmma|[shi]884|[shi]1688|[shi]16816|"
+    (r"(?i)_simt_|ffma|dfma|(?<![a-z])[sdcz]gemm|Cgemm|gemv|gemmSN|gemmk1|splitKreduce|"
+     r"_(scal|dot|axpy|nrm2|asum)_kernel|^(kepler|maxwell|pascal)_|batchnorm|^SubTensorOp|^Op[1-5]dTensor",
+     False),
+    # Tensile names its matrix-core kernels _MI<shape>_; without it the GEMM runs on the SIMDs.
+    (r"^Cijk_(?!\w*_MI\d)", False),
+    (r"(?i)nvjet|wgmma|gmma|hmma|imma|dmma|_tensorop|tensorop_|tensor\d{3,4}|wmma|[shi]884|[shi]1688|[shi]16816|"
      r"s161616|i8816|i8832|i16832|tf32|bf16|_f16|f16f16|fp16|_fp8|e4m3|e5m2|_MI\d+x\d+|xdl|mfma|"
-     r"flash_fprop|flash_bprop", True),
+     r"flash_fprop|flash_bprop|gtcx", True),
 )

@@ -18,9 +18,11 @@ _WRAPPERS = {"AUnary", "BUnary", "Binary", "Unary", "BinaryOpScalar", "BinaryOpS
              "PointwiseOpScalarTensor", "UnaryOp", "ZeroOp", "Copy", "BinaryOpScalarTensor",
              "TernaryOpScalarList", "TernaryOpListFunctor"}
 # Namespaces that say nothing to a reader (PyTorch internals, CUB's versioned inline namespace).
-_NOISE_NS = re.compile(r"^(at|native|cuda|detail|impl|internal|c10|std|__\d+|_V\d+|\w*_NS|"
+_NOISE_NS = re.compile(r"^(at|at_cuda_detail|native|cuda|detail|impl|internal|c10|std|__\d+|_V\d+|\w*_NS|"
                        r"CUB_\d+\w*|THRUST_\d+\w*|cuda_cub|[a-z]+_internal|anonymous)$")
 _ARCH = r"(maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell|sm\d+)"
+# nsys prints "<unnamed>" and "(int)4" where CUPTI prints "(anonymous namespace)" and "4".
+_ANON = r"(?:\(anonymous namespace\)::|<unnamed>::)?"
 
 
 @lru_cache(maxsize=65536)
@@ -123,6 +125,20 @@ def _numba(n):
         return f"Numba {m.group(1)}"
 
 
+def _wrapped(n):
+    # cutlass::Kernel2<X>, cutlass::device_kernel<flash::enable_sm90_or_later<X>>: X is the kernel.
+    m = re.match(r"(?:void )?cutlass\w*::(?:Kernel2?|device_kernel)<(.*)>(?:\(.*\))?$", n)
+    if not m:
+        return None
+    inner = m.group(1).strip()
+    while True:
+        w = re.match(r"[\w:]*enable_sm\w*<(.*)>$", inner)
+        if not w:
+            break
+        inner = w.group(1).strip()
+    return short_name(inner) if inner else None
+
+
 def _cupy(n):
     m = re.match(r"cupyx?_(\w+?)(?:__\w+)?$", n)
     if m:
@@ -155,8 +171,8 @@ def _aten_op(args: str) -> str | None:
 
 
 def _aten_elementwise(n):
-    m = re.match(r"(?:void )?at::native::(?:\(anonymous namespace\)::)?"
-                 r"(vectorized_elementwise_kernel|unrolled_elementwise_kernel|elementwise_kernel\w*)<(\d+)?", n)
+    m = re.match(r"(?:void )?at::native::" + _ANON +
+                 r"(vectorized_elementwise_kernel|unrolled_elementwise_kernel|elementwise_kernel\w*)<(?:\(int\))?(\d+)?", n)
     if not m:
         return None
     op = _aten_op(n[m.end():]) or "op"
@@ -170,13 +186,13 @@ def _aten_elementwise(n):
 
 
 def _aten_reduce(n):
-    m = re.match(r"(?:void )?at::native::(?:\(anonymous namespace\)::)?reduce_kernel<", n)
+    m = re.match(r"(?:void )?at::native::" + _ANON + r"reduce_kernel<", n)
     if m:
         return f"reduce {_aten_op(n[m.end():]) or 'op'}"
 
 
 def _aten_foreach(n):
-    m = re.match(r"(?:void )?at::native::(?:\(anonymous namespace\)::)?multi_tensor_apply_kernel<", n)
+    m = re.match(r"(?:void )?at::native::" + _ANON + r"multi_tensor_apply_kernel<", n)
     if not m:
         return None
     args = _top_args(n[m.end() - 1:])
@@ -188,7 +204,7 @@ def _aten_foreach(n):
 
 
 _DECODERS = (_nvjet, _xmma, _arch_gemm, _tensile, _nccl, _inductor, _cudnn_sdpa, _numba, _cupy,
-             _aten_elementwise, _aten_reduce, _aten_foreach, _cutlass)
+             _aten_elementwise, _aten_reduce, _aten_foreach, _wrapped, _cutlass)
 
 
 # -- generic C++ folding --------------------------------------------------------------------------
@@ -216,7 +232,7 @@ def _top_args(s: str) -> list:
 
 def _fold(name: str) -> str:
     """Drop return type, argument list, template arguments and noise namespaces."""
-    s = re.sub(r"\(anonymous namespace\)::|\{anonymous\}::|`anonymous namespace'::", "", name.strip())
+    s = re.sub(r"\(anonymous namespace\)::|\{anonymous\}::|`anonymous namespace'::|<unnamed>::", "", name.strip())
     s = re.sub(r"^void\s+", "", s)
     top, depth_a, depth_p = [], 0, 0
     for i, ch in enumerate(s):
