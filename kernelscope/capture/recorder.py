@@ -260,10 +260,14 @@ def _import_torch():
 
 
 def _torch_profiler_enabled(torch) -> bool:
+    # The C++ flag is per thread; torch's Python-side flag is per process. A second Kineto
+    # session started from another thread crashes the process, so check both.
+    flags = (getattr(torch.autograd.profiler, "_is_profiler_enabled", False),)
     try:
-        return bool(torch._C._autograd._profiler_enabled())
+        flags += (torch._C._autograd._profiler_enabled(),)
     except AttributeError:
-        return False
+        pass
+    return any(bool(f) for f in flags)
 
 
 def _visible_streams(torch):
