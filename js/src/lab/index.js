@@ -1,0 +1,221 @@
+// JupyterLab 4 extension: renders saved kernelscope reports with no kernel (MIME renderer),
+// adds "Profile cell", and opens trace/report files in a tab (parsed by our server extension).
+import { IRenderMimeRegistry } from "@jupyterlab/rendermime";
+import { INotebookTracker } from "@jupyterlab/notebook";
+import { OutputArea } from "@jupyterlab/outputarea";
+import { ICommandPalette } from "@jupyterlab/apputils";
+import { CommandToolbarButton } from "@jupyterlab/ui-components";
+import { ABCWidgetFactory, DocumentWidget, TextModelFactory } from "@jupyterlab/docregistry";
+import { ServerConnection } from "@jupyterlab/services";
+import { URLExt } from "@jupyterlab/coreutils";
+import { Panel, Widget } from "@lumino/widgets";
+import { MIME_TYPE, fromMime } from "../view/data.js";
+import { renderReport } from "../view/report.js";
+
+const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
+// ipywidgets registers its renderer at rank -10; ours comes first and hands over to the live
+// widget itself when the widget's model exists (live kernel), so selection still syncs to Python.
+const RANK = -20;
+const CMD_PROFILE = "kernelscope:profile-cell";
+const FILE_TYPE = "kernelscope-trace";
+const LOAD_EXTENSION = "get_ipython().extension_manager.load_extension('kernelscope')";
+// How long to wait for a live widget before showing the report from the saved data.
+const WIDGET_WAIT_MS = 4000;
+
+/** Renders application/vnd.kernelscope.report.v1+json. */
+class ReportRenderer extends Panel {
+  constructor(options, ctx = {}) {
+    super();
+    this.addClass("ks-lab-renderer");
+    this.mimeType = options.mimeType;
+    this._ctx = ctx;
+  }
+
+  async renderModel(model) {
+    const payload = model.data[this.mimeType];
+    if (model.data[WIDGET_MIME] && this._ctx.rendermime && this._hasKernel()) {
+      if (await this._tryWidget(model)) return;
+    }
+    const host = new Widget();
+    host.addClass("ks-lab-static");
+    this.addWidget(host);
+    try {
+      const view = await fromMime(payload);
+      renderReport(host.node, view, {});
+      host.node.setAttribute("data-source", "saved");
+    } catch (err) {
+      host.node.textContent = `kernelscope: cannot render this report (${err && err.message})`;
+    }
+  }
+
+  _hasKernel() {
+    const s = this._ctx.sessionContext;
+    return !!(s && s.session && s.session.kernel);
+  }
+
+  async _tryWidget(model) {
+    const rm = this._ctx.rendermime;
+    if (!rm.getFactory(WIDGET_MIME)) return false;
+    const r = rm.createRenderer(WIDGET_MIME);
+    r.hide();
+    this.addWidget(r);
+    let timer;
+    const timeout = new Promise((res) => { timer = setTimeout(res, WIDGET_WAIT_MS); });
+    try {
+      await Promise.race([r.renderModel(model), timeout]);
+    } catch (err) {
+      console.warn("kernelscope: live widget failed, showing the saved report", err);
+    }
+    clearTimeout(timer);
+    // ipywidgets' renderer adds the view as a child only when the widget model exists.
+    if (r.widgets && r.widgets.length > 0) {
+      r.show();
+      return true;
+    }
+    r.dispose();
+    return false;
+  }
+}
+
+function rendererFactory(ctx) {
+  return { safe: true, mimeTypes: [MIME_TYPE], defaultRank: RANK,
+    createRenderer: (options) => new ReportRenderer(options, ctx) };
+}
+
+/** A tab showing a trace or report file, parsed by the server extension (no kernel needed). */
+class TraceView extends Widget {
+  constructor(path) {
+    super();
+    this.addClass("ks-lab-file");
+    this.node.style.overflow = "auto";
+    this.node.style.padding = "8px";
+    this.path = path;
+    this.node.textContent = `Reading ${path}…`;
+    this._load();
+  }
+
+  async _load() {
+    const settings = ServerConnection.makeSettings();
+    const url = URLExt.join(settings.baseUrl, "kernelscope", "report") + `?path=${encodeURIComponent(this.path)}`;
+    try {
+      const resp = await ServerConnection.makeRequest(url, {}, settings);
+      const body = await resp.json();
+      if (!resp.ok) throw new Error(body.message || resp.statusText);
+      const view = await fromMime(body);
+      renderReport(this.node, view, { tableHeight: 480 });
+    } catch (err) {
+      this.node.textContent = `kernelscope: ${err && err.message}`;
+      this.node.classList.add("ks-error");
+    }
+  }
+}
+
+// The server reads the file itself: the document context need not download it.
+class NoContentModelFactory extends TextModelFactory {
+  get name() { return "kernelscope-file"; }
+  get fileFormat() { return null; }
+}
+
+class TraceFactory extends ABCWidgetFactory {
+  createNewWidget(context) {
+    const w = new DocumentWidget({ content: new TraceView(context.path), context });
+    w.title.label = context.path.split("/").pop();
+    return w;
+  }
+}
+
+async function profileCells(tracker) {
+  const panel = tracker.currentWidget;
+  if (!panel) return;
+  const nb = panel.content;
+  const ctx = panel.sessionContext;
+  const cells = nb.widgets.filter((c) => c.model.type === "code" && nb.isSelectedOrActive(c));
+  if (!cells.length) return;
+  await ctx.ready;
+  if (!ctx.session || !ctx.session.kernel) {
+    await ctx.startKernel();
+  }
+  const kernel = ctx.session && ctx.session.kernel;
+  if (!kernel) return;
+  await kernel.requestExecute({ code: LOAD_EXTENSION, silent: true, store_history: false }).done;
+  for (const cell of cells) {
+    const src = cell.model.sharedModel.getSource();
+    const code = /^\s*%%kernelprofile\b/.test(src) ? src : `%%kernelprofile\n${src}`;
+    cell.model.executionCount = null;
+    cell.setPrompt("*");
+    try {
+      const reply = await OutputArea.execute(code, cell.outputArea, ctx, {});
+      if (reply && reply.content) cell.model.executionCount = reply.content.execution_count;
+      if (reply && reply.content && reply.content.status !== "ok") break;
+    } catch (err) {
+      cell.setPrompt("");
+      console.error("kernelscope: profiling the cell failed", err);
+      break;
+    }
+  }
+}
+
+const rendererPlugin = {
+  id: "kernelscope:renderer",
+  description: "Renders kernelscope reports from notebook outputs, with or without a kernel.",
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  activate(app, rendermime) {
+    rendermime.addFactory(rendererFactory({}), RANK);
+    // Per notebook: the renderer also needs that notebook's rendermime (where ipywidgets
+    // registers its widget renderer) and kernel session.
+    app.docRegistry.addWidgetExtension("Notebook", {
+      createNew(panel) {
+        const rm = panel.content.rendermime;
+        rm.addFactory(rendererFactory({ rendermime: rm, sessionContext: panel.sessionContext }), RANK);
+      },
+    });
+  },
+};
+
+const profilePlugin = {
+  id: "kernelscope:profile-cell",
+  description: "Profile cell: run the selected code cells under %%kernelprofile.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ICommandPalette],
+  activate(app, tracker, palette) {
+    app.commands.addCommand(CMD_PROFILE, {
+      label: "Profile cell",
+      caption: "Run the selected cells under %%kernelprofile (kernelscope), without editing them",
+      isEnabled: () => !!tracker.currentWidget && !!tracker.activeCell && tracker.activeCell.model.type === "code",
+      execute: () => profileCells(tracker),
+    });
+    app.commands.addKeyBinding({ command: CMD_PROFILE, keys: ["Accel Alt P"], selector: ".jp-Notebook" });
+    app.contextMenu.addItem({ command: CMD_PROFILE, selector: ".jp-Notebook .jp-CodeCell", rank: 0 });
+    if (palette) palette.addItem({ command: CMD_PROFILE, category: "kernelscope" });
+    app.docRegistry.addWidgetExtension("Notebook", {
+      createNew(panel) {
+        const button = new CommandToolbarButton({ commands: app.commands, id: CMD_PROFILE, label: "Profile" });
+        button.addClass("ks-profile-button");
+        panel.toolbar.insertAfter("cellType", "kernelscope-profile", button);
+        return button;
+      },
+    });
+  },
+};
+
+const filePlugin = {
+  id: "kernelscope:trace-viewer",
+  description: "Opens torch.profiler traces and kernelscope report files as a report tab.",
+  autoStart: true,
+  activate(app) {
+    app.docRegistry.addFileType({
+      name: FILE_TYPE, displayName: "kernelscope trace",
+      extensions: [".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz"],
+      mimeTypes: ["application/json"], contentType: "file", fileFormat: "text",
+    });
+    app.docRegistry.addModelFactory(new NoContentModelFactory());
+    app.docRegistry.addWidgetFactory(new TraceFactory({
+      name: "kernelscope report", modelName: "kernelscope-file", fileTypes: [FILE_TYPE],
+      defaultFor: [FILE_TYPE], readOnly: true,
+    }));
+  },
+};
+
+export default [rendererPlugin, profilePlugin, filePlugin];
