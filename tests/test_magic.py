@@ -1,0 +1,261 @@
+"""%%kernelprofile in a real IPython shell, recording real torch CPU ops.
+
+GPU cells are in test_gpu_capture.py. The wheel test builds the package and loads the
+extension from the built wheel in a fresh interpreter.
+"""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+IPython = pytest.importorskip("IPython")
+
+import kernelscope as ks
+from kernelscope.capture import active
+from kernelscope.capture.lines import line_sources
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+    sh = InteractiveShell.instance()
+    sh.run_line_magic("load_ext", "kernelscope")
+    sh.user_ns["torch"] = torch
+    yield sh
+
+
+def _magics(sh):
+    return sh.magics_manager.registry["KernelProfileMagics"]
+
+
+def _count(rep, name):
+    return int((rep.ops["name"] == name).sum())
+
+
+def _cell_lines(rep):
+    """{op name: [file(line): func, ...]} for the ops of a --stack recording."""
+    ops = rep.ops
+    real = ops[~ops["name"].str.startswith("kernelscope.")]
+    out = {}
+    for n, s in zip(real["name"], line_sources(real["tid"], real["start_us"], ops)):
+        out.setdefault(n, []).append(s)
+    return out
+
+
+def test_load_ext_registers_line_and_cell_magic(shell):
+    assert "kernelprofile" in shell.magics_manager.magics["cell"]
+    assert "kernelprofile" in shell.magics_manager.magics["line"]
+
+
+def test_cell_runs_in_the_namespace_and_report_shows_after_output(shell, capsys):
+    r = shell.run_cell(textwrap.dedent("""\
+        %%kernelprofile -o rep_basic
+        x = torch.ones(16, 16)
+        for _ in range(3):
+            x = torch.mm(x, x) * 0.1
+        print("hello from the cell")
+        x.sum() + 1
+        """))
+    out = capsys.readouterr().out
+    assert r.success, r.error_in_exec
+    assert torch.is_tensor(shell.user_ns["x"])               # cell variables land in the namespace
+    assert float(r.result) == pytest.approx(float(shell.user_ns["x"].sum() + 1))  # the cell's value is its result
+    i_print, i_out, i_rep = out.index("hello from the cell"), out.index("Out["), out.index("kernelscope report")
+    assert i_print < i_out < i_rep                           # output, value, then the report
+    rep = shell.user_ns["rep_basic"]
+    assert _magics(shell).last is rep
+    assert _count(rep, "aten::mm") == 3
+    if not torch.cuda.is_available():
+        assert "no GPU found" in out and rep.meta["no_gpu"] is True
+    assert rep.meta["partial"] is False
+
+
+def test_options_output_save_top_sort(shell, tmp_path, capsys):
+    path = tmp_path / "cell.ksreport.json.gz"
+    r = shell.run_cell(f"%%kernelprofile -o rep_opts --save {path} --top 2 --sort mean\n"
+                       "y = torch.mm(torch.ones(8, 8), torch.ones(8, 8))\n")
+    assert r.success, r.error_in_exec
+    rep = shell.user_ns["rep_opts"]
+    assert rep.meta["view"] == {"top": 2, "sort": "mean"}
+    back = ks.load(path)
+    assert _count(back, "aten::mm") == _count(rep, "aten::mm") == 1
+    assert back.meta["view"] == {"top": 2, "sort": "mean"}
+
+
+def test_no_display_and_last(shell, capsys):
+    r = shell.run_cell("%%kernelprofile --no-display -o rep_nd\nz = torch.ones(4) * 3\n")
+    assert r.success
+    assert "kernelscope report" not in capsys.readouterr().out
+    shell.run_line_magic("kernelprofile", "last")
+    assert "kernelscope report" in capsys.readouterr().out
+    assert _magics(shell).last is shell.user_ns["rep_nd"]
+
+
+def test_warmup_and_repeat_run_the_cell_k_plus_n_times(shell, capsys):
+    shell.user_ns["runs"] = 0
+    r = shell.run_cell("%%kernelprofile --warmup 2 --repeat 3 -o rep_rep --no-display\n"
+                       "runs += 1\n"
+                       "w = torch.mm(torch.ones(8, 8), torch.ones(8, 8))\n")
+    cap = capsys.readouterr()
+    assert r.success, r.error_in_exec
+    assert shell.user_ns["runs"] == 5
+    assert "runs 5 times (2 warm-up, 3 recorded)" in cap.err
+    rep = shell.user_ns["rep_rep"]
+    assert _count(rep, "aten::mm") == 3                      # only the recorded runs
+    reps = rep.meta["repeats"]
+    assert reps["n"] == 3 and reps["warmup"] == 2
+    assert isinstance(reps["per_kernel_total_us"], dict)
+
+
+def test_cell_that_raises_shows_partial_report_then_the_error(shell, capsys):
+    r = shell.run_cell("%%kernelprofile -o rep_err\n"
+                       "before = torch.mm(torch.ones(4, 4), torch.ones(4, 4))\n"
+                       "1 / 0\n"
+                       "after = 1\n")
+    out = capsys.readouterr().out
+    assert isinstance(r.error_in_exec, ZeroDivisionError)
+    assert "before" in shell.user_ns and "after" not in shell.user_ns
+    rep = shell.user_ns["rep_err"]
+    assert rep.partial and rep.meta["error"].startswith("ZeroDivisionError")
+    assert _count(rep, "aten::mm") == 1
+    assert out.index("PARTIAL") < out.index("ZeroDivisionError")
+    assert re.search(r"line 3", out)                         # the traceback points at the cell's line
+    assert active() is None
+
+
+def test_keyboard_interrupt_stops_profiler_and_next_cell_profiles(shell, capsys):
+    r = shell.run_cell("%%kernelprofile -o rep_int --no-display\n"
+                       "torch.ones(2) * 2\n"
+                       "raise KeyboardInterrupt\n")
+    assert isinstance(r.error_in_exec, KeyboardInterrupt)
+    assert shell.user_ns["rep_int"].partial
+    assert active() is None and not torch._C._autograd._profiler_enabled()
+    r = shell.run_cell("%%kernelprofile -o rep_next --no-display\nq = torch.mm(torch.ones(2, 2), torch.ones(2, 2))\n")
+    assert r.success and _count(shell.user_ns["rep_next"], "aten::mm") == 1
+
+
+def test_nested_use_is_a_clear_error(shell, capsys):
+    r = shell.run_cell("%%kernelprofile --no-display\n"
+                       "import kernelscope as ks\n"
+                       "with ks.profile():\n"
+                       "    pass\n")
+    assert "already recording" in str(r.error_in_exec)
+    shell.run_line_magic("kernelprofile", "start")
+    try:
+        r = shell.run_cell("%%kernelprofile\nprint(1)\n")
+        assert "`%kernelprofile start` not yet stopped" in str(r.error_in_exec)
+    finally:
+        shell.run_line_magic("kernelprofile", "stop --no-display")
+    assert active() is None
+
+
+def test_other_torch_profiler_active_says_how_to_stop_it(shell, capsys):
+    other = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    other.start()
+    try:
+        r = shell.run_cell("%%kernelprofile\nprint(1)\n")
+    finally:
+        other.stop()
+    msg = str(r.error_in_exec)
+    assert "another torch.profiler is already recording" in msg and "prof.stop()" in msg
+
+
+def test_stack_maps_ops_to_the_cells_own_lines(shell, capsys):
+    r = shell.run_cell(textwrap.dedent("""\
+        %%kernelprofile --stack -o rep_stack --no-display
+        a = torch.ones(8, 8)
+        def f(t):
+            return torch.relu(t)
+        for _ in range(2):
+            a = torch.mm(a, a)
+        b = f(a)
+        """))
+    assert r.success, r.error_in_exec
+    rep = shell.user_ns["rep_stack"]
+    cell = rep.meta["cell"]["file"]
+    assert cell.startswith("<ipython-input-") and rep.meta["cell"]["first_line"] == 2
+    lines = _cell_lines(rep)
+    assert lines["aten::ones"] == [f"{cell}(2): <module>"]    # line 1 is the %%kernelprofile line
+    assert lines["aten::mm"] == [f"{cell}(6): <module>"] * 2
+    assert lines["aten::relu"] == [f"{cell}(4): f"]
+
+
+def test_start_stop_spans_several_cells(shell, capsys):
+    shell.run_line_magic("kernelprofile", "start --stack -o rep_span --no-display")
+    shell.run_cell("s1 = torch.mm(torch.ones(4, 4), torch.ones(4, 4))\n")
+    shell.run_cell("k = 2\ns2 = torch.mm(torch.ones(4, 4), torch.ones(4, 4)) * k\n")
+    shell.run_line_magic("kernelprofile", "stop")
+    rep = shell.user_ns["rep_span"]
+    lines = _cell_lines(rep)["aten::mm"]
+    assert len(lines) == 2 and lines[0] != lines[1]
+    assert lines[0].endswith("(1): <module>") and lines[1].endswith("(2): <module>")
+    assert active() is None
+
+
+def test_help_explains_each_option(shell):
+    doc = _magics(shell).kernelprofile.__doc__
+    for opt in ("--top", "--sort", "--output", "--save", "--warmup", "--repeat", "--stack",
+                "--lean", "--no-display", "--baseline", "--compare", "start", "stop", "last"):
+        assert opt in doc, opt
+    assert "runs K+N times" in doc
+
+
+def test_baseline_and_compare(shell, capsys):
+    pytest.importorskip("kernelscope.analysis.diff")
+    shell.run_cell("%%kernelprofile --baseline small --no-display\nu = torch.mm(torch.ones(8, 8), torch.ones(8, 8))\n")
+    assert "small" in _magics(shell).baselines
+    r = shell.run_cell("%%kernelprofile --compare small -o rep_cmp\nu = torch.mm(torch.ones(64, 64), torch.ones(64, 64))\n")
+    assert r.success, r.error_in_exec
+    assert shell.user_ns["rep_cmp"].meta["compared_with"] == "small"
+    r = shell.run_cell("%%kernelprofile --compare nosuch --no-display\nu = 1\n")
+    assert "no baseline named 'nosuch'" in capsys.readouterr().err
+
+
+def _ipython_load_ext(env, cwd):
+    code = ("from IPython.core.interactiveshell import InteractiveShell\n"
+            "import kernelscope, kernelscope_magics\n"
+            "sh = InteractiveShell.instance()\n"
+            "sh.run_line_magic('load_ext', 'kernelscope')\n"
+            "r = sh.run_cell('%%kernelprofile -o rep --no-display\\nimport torch\\nt = torch.mm(torch.ones(3, 3), torch.ones(3, 3))\\n')\n"
+            "assert r.success, r.error_in_exec\n"
+            "print('FILE', kernelscope.__file__)\n"
+            "print('MAGICS', kernelscope_magics.__file__)\n"
+            "print('MM', int((sh.user_ns['rep'].ops['name'] == 'aten::mm').sum()))\n")
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+def test_load_ext_from_the_editable_install(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = _ipython_load_ext(env, tmp_path)  # not the repo root: the import must come from the install
+    assert f"FILE {ROOT}/kernelscope/__init__.py" in out
+    assert f"MAGICS {ROOT}/magics/kernelscope_magics/__init__.py" in out
+    assert "MM 1" in out
+
+
+def test_load_ext_from_a_built_wheel(tmp_path):
+    dist = tmp_path / "dist"
+    b = subprocess.run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation",
+                        "-w", str(dist)], capture_output=True, text=True, timeout=900)
+    assert b.returncode == 0, (b.stdout + b.stderr)[-4000:]
+    wheels = list(dist.glob("kernelscope-*.whl"))
+    assert len(wheels) == 1
+    site = tmp_path / "site"
+    i = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site),
+                        str(wheels[0])], capture_output=True, text=True, timeout=300)
+    assert i.returncode == 0, i.stderr[-3000:]
+    assert (site / "kernelscope_magics" / "magic.py").is_file()
+    assert not (site / "magics").exists()                    # no generic top-level package
+    env = dict(os.environ, PYTHONPATH=str(site))
+    out = _ipython_load_ext(env, tmp_path)
+    assert f"FILE {site}/kernelscope/__init__.py" in out
+    assert f"MAGICS {site}/kernelscope_magics/__init__.py" in out
+    assert "MM 1" in out
