@@ -44,15 +44,15 @@ class Rule(NamedTuple):
 
 RULES: tuple[Rule, ...] = (
     # -- what the launcher told us --------------------------------------------------------
-    Rule("triton-arg", "Triton", "triton_poi_fused_add_0",
+    Rule("triton-arg", "Triton", "triton_red_fused_gelu_sum_0",
          "Inductor's CPU-side event carries kernel_backend=triton", kernel_backend=r"(?i)^triton$"),
     # -- names only one library uses --------------------------------------------------------
-    Rule("nccl", "NCCL", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+    Rule("nccl", "NCCL", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
          "NCCL/RCCL collectives are named nccl*Kernel_<Op>",
          name=r"\bnccl(Dev)?Kernel|^nccl\w*Kernel|\bncclKernel", tensor_cores=False),
     Rule("rocclr-fill", "memset", "__amd_rocclr_fillBufferAligned.kd",
          "HIP runtime's blit kernels for hipMemset", name=r"^__amd_rocclr_fill", tensor_cores=False),
-    Rule("rocclr-copy", "memcpy", "__amd_rocclr_copyBuffer.kd",
+    Rule("rocclr-copy", "memcpy", "__amd_rocclr_copyBuffer",
          "HIP runtime's blit kernels for hipMemcpy", name=r"^__amd_rocclr_copy", tensor_cores=False),
     Rule("inductor-name", "Triton", "triton_red_fused_gelu_sum_0",
          "Inductor names its Triton kernels triton_<kind>_...", name=r"^triton_"),
@@ -65,9 +65,7 @@ RULES: tuple[Rule, ...] = (
          "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0",
          "cuDNN kernels carry cudnn in the name or in their argument types",
          name=r"(?i)cudnn", tc_by_name=True),
-    Rule("cudnn-conv-name", "cuDNN", "void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, "
-         "false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long "
-         "long, int, float, float, int, float const*, float const*, bool, int, int)",
+    Rule("cudnn-conv-name", "cuDNN", "implicit_convolveNd_hhgemm",
          "cuDNN's convolution kernels (implicit/precomputed GEMM, Winograd, FFT, direct)",
          name=r"convolve\w*_[a-z]*gemm|_convolve_|xmma_(fprop|dgrad|wgrad)|winograd|"
               r"conv2d_grouped_direct|wgrad2d_grouped|dgrad2d_grouped|fft2d_[rc]2[rc]|scalePackedTensor",
@@ -86,23 +84,17 @@ RULES: tuple[Rule, ...] = (
               r"^sm\d+_xmma_gemm|\bgemmSN_|\bgemmk1_kernel|\bgemv2[NT]_kernel|\bgemvx?_kernel|"
               r"\bsplitKreduce_kernel|\bfermi[A-Z]?[a-z]?gemm|\bgemmBatched|\bgemm_kernel\dx\d",
          tc_by_name=True),
-    Rule("flash-attention", "FlashAttention",
-         "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, "
-         "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 64, 4, cutlass::bfloat16_t> >, false, true, false, "
-         "false, true, true, false, false>(pytorch_flash::Flash_fwd_params)",
+    Rule("flash-attention", "FlashAttention", "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, bfloat16_t>>, 0, 0, 0, 0, 1, 1, 0, 0>(Flash_fwd_params)",
          "FlashAttention 2/3 (and PyTorch's vendored copy) name their kernels flash_fwd/bwd or flash::",
          name=r"\bflash_(fwd|bwd)|\bflash::|[Ff]lash[Aa]ttn|\bflash_attn|[Ff]lash_(fwd|bwd)_\w*kernel",
          tensor_cores=True),
-    Rule("cutlass-mem-efficient", "CUTLASS",
-         "fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, "
-         "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+    Rule("cutlass-mem-efficient", "CUTLASS", "fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
          "memory-efficient attention (xFormers' kernels, vendored in ATen) is built on CUTLASS",
          name=r"fmha_cutlass|MemEffAttention|AttentionBackwardKernel|AttentionKernel<", tc_by_name=True),
     Rule("cutlass", "CUTLASS", "cutlass_tensorop_s1688gemm_tf32_256x128_16x3_tt_align4",
          "CUTLASS kernels compiled into the application (not inside cuBLAS)",
          name=r"(?i)cutlass", tc_by_name=True),
-    Rule("cub", "CUB", "void cub::CUB_300102_SM_750_800_860_890_900_1000_1200::detail::reduce::"
-         "DeviceFixedSizeSegmentedReduceKernel<...>", "CUB device-wide primitives (also when ATen calls them)",
+    Rule("cub", "CUB", "void cub::DeviceRadixSortOnesweepKernel<int, (bool)0>(T1 *, int)", "CUB device-wide primitives (also when ATen calls them)",
          name=r"(^|[\s:<(])cub::", tensor_cores=False),
     # -- ATen's own kernels, by name (after CUB and CUTLASS, which ATen also launches) ----
     Rule("aten-name", "ATen", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
@@ -120,17 +112,17 @@ RULES: tuple[Rule, ...] = (
          name=r"(?i)curand|\bgenerate_seed_pseudo|\bgen_sequenced\b|\bgen_sequenced<", tensor_cores=False),
     Rule("cupy-name", "CuPy", "cupy_copy__float32_complex64",
          "CuPy names its generated kernels cupy_*/cupyx_*", name=r"^(void )?cupyx?_", tensor_cores=False),
-    Rule("numba", "Numba", "cudapy::__main__::add$241(Array<float, 1, C, mutable, aligned>)",
+    Rule("numba", "Numba", "cudapy::__main__::foo$241(Array<__int64, int=1, C, mutable, aligned>)",
          "Numba's @cuda.jit kernels live in the cudapy namespace",
          name=r"\bcudapy::|_ZN\d*cudapy|^cudapy", tensor_cores=False),
     Rule("hipblaslt-tensile", "hipBLASLt",
          "Custom_Cijk_Alik_Bljk_BBS_BH_Bias_AS_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_K1_MIWT4_16_WSGRB2_DTVA",
          "Tensile-built GEMMs with UserArgs or a bias/scale-vector epilogue are hipBLASLt's (rocBLAS has neither)",
          name=r"^(Custom_)?Cijk_\w*(UserArgs|_Bias|_SAV)|(?i:hipblaslt)", tc_by_name=True),
-    Rule("rocblas-tensile", "rocBLAS", "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_GRVW8",
+    Rule("rocblas-tensile", "rocBLAS", "Cijk_Alik_Bljk_HHS_MT128x128x32_MI16x16x16x1",
          "Tensile-built GEMMs (Cijk_...) and rocblas_* kernels", name=r"^(Custom_)?Cijk_|(?i:rocblas)",
          tc_by_name=True),
-    Rule("ck", "CK", "void ck::kernel_gemm_xdl_cshuffle_v3<...>",
+    Rule("ck", "CK", "ck::kernel_gemm_xdl_cshuffle_v3_multi_d",
          "Composable Kernel (ck::, ck_tile::)", name=r"(^|[\s:<(])ck(_tile)?::|^kernel_gemm_xdl",
          tc_by_name=True),
     Rule("miopen", "MIOpen", "MIOpenBatchNormFwdTrainSpatial",
@@ -138,25 +130,24 @@ RULES: tuple[Rule, ...] = (
          name=r"(?i)miopen|^naive_conv_|^igemm_|ConvAsm|gridwise_convolution|^Im2Col|^SubSample|"
               r"^transpose_NCHW2CNHW|^batched_transpose|^SubTensorOp|^Op[1-5]dTensorGeneric", tc_by_name=True),
     # -- the launching op decides (names above said nothing) ---------------------------------
-    Rule("blas-op", "cuBLAS", "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, "
-         "false, false, false, false, cublasGemvParamsEx<int, cublasGemvTensorStrided<float const>, ...>",
+    Rule("blas-op", "cuBLAS", "gemv2T_kernel_val",
          "a GEMM-like ATen op launched it and CUDA's BLAS is cuBLAS(Lt)", op=BLAS_OPS,
          device_type=r"^(CUDA|)$", tc_by_name=True),
-    Rule("blas-op-rocm", "rocBLAS", "Cijk_Ailk_Bljk_SB_MT64x64x8_...", "a GEMM-like ATen op on ROCm",
+    Rule("blas-op-rocm", "rocBLAS", "void rocblas_gemvt_kernel", "a GEMM-like ATen op on ROCm",
          op=BLAS_OPS, device_type=r"^ROCm$", tc_by_name=True),
     Rule("conv-op", "cuDNN", "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x128x64_"
          "warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
          "a cuDNN convolution/normalization op launched it", op=CONV_OPS, device_type=r"^(CUDA|)$",
          tc_by_name=True),
-    Rule("conv-op-rocm", "MIOpen", "naive_conv_fwd_nchw_float_double_float",
+    Rule("conv-op-rocm", "MIOpen", "igemm_fwd_gtcx3_nhwc_fp16_bx0_ex0_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64_tb1x8x2x1_1x4x1x64_gkgs",
          "a convolution op on ROCm runs MIOpen", op=CONV_OPS, device_type=r"^ROCm$", tc_by_name=True),
-    Rule("flash-op", "FlashAttention", "flash_fwd_splitkv_kernel<...>",
+    Rule("flash-op", "FlashAttention", "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, bfloat16_t>>, 0, 0, 0, 0, 1, 1, 0, 0>(Flash_fwd_params)",
          "ATen's flash-attention op launched it", op=FLASH_OPS, tensor_cores=True),
-    Rule("mem-efficient-op", "CUTLASS", "fmha_cutlassB_f16_aligned_64x64_k64_sm80(...)",
+    Rule("mem-efficient-op", "CUTLASS", "fmha_cutlassF_bf16_aligned_64x128_rf_sm80",
          "ATen's memory-efficient attention is built on CUTLASS", op=MEM_EFF_OPS, tc_by_name=True),
-    Rule("fft-op", "cuFFT", "void regular_fft<...>", "an FFT op launched it", op=FFT_OPS,
+    Rule("fft-op", "cuFFT", "void regular_fft<192u, EPT<12u, 16u>, 16u, 2u, (padding_t)6, (twiddle_t)0, (loadstore_modifier_t)2, (layout_t)1, unsigned int, double, HostConfigPlaceholder>(kernel_arguments_t<unsigned int>)", "an FFT op launched it", op=FFT_OPS,
          tensor_cores=False),
-    Rule("comm-op", "NCCL", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+    Rule("comm-op", "NCCL", "ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)",
          "a c10d/NCCL collective launched it", op=COMM_OPS, tensor_cores=False),
     Rule("aten-op", "ATen", "void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, "
          "false>(float*, float const*, int, int, int, bool const*, int, bool)",
@@ -171,7 +162,7 @@ RULES: tuple[Rule, ...] = (
          "launched through cuLaunchKernel outside any ATen op: CuPy's RawKernel/ElementwiseKernel do this "
          "(Inductor's Triton kernels, which also do, are caught above by kernel_backend); an inference",
          name=r"^[A-Za-z_]\w*$", op=r"^(?!aten::)", launch_api=r"^cuLaunchKernel$"),
-    Rule("fallback", "other", "some_kernel_from_an_unknown_library",
+    Rule("fallback", "other", "void matrixMulCUDA<int=32>(float*, float*, float*, int, int)",
          "no rule matched"),
 )
 
