@@ -237,3 +237,11 @@ def test_live_report_meta_survives_save_and_load(tmp_path):
     for key in ("partial", "no_gpu", "cuda_event_us", "capture_route", "repeats"):
         assert back.meta[key] == prof.report.meta[key]
     assert _count(back, "aten::mm") == 2
+
+
+def test_trace_path_writes_the_raw_chrome_trace(tmp_path):
+    path = tmp_path / "cell.pt.trace.json.gz"
+    with ks.profile(trace_path=path) as prof:
+        _work(3)
+    back = ks.load(path)  # Kineto's own JSON, through the file reader
+    assert _count(back, "aten::mm") == _count(prof.report, "aten::mm") == 3

@@ -200,7 +200,7 @@ def test_start_stop_spans_several_cells(shell, capsys):
 
 def test_help_explains_each_option(shell):
     doc = _magics(shell).kernelprofile.__doc__
-    for opt in ("--top", "--sort", "--output", "--save", "--warmup", "--repeat", "--stack",
+    for opt in ("--top", "--sort", "--output", "--save", "--trace", "--warmup", "--repeat", "--stack",
                 "--lean", "--no-display", "--baseline", "--compare", "start", "stop", "last"):
         assert opt in doc, opt
     assert "runs K+N times" in doc

@@ -52,8 +52,11 @@ def route(kr) -> str:
     return "in-memory" if hasattr(kr, "trace_activities") else "tmpfs"
 
 
-def trace_from_profiler(prof, *, name="<live profiler>", force_route=None) -> Trace:
+def trace_from_profiler(prof, *, name="<live profiler>", force_route=None, trace_path=None) -> Trace:
     """Build a :class:`~kernelscope.trace.model.Trace` from a stopped torch.profiler.
+
+    ``trace_path`` also writes Kineto's Chrome trace there (gzip if it ends in ``.gz``), for
+    Perfetto or a later ``ks.load``.
 
     >>> with torch.profiler.profile() as p:                 # doctest: +SKIP
     ...     torch.ones(4) * 2
@@ -62,12 +65,30 @@ def trace_from_profiler(prof, *, name="<live profiler>", force_route=None) -> Tr
     """
     kr = kineto_results(prof, name)
     how = force_route or route(kr)
-    trace = _from_activities(kr, name) if how == "in-memory" else _from_tmpfs(kr, name)
+    if how == "in-memory":
+        trace = _from_activities(kr, name)
+        if trace_path is not None:
+            _write(_saved_json(kr, name), trace_path)
+    else:
+        raw = _saved_json(kr, name)
+        if trace_path is not None:
+            _write(raw, trace_path)
+        trace = read_kineto(raw, name=name)
     trace.meta["capture_route"] = how
     return trace
 
 
-def _from_tmpfs(kr, name) -> Trace:
+def _write(raw: bytes, path):
+    import gzip
+    path = os.fspath(path)
+    if path.endswith(".gz"):
+        raw = gzip.compress(raw, compresslevel=6)
+    with open(path, "wb") as f:
+        f.write(raw)
+
+
+def _saved_json(kr, name) -> bytes:
+    """Kineto's own Chrome-trace JSON for these results, written to RAM (``/dev/shm``)."""
     shm = "/dev/shm"
     where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
     fd, path = tempfile.mkstemp(prefix="kernelscope-", suffix=".json", dir=where)
@@ -82,13 +103,12 @@ def _from_tmpfs(kr, name) -> Trace:
                                        "ks.load(path) instead") from None
             raise
         with open(path, "rb") as f:
-            raw = f.read()
+            return f.read()
     finally:
         try:
             os.unlink(path)
         except OSError:
             pass
-    return read_kineto(raw, name=name)
 
 
 def _from_activities(kr, name) -> Trace:

@@ -50,17 +50,19 @@ class profile:
     attribution from the launching op); ``with_stack=True`` records Python frames so kernels map
     to source lines; ``lines_of`` (a file name or a predicate on file names) also marks each
     executed line of that code, so kernels map to the exact line (what ``%%kernelprofile
-    --stack`` uses for notebook cells); ``record_shapes``/``with_flops`` are on by default.
+    --stack`` uses for notebook cells); ``trace_path`` also writes the raw Chrome trace (for
+    Perfetto); ``record_shapes``/``with_flops`` are on by default.
     """
 
     def __init__(self, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
-                 lines_of=None, name="<live profiler>"):
+                 lines_of=None, trace_path=None, name="<live profiler>"):
         self.lean = lean
         self.with_stack = with_stack
         self.record_shapes = record_shapes and not lean
         self.with_flops = with_flops and not lean
         self.name = name
         self.lines_of = lines_of
+        self.trace_path = trace_path
         self._marks = None
         self.report = None
         self.torch_profiler = None
@@ -81,7 +83,8 @@ class profile:
 
     def __call__(self, fn):
         opts = dict(lean=self.lean, with_stack=self.with_stack, record_shapes=self.record_shapes,
-                    with_flops=self.with_flops, lines_of=self.lines_of, name=self.name)
+                    with_flops=self.with_flops, lines_of=self.lines_of,
+                    trace_path=self.trace_path, name=self.name)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -216,7 +219,7 @@ class profile:
         from ..report import Report
         from .live import trace_from_profiler
         try:
-            trace = trace_from_profiler(self.torch_profiler, name=self.name)
+            trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
         except TraceError as e:
             if "recorded nothing" not in str(e):
                 raise

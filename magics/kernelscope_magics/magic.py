@@ -43,6 +43,9 @@ class KernelProfileMagics(Magics):
     @argument("--save", default=None, metavar="PATH",
               help="Save the Report to PATH (kernelscope JSON; gzip if PATH ends in .gz); "
                    "open it later with ks.load(PATH).")
+    @argument("--trace", default=None, metavar="PATH",
+              help="Also write torch.profiler's raw Chrome trace to PATH (.json or .json.gz), "
+                   "to open in Perfetto or with ks.load(PATH).")
     @argument("--warmup", type=int, default=0, metavar="K",
               help="Run the cell K times unrecorded first (compilation, autotuning, caches).")
     @argument("--repeat", type=int, default=1, metavar="N",
@@ -65,7 +68,7 @@ class KernelProfileMagics(Magics):
     def kernelprofile(self, line, cell=None):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
 
-        Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--warmup K]
+        Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
                [--repeat N] [--stack] [--lean] [--no-display] [--baseline NAME] [--compare NAME]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
         """
@@ -90,7 +93,7 @@ class KernelProfileMagics(Magics):
         for _ in range(args.warmup):
             run(last=False)
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
-                       lines_of=self._cell_name if args.stack else None)
+                       lines_of=self._cell_name if args.stack else None, trace_path=args.trace)
         error = None
         prof.start()
         try:
@@ -180,7 +183,7 @@ class KernelProfileMagics(Magics):
                                  "running; end it with `%kernelprofile stop`")
             from kernelscope.capture.lines import is_cell_file
             prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
-                           lines_of=is_cell_file if args.stack else None)
+                           lines_of=is_cell_file if args.stack else None, trace_path=args.trace)
             prof.start()
             self._session = (prof, args)
             print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
