@@ -1,0 +1,164 @@
+"""Capture overhead, side by side in one run (see benchmarks/README.md for recorded numbers).
+
+1. Cost per launch of a loop of tiny kernels: bare loop, torch.profiler (CPU+CUDA),
+   ``ks.profile()`` (what ``%%kernelprofile`` uses), ``ks.profile(lean=True)`` and the magic
+   itself in a real IPython shell (default and ``--lean``).
+2. Time from the end of the profiled code to a ready report, for 10k launches: our stop +
+   Report (default and through the magic) against torch.profiler's stop + ``key_averages()``.
+3. The two live-trace routes (in-memory activities vs Kineto JSON in tmpfs), where torch has both.
+
+    python benchmarks/capture_overhead.py [--launches 5000] [--post 10000] [--rounds 5] [--json OUT]
+
+On a machine without CUDA it measures CPU ops (torch.add on a small tensor) instead of kernels.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+import kernelscope as ks
+from kernelscope.capture.live import kineto_results, route, trace_from_profiler
+
+CUDA = torch.cuda.is_available()
+DEV = "cuda" if CUDA else "cpu"
+
+
+def _sync():
+    if CUDA:
+        torch.cuda.synchronize()
+
+
+def make_loop(n):
+    x = torch.randn(256, device=DEV)
+
+    def loop():
+        y = x
+        for _ in range(n):
+            y = y + 1
+        _sync()
+        return y
+    return loop
+
+
+def _acts(lean=False):
+    P = torch.profiler.ProfilerActivity
+    return [P.CUDA] if (lean and CUDA) else ([P.CPU, P.CUDA] if CUDA else [P.CPU])
+
+
+def per_launch(n, rounds, shell):
+    loop = make_loop(n)
+    for _ in range(3):
+        loop()
+    res = {k: [] for k in ("bare", "torch_profiler", "torch_profiler_shapes_flops", "ks_profile",
+                           "ks_profile_lean", "magic_default", "magic_lean")}
+    for _ in range(rounds):
+        t = time.perf_counter(); loop(); res["bare"].append(time.perf_counter() - t)
+        with torch.profiler.profile(activities=_acts()) as p:
+            t = time.perf_counter(); loop(); res["torch_profiler"].append(time.perf_counter() - t)
+        # ks.profile's default records shapes and FLOPs too: the like-for-like comparison
+        with torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True) as p:
+            t = time.perf_counter(); loop(); res["torch_profiler_shapes_flops"].append(time.perf_counter() - t)
+        with ks.profile():
+            t = time.perf_counter(); loop(); res["ks_profile"].append(time.perf_counter() - t)
+        with ks.profile(lean=True):
+            t = time.perf_counter(); loop(); res["ks_profile_lean"].append(time.perf_counter() - t)
+        if shell is not None:
+            shell.user_ns["loop"] = loop
+            for key, opt in (("magic_default", ""), ("magic_lean", "--lean")):
+                r = shell.run_cell(f"%%kernelprofile --no-display {opt}\n"
+                                   "_t0 = time.perf_counter(); loop(); _dt = time.perf_counter() - _t0\n")
+                assert r.success, r.error_in_exec
+                res[key].append(shell.user_ns["_dt"])
+    return {k: statistics.median(v) / n * 1e6 for k, v in res.items() if v}
+
+
+def post_processing(n, rounds, shell):
+    loop = make_loop(n)
+    loop()
+    res = {k: [] for k in ("torch_stop", "torch_key_averages", "torch_stop_plus_key_averages",
+                           "ks_stop_to_report", "ks_lean_stop_to_report", "magic_cell_end_to_report")}
+    for _ in range(rounds):
+        p = torch.profiler.profile(activities=_acts())
+        p.start(); loop()
+        t = time.perf_counter(); p.stop(); t1 = time.perf_counter(); p.key_averages(); t2 = time.perf_counter()
+        res["torch_stop"].append(t1 - t)
+        res["torch_key_averages"].append(t2 - t1)
+        res["torch_stop_plus_key_averages"].append(t2 - t)
+        for key, lean in (("ks_stop_to_report", False), ("ks_lean_stop_to_report", True)):
+            prof = ks.profile(lean=lean)
+            prof.start(); loop()
+            t = time.perf_counter(); rep = prof.stop(); _ = rep.kernels
+            res[key].append(time.perf_counter() - t)
+        if shell is not None:
+            shell.user_ns["loop"] = loop
+            r = shell.run_cell("%%kernelprofile --no-display -o _rep\nloop(); _t_end = time.perf_counter()\n")
+            assert r.success, r.error_in_exec
+            res["magic_cell_end_to_report"].append(time.perf_counter() - shell.user_ns["_t_end"])
+    return {k: statistics.median(v) for k, v in res.items() if v}
+
+
+def routes(n, rounds):
+    """Each route on its own fresh recording (whichever touches Kineto's results first pays
+    for finalizing them, so one recording cannot time both)."""
+    loop = make_loop(n)
+    loop()
+
+    def record():
+        with torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True) as p:
+            loop()
+        return p
+
+    here = route(kineto_results(record()))
+    out = {"route_here": here}
+    for r in (("in-memory", "tmpfs") if here == "in-memory" else ("tmpfs",)):
+        ts = []
+        for _ in range(rounds):
+            p = record()
+            t = time.perf_counter(); trace_from_profiler(p, force_route=r); ts.append(time.perf_counter() - t)
+        out[f"{r}_s"] = statistics.median(ts)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--launches", type=int, default=5000)
+    ap.add_argument("--post", type=int, default=10000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    shell = None
+    try:
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "kernelscope")
+        shell.run_cell("import time")
+    except ImportError:
+        pass
+    info = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if CUDA else "cpu",
+            "launches": a.launches, "post_launches": a.post, "rounds": a.rounds}
+    pl = per_launch(a.launches, a.rounds, shell)
+    pp = post_processing(a.post, a.rounds, shell)
+    rt = routes(a.post, a.rounds)
+    res = {"info": info, "us_per_launch": pl, "post_s": pp, "routes": rt}
+    bare = pl["bare"]
+    print(f"# {info}")
+    print(f"per launch ({a.launches} tiny {'kernels' if CUDA else 'CPU ops'}, median of {a.rounds}):")
+    for k, v in pl.items():
+        print(f"  {k:18s} {v:8.2f} us   {v / bare:5.2f}x bare   {v / pl['torch_profiler']:5.2f}x torch.profiler")
+    print(f"end of region -> report ready ({a.post} launches):")
+    ka = pp["torch_key_averages"]
+    for k, v in pp.items():
+        print(f"  {k:30s} {v:7.3f} s   {v / ka:5.2f}x key_averages()")
+    print("live trace routes:", rt)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return res
+
+
+if __name__ == "__main__":
+    main()
