@@ -235,9 +235,9 @@ def _backends(before, after, nb, na) -> pd.DataFrame:
         g = t.groupby("backend", sort=False)
         return pd.DataFrame({"launches": g["launches"].sum() / n, "gpu_time_us": g["gpu_time_us"].sum() / n})
 
-    b, a = gpu(before, nb), gpu(after, na)
-    out = b.join(a, how="outer", lsuffix="_before", rsuffix="_after").fillna(0.0).reset_index()
-    out = out.rename(columns={"gpu_time_us_before": "total_before_us", "gpu_time_us_after": "total_after_us"})
+    b = gpu(before, nb).rename(columns={"launches": "launches_before", "gpu_time_us": "total_before_us"})
+    a = gpu(after, na).rename(columns={"launches": "launches_after", "gpu_time_us": "total_after_us"})
+    out = b.join(a, how="outer").fillna(0.0).rename_axis("backend").reset_index()
     out["change_us"] = out["total_after_us"] - out["total_before_us"]
     with np.errstate(divide="ignore", invalid="ignore"):
         out["ratio"] = out["total_after_us"] / out["total_before_us"]
