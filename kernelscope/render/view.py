@@ -107,6 +107,8 @@ def view_model(rep) -> tuple[dict, bytes]:
         "configs": _occupancy_configs(k, rep.devices),
         "roofline": _roofline(rep, k),
         "ncu_columns": ncu_cols,
+        # Display options of %%kernelprofile (--top, --sort), when it set them.
+        "view": _plain(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
         "nbytes": len(buf),
     }

@@ -8,20 +8,28 @@ export const ROW_H = 24;
 
 export const COLUMNS = [
   { key: "expand", label: "", width: 22, sortable: false },
-  { key: "short", label: "Kernel", width: 320, align: "left" },
-  { key: "backend", label: "Backend", width: 92, align: "left" },
-  { key: "launches", label: "Launches", width: 72 },
-  { key: "total", label: "Total", width: 80 },
-  { key: "mean", label: "Mean", width: 74 },
-  { key: "share", label: "Share", width: 118 },
-  { key: "grid", label: "Grid", width: 96, sortable: false },
-  { key: "block", label: "Block", width: 80, sortable: false },
-  { key: "regs", label: "Regs", width: 48 },
-  { key: "smem", label: "Smem", width: 72 },
-  { key: "occ", label: "Occupancy", width: 128 },
-  { key: "waves", label: "Waves", width: 58 },
+  { key: "short", label: "Kernel", width: 200, flex: true, align: "left" },
+  { key: "backend", label: "Backend", width: 84, align: "left" },
+  { key: "launches", label: "Launches", width: 70 },
+  { key: "total", label: "Total", width: 74 },
+  { key: "mean", label: "Mean", width: 70 },
+  { key: "share", label: "Share", width: 100 },
+  { key: "grid", label: "Grid", width: 86, sortable: false },
+  { key: "block", label: "Block", width: 66, sortable: false },
+  { key: "regs", label: "Regs", width: 46 },
+  { key: "smem", label: "Smem", width: 64 },
+  { key: "occ", label: "Occupancy", width: 104 },
+  { key: "waves", label: "Waves", width: 54 },
 ];
-const TEMPLATE = COLUMNS.map((c) => `${c.width}px`).join(" ");
+// The kernel column takes the room left; the others keep their width.
+const TEMPLATE = COLUMNS.map((c) => (c.flex ? `minmax(${c.width}px, 1fr)` : `${c.width}px`)).join(" ");
+export const MIN_WIDTH = COLUMNS.reduce((a, c) => a + c.width, 0);
+const LIMITER_SHORT = { registers: "regs", shared_mem: "smem", warps: "warps", blocks: "blocks", barriers: "barriers" };
+
+/** A limiter such as "registers+shared_mem" in a few letters for the table cell. */
+function shortLimiter(lim) {
+  return lim ? lim.split("+").map((x) => LIMITER_SHORT[x] || x).join("+") : "";
+}
 
 /** Per-(group, kernel name) statistics over the launches. */
 export function aggregate(model, groupBy) {
@@ -75,6 +83,7 @@ function sortValue(model, a, key) {
     case "launches": return a.launches;
     case "total": case "share": return a.total;
     case "mean": return a.mean;
+    case "max": return a.max;
     case "regs": return int(k, "registers_per_thread", f) ?? -1;
     case "smem": return int(k, "shared_mem_bytes", f) ?? -1;
     case "occ": return num(k, "theoretical_occupancy", f) ?? -1;
@@ -87,13 +96,17 @@ export class KernelTable {
   constructor(model, { onSelect, height = 360 } = {}) {
     this.model = model;
     this.onSelect = onSelect || (() => {});
-    this.state = { sort: "total", desc: true, filter: "", backend: "", groupBy: "none" };
+    // %%kernelprofile --sort / --top choose the first view; every column still sorts.
+    const view = model.header.view || {};
+    const sort = { total: "total", mean: "mean", max: "max", launches: "launches", name: "short" }[view.sort] || "total";
+    this.state = { sort, desc: sort !== "short", filter: "", backend: "", groupBy: "none" };
+    this.top = view.top > 0 ? view.top : null;
     this.expanded = new Set();
     this.collapsedGroups = new Set();
     this.selected = new Set();
     this.el = h("div", { class: "ks-table" });
     this.toolbar = this._toolbar();
-    this.head = h("div", { class: "ks-row ks-head", style: `grid-template-columns:${TEMPLATE}` },
+    this.head = h("div", { class: "ks-row ks-head", style: `grid-template-columns:${TEMPLATE};min-width:${MIN_WIDTH}px` },
       COLUMNS.map((c) => {
         const cell = h("div", { class: `ks-cell ks-h-${c.key}${c.align === "left" ? " ks-left" : ""}`,
           "data-col": c.key, text: c.label, title: c.sortable === false ? null : `sort by ${c.label}` });
@@ -101,7 +114,8 @@ export class KernelTable {
         return cell;
       }));
     this.spacer = h("div", { class: "ks-spacer" });
-    this.body = h("div", { class: "ks-body", style: `height:${height}px`, tabindex: "0" }, this.spacer);
+    this.maxHeight = height;
+    this.body = h("div", { class: "ks-body", style: `height:${height}px;min-width:${MIN_WIDTH}px`, tabindex: "0" }, this.spacer);
     this.body.addEventListener("scroll", () => this._schedule());
     this.body.addEventListener("keydown", (e) => this._key(e));
     this.status = h("div", { class: "ks-table-status" });
@@ -156,6 +170,8 @@ export class KernelTable {
       const a = sortValue(m, x, sort), b = sortValue(m, y, sort);
       return a < b ? -sign : a > b ? sign : y.total - x.total;
     });
+    const matching = rows.length;
+    if (this.top && rows.length > this.top) rows = rows.slice(0, this.top);
     const flat = [];
     const pushKernel = (a) => {
       flat.push({ type: "kernel", a });
@@ -180,6 +196,7 @@ export class KernelTable {
     this.rows = flat;
     this.visibleKernels = rows.length;
     this.spacer.style.height = `${flat.length * ROW_H}px`;
+    this.body.style.height = `${Math.max(3, Math.min(flat.length, Math.floor(this.maxHeight / ROW_H))) * ROW_H + 2}px`;
     for (const c of this.head.children) {
       const col = c.getAttribute("data-col");
       c.classList.toggle("ks-sorted", col === sort);
@@ -190,6 +207,10 @@ export class KernelTable {
     const total = agg.rows.length;
     this.status.textContent = `${rows.length} of ${total} kernel rows`
       + (k.rows ? ` · ${fmtInt(k.rows)} launches` : "") + (q || backend ? " (filtered)" : "");
+    if (rows.length < matching) {
+      this.status.append(" · ", h("a", { class: "ks-show-all", href: "#", text: `show all ${matching}`,
+        onclick: (e) => { e.preventDefault(); this.top = null; this.refresh(); } }));
+    }
     this._paint(true);
   }
 
@@ -254,7 +275,7 @@ export class KernelTable {
       h("div", { class: "ks-cell", text: a.cfgVaries ? "varies" : fmtOpt(int(k, "registers_per_thread", f)) }),
       h("div", { class: "ks-cell", text: a.cfgVaries ? "varies" : smemText(int(k, "shared_mem_bytes", f)) }),
       h("div", { class: "ks-cell ks-occ", title: lim ? `limited by ${lim}` : null,
-        text: a.cfgVaries ? "varies" : occ === null ? "-" : `${fmtPct(occ, 0)}${lim ? ` (${lim})` : ""}` }),
+        text: a.cfgVaries ? "varies" : occ === null ? "-" : `${fmtPct(occ, 0)}${lim ? ` ${shortLimiter(lim)}` : ""}` }),
       h("div", { class: "ks-cell", text: fmtNum(num(k, "waves", f), 2) }));
     el.firstChild.addEventListener("click", (e) => {
       e.stopPropagation();
@@ -285,7 +306,7 @@ export class KernelTable {
       h("div", { class: "ks-cell", text: dims(k, "block", i) }),
       h("div", { class: "ks-cell", text: fmtOpt(int(k, "registers_per_thread", i)) }),
       h("div", { class: "ks-cell", text: smemText(int(k, "shared_mem_bytes", i)) }),
-      h("div", { class: "ks-cell", text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim ? ` (${lim})` : ""}` }),
+      h("div", { class: "ks-cell", text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim ? ` ${shortLimiter(lim)}` : ""}`, title: lim ? `limited by ${lim}` : null }),
       h("div", { class: "ks-cell", text: fmtNum(num(k, "waves", i), 2) }));
   }
 

@@ -1,0 +1,135 @@
+"""Real-browser fixtures: a JupyterLab server on 127.0.0.1 and Debian's chromium via Playwright.
+
+The browser tests are marked ``browser``; CI installs chromium (``.ci/run``) so they run there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+CHROMIUM = os.environ.get("KERNELSCOPE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+HERE = pathlib.Path(__file__).parent
+ARTIFACTS = HERE / "artifacts"
+NOTEBOOKS = HERE / "notebooks"
+DATA = HERE.parent / "data"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.errors = errors
+    yield pg
+    ARTIFACTS.mkdir(exist_ok=True)
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-failed.png"), full_page=True)
+    ctx.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+class Lab:
+    """A running JupyterLab: its URL, token and root directory."""
+
+    def __init__(self, url, token, root, proc):
+        self.url, self.token, self.root, self.proc = url, token, root, proc
+
+    def api(self, path, method="GET", body=None):
+        req = urllib.request.Request(f"{self.url}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}",
+                                              "Content-Type": "application/json"},
+                                     data=None if body is None else json.dumps(body).encode())
+        with urllib.request.urlopen(req, timeout=30) as r:
+            data = r.read()
+        return json.loads(data) if data else None
+
+    def open(self, page, path):
+        """Open a document in JupyterLab and wait until the application has started."""
+        page.goto(f"{self.url}/lab/tree/{path}?token={self.token}&reset")
+        page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+        return page
+
+    def kernels(self):
+        return self.api("/api/kernels")
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab-root")
+    cfg = tmp_path_factory.mktemp("lab-config")
+    # Keep the test lab quiet: no news prompt, no state from a user's settings.
+    (cfg / "labconfig").mkdir()
+    (cfg / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    for nb in NOTEBOOKS.glob("*.ipynb"):
+        shutil.copy(nb, root / nb.name)
+    for trace in ("mlp_train.pt.trace.json.gz", "attention.pt.trace.json.gz"):
+        shutil.copy(DATA / trace, root / trace)
+    (root / "broken.pt.trace.json").write_text('{"traceEvents": [')
+    token = uuid.uuid4().hex
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg),
+               JUPYTERLAB_SETTINGS_DIR=str(cfg / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(cfg / "ws"),
+               PYTHONUNBUFFERED="1")
+    log = open(tmp_path_factory.mktemp("lab-log") / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
+         "--LabApp.news_url=", "--ServerApp.port_retries=0", "--ServerApp.allow_root=True"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    lab = Lab(url, token, root, proc)
+    deadline = time.time() + 60
+    while True:
+        try:
+            lab.api("/api/status")
+            break
+        except Exception:
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush()
+                raise RuntimeError("JupyterLab did not start:\n" + pathlib.Path(log.name).read_text()[-3000:])
+            time.sleep(0.3)
+    yield lab
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()

@@ -1,0 +1,60 @@
+"""Writes the notebooks the browser tests open (run from the repository root; committed output).
+
+``saved_report.ipynb`` is executed by a real kernel (nbclient), so its saved outputs are exactly
+what a user's notebook holds after ``rep`` or ``%%kernelprofile``: the widget view (dead once
+the kernel is gone), our report MIME type, static HTML and text.
+
+    python tests/ui/make_notebooks.py
+"""
+from __future__ import annotations
+
+import pathlib
+import shutil
+import tempfile
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = pathlib.Path(__file__).parent
+OUT = HERE / "notebooks"
+DATA = HERE.parent / "data"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def notebook(cells):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.cells = []
+    for i, src in enumerate(cells):
+        c = nbformat.v4.new_code_cell(src)
+        c.id = f"cell-{i}"
+        nb.cells.append(c)
+    return nb
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    live = notebook([
+        'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nw = rep.widget()\nw',
+        "rep",
+        'print("SELECTED", sorted(w.selection), w.selected.shape)',
+    ])
+    nbformat.write(live, OUT / "live_report.ipynb")
+
+    profile = notebook([
+        "import torch\nx = torch.randn(128, 128)\nfor _ in range(3):\n    y = (x @ x).relu()\ny.shape",
+    ])
+    nbformat.write(profile, OUT / "profile_cell.ipynb")
+
+    saved = notebook(['import kernelscope as ks\nks.load("attention.pt.trace.json.gz")'])
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(DATA / "attention.pt.trace.json.gz", tmp)
+        NotebookClient(saved, timeout=120, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
+    # A reader's copy: no widget state saved, as when the kernel has gone away.
+    saved.metadata.pop("widgets", None)
+    nbformat.write(saved, OUT / "saved_report.ipynb")
+
+
+if __name__ == "__main__":
+    main()

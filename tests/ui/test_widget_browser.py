@@ -1,0 +1,140 @@
+"""The live widget in a real JupyterLab + kernel, driven from Debian chromium.
+
+Renders the MLP fixture (74 launches of 25 kernels on an H200), sorts, filters, groups,
+selects a row, and checks that Python sees the selection through ``w.selected``.
+"""
+import re
+
+import pytest
+
+import kernelscope as ks
+from kernelscope.render.text import fmt_us
+from conftest import ARTIFACTS, DATA
+
+pytestmark = pytest.mark.browser
+
+
+def wait_idle(page, timeout=60_000):
+    page.wait_for_function(
+        "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('Idle')",
+        timeout=timeout)
+
+
+def run_cell(page, index):
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Shift+Enter")
+    return cell
+
+
+def kernel_rows(output):
+    return output.locator(".ks-row.ks-kernel")
+
+
+def launches_column(output):
+    # The launches cell is the 4th grid cell of a kernel row.
+    return [int(t.replace(",", "")) for t in output.locator(".ks-row.ks-kernel > .ks-cell:nth-child(4)").all_inner_texts()]
+
+
+def test_live_widget_sort_filter_select(lab, page):
+    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    summary = rep.summary()
+    lab.open(page, "live_report.ipynb")
+    wait_idle(page)
+    out0 = run_cell(page, 0).locator(".jp-OutputArea-output")
+    out0.locator(".ks-root").wait_for(timeout=60_000)
+    # The header: 74 launches of 25 kernels, as in the recording.
+    tiles = out0.locator(".ks-tile-value").all_inner_texts()
+    assert "74" in tiles and "25" in tiles
+    assert out0.locator(".ks-table-status").inner_text().startswith("25 of 25 kernel rows")
+
+    # Default order: total time, largest first.
+    totals = out0.locator(".ks-row.ks-kernel > .ks-cell:nth-child(5)").all_inner_texts()
+    assert totals[0] == fmt_us(summary["total_us"].iloc[0]) == "98.4 us"
+
+    # Sort by launches (descending), then ascending.
+    out0.locator(".ks-head [data-col='launches']").click()
+    got = launches_column(out0)
+    assert got == sorted(got, reverse=True) and got[0] == summary["launches"].max() == 12
+    out0.locator(".ks-head [data-col='launches']").click()
+    got = launches_column(out0)
+    assert got == sorted(got) and got[0] == summary["launches"].min() == 2
+
+    # Filter by text: the cuBLAS nvjet GEMMs.
+    out0.locator(".ks-filter").fill("nvjet")
+    names = [n.get_attribute("data-name") for n in kernel_rows(out0).all()]
+    assert names and all("nvjet" in n for n in names)
+    assert re.match(rf"{len(names)} of 25 kernel rows", out0.locator(".ks-table-status").inner_text())
+    out0.locator(".ks-filter").fill("")
+
+    # Group by backend: a group header per backend, each row under it.
+    out0.locator(".ks-group-by").select_option("backend")
+    first_group = out0.locator(".ks-row.ks-group").first
+    assert first_group.inner_text().startswith("▾ ATen")
+    first_group.click()   # collapse it: the next groups scroll into the (virtual) view
+    groups = [g.split("\n")[0][2:] for g in out0.locator(".ks-row.ks-group").all_inner_texts()]
+    assert sorted(groups) == sorted(set(rep.kernels["backend"]))
+    out0.locator(".ks-group-by").select_option("none")
+
+    # Expand a kernel row into its launches.
+    first = kernel_rows(out0).first
+    n_launch = int(first.locator(".ks-cell:nth-child(4)").inner_text())
+    first.locator(".ks-expand").click()
+    assert out0.locator(".ks-row.ks-launch").count() == n_launch
+    first = kernel_rows(out0).first
+    first.locator(".ks-expand").click()
+
+    # Hover shows the full name; selecting shows the details and syncs to Python.
+    first = kernel_rows(out0).first
+    full = first.get_attribute("data-name")
+    assert first.locator(".ks-name").get_attribute("title") == full
+    first.click()
+    out0.locator(".ks-details .ks-fullname").wait_for()
+    assert out0.locator(".ks-details .ks-fullname").inner_text() == full
+    assert out0.locator(".ks-details .ks-occupancy").count() == 1
+
+    # The same report shown as `rep` (the full bundle) hands over to the live widget.
+    out1 = run_cell(page, 1).locator(".jp-OutputArea-output")
+    out1.locator(".ks-root").wait_for(timeout=60_000)
+    assert out1.locator(".ks-lab-static").count() == 0
+
+    out2 = run_cell(page, 2).locator(".jp-OutputArea-output")
+    out2.wait_for(timeout=60_000)
+    text = out2.inner_text()
+    n = int(first.locator(".ks-cell:nth-child(4)").inner_text())
+    assert f"SELECTED [{full!r}]" in text
+    assert f"({n}, " in text   # w.selected: one row per launch of that kernel
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    out0.screenshot(path=str(ARTIFACTS / "widget_selected.png"))
+    assert not page.errors, page.errors
+
+
+def test_live_widget_tabs(lab, page):
+    lab.open(page, "live_report.ipynb")
+    wait_idle(page)
+    out0 = run_cell(page, 0).locator(".jp-OutputArea-output")
+    out0.locator(".ks-root").wait_for(timeout=60_000)
+    # Timeline: one lane per device/stream plus the idle lane, drawn on a canvas.
+    out0.locator(".ks-tab[data-tab='Timeline']").click()
+    canvas = out0.locator(".ks-timeline-canvas")
+    canvas.wait_for()
+    box = canvas.bounding_box()
+    assert box["width"] > 300 and box["height"] > 40
+    before = out0.locator(".ks-timeline-info").inner_text()
+    canvas.hover(position={"x": box["width"] * 0.6, "y": 30})
+    page.mouse.wheel(0, -400)
+    after = out0.locator(".ks-timeline-info").inner_text()
+    assert before != after      # zoomed in
+    out0.locator(".ks-tab[data-tab='Backends']").click()
+    out0.locator(".ks-panel[data-panel='Backends'] svg").wait_for(timeout=20_000)
+    out0.locator(".ks-tab[data-tab='Findings']").click()
+    findings = out0.locator(".ks-finding")
+    assert findings.count() >= 1
+    assert "Host-bound" in findings.first.inner_text()
+    out0.locator(".ks-tab[data-tab='Roofline']").click()
+    out0.locator(".ks-panel[data-panel='Roofline'] svg").wait_for(timeout=20_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    out0.screenshot(path=str(ARTIFACTS / "widget_roofline.png"))
+    assert not page.errors, page.errors
