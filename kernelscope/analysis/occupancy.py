@@ -73,9 +73,8 @@ class Occupancy:
 
     @property
     def limiter(self) -> str:
-        """The limiters as one readable string, e.g. ``"shared_mem+registers"``; ``"none"``
-        for an impossible launch's missing limiter is not used: impossible launches give
-        the resource that makes them impossible.
+        """The limiters as one readable string, e.g. ``"registers+shared_mem"``; for an
+        impossible launch, the resource that makes it impossible.
 
         >>> occupancy((9, 0), 384, 168, 213220).limiter
         'registers+shared_mem'
@@ -320,8 +319,9 @@ def driver_carveout_estimate(o: Occupancy) -> int:
     "Shared Memory Configuration Size". This fit to H200 recordings takes ``need`` = the
     active blocks (at the largest carveout) x the shared memory each allocates, and picks the
     smallest supported carveout of at least ``min(2 x need, max(need, 132 KB))``: the driver
-    keeps the calculator's occupancy but leaves L1 room. It matches about 6 in 10 recorded
-    launches (tests/test_occupancy.py counts them); call the result an estimate.
+    keeps the calculator's occupancy but leaves L1 room. It matches the driver for
+    192 of 313 launches recorded on an H200 (counted in tests/test_occupancy.py); call the
+    result an estimate.
 
     >>> driver_carveout_estimate(occupancy((9, 0), 128, 32, 2048)) // 1024
     64
@@ -481,7 +481,7 @@ def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame) -> pd.DataF
 
 def _annotate_one(key, dev):
     d, bx, by, bz, regs, smem = key
-    if any(v is pd.NA or v is None for v in key) or int(d) not in dev:
+    if any(pd.isna(v) for v in key) or int(d) not in dev:
         return None
     cc, row, sms, _ = dev[int(d)]
     o = occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row)
