@@ -57,14 +57,17 @@ def read_ncu(path) -> pd.DataFrame:
     """An ncu CSV export as a tidy table, one row per launch (see the module docstring).
 
     >>> t = read_ncu("tests/data/ncu_triton_kernels.csv")
-    >>> t.loc[0, ["kernel_name", "block_x", "theoretical_occupancy_pct"]].tolist()[1:]
-    [256, 62.5]
+    >>> int(t.loc[0, "block_x"]), float(t.loc[0, "theoretical_occupancy_pct"])
+    (256, 62.5)
     """
     name = os.fspath(path)
     text = _read_text(name)
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
     if start is None:
+        if text.lstrip()[:1] in ("{", "["):
+            raise TraceError(name, "is JSON, not an Nsight Compute CSV export (a Kineto trace? open it "
+                                   "with ks.load)")
         if not lines or not any("," in line for line in lines[:50]):
             raise TraceError(name, "not a CSV file (expected an Nsight Compute export: ncu --csv --page details)")
         raise TraceError(name, 'no Nsight Compute header (a line starting with "ID","Process ID",...) found; '
@@ -261,7 +264,7 @@ def load_ncu(path, kernels_report=None):
     Report of the same workload): that report with ncu's metrics merged onto its kernels.
 
     >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
-    >>> len(rep.kernels), rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0]
+    >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
     (7, 62.5)
     """
     from ..report import Report
