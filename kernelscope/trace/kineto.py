@@ -44,8 +44,10 @@ class Args(msgspec.Struct, gc=False):
     bytes: Int = None
     bandwidth: Float = msgspec.field(default=None, name="memory bandwidth (GB/s)")
     cbid: Int = None
-    input_dims: Any = msgspec.field(default=None, name="Input Dims")
-    input_types: Any = msgspec.field(default=None, name="Input type")
+    # Raw (a zero-copy slice of the input): shapes are decoded once per distinct text in
+    # _op_table, since the same shapes repeat across thousands of ops.
+    input_dims: msgspec.Raw = msgspec.field(default=None, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=None, name="Input type")
     flops: Float = None
     sequence: Int = msgspec.field(default=None, name="Sequence number")
     kernel_backend: Str = None
@@ -319,6 +321,7 @@ def _loose_events(loose, label, notes):
     header = TraceFile(**{f: loose.get(f) for f in TraceFile.__struct_fields__ if f != "traceEvents"})
     good, bad_args, bad = [], 0, 0
     for ev in events:
+        _raw_shapes(ev)
         try:
             good.append(msgspec.convert(ev, Event, strict=False))
             continue
@@ -350,6 +353,18 @@ def _loose_events(loose, label, notes):
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _raw_shapes(ev):
+    """In the lenient path, give the Raw-typed args fields the Raw values the typed path would."""
+    args = ev.get("args") if isinstance(ev, dict) else None
+    if isinstance(args, dict):
+        for key in ("Input Dims", "Input type"):
+            if key in args and args[key] is not None:
+                try:
+                    args[key] = msgspec.Raw(msgspec.json.encode(args[key]))
+                except (TypeError, ValueError, OverflowError):
+                    args[key] = None
 
 
 def _num(x, kind=float):
@@ -515,7 +530,7 @@ def _kernel_table(evs, origin):
     blocks = [x.block for x in a]
     dev, stream = _where(evs, a)
     return {
-        "name": [e.name for e in evs],
+        "name": _interned([e.name for e in evs]),
         "device_index": dev,
         "stream": stream,
         "start_us": [e.ts - origin for e in evs],
@@ -563,7 +578,7 @@ def _copy_table(evs, origin):
 def _runtime_table(evs, origin):
     a = _argss(evs)
     return {
-        "name": [e.name for e in evs],
+        "name": _interned([e.name for e in evs]),
         "cat": [e.cat for e in evs],
         "pid": [e.pid for e in evs],
         "tid": [e.tid for e in evs],
@@ -578,19 +593,45 @@ def _runtime_table(evs, origin):
 def _op_table(evs, origin):
     a = _argss(evs)
     return {
-        "name": [e.name for e in evs],
+        "name": _interned([e.name for e in evs]),
         "cat": [e.cat for e in evs],
         "pid": [e.pid for e in evs],
         "tid": [e.tid for e in evs],
         "start_us": [e.ts - origin for e in evs],
         "duration_us": [e.dur for e in evs],
         "external_id": [x.external_id for x in a],
-        "input_dims": [x.input_dims for x in a],
-        "input_types": [x.input_types for x in a],
+        "input_dims": _decode_shared([x.input_dims for x in a]),
+        "input_types": _decode_shared([x.input_types for x in a]),
         "flops": [x.flops for x in a],
         "sequence": [x.sequence for x in a],
         "kernel_backend": [x.kernel_backend for x in a],
     }
+
+
+def _decode_shared(raws):
+    """Decode Raw JSON values, once per distinct text; equal values share one object (read-only)."""
+    cache = {}
+    out = []
+    for r in raws:
+        if r is None:
+            out.append(None)
+            continue
+        key = bytes(r)
+        v = cache.get(key, cache)
+        if v is cache:
+            try:
+                v = msgspec.json.decode(key)
+            except msgspec.DecodeError:
+                v = None
+            cache[key] = v
+        out.append(v)
+    return out
+
+
+def _interned(names):
+    """The same strings, each distinct text held once (kernel and op names repeat heavily)."""
+    cache = {}
+    return [cache.setdefault(n, n) for n in names]
 
 
 def _frame_table(evs, origin):
