@@ -269,3 +269,41 @@ def test_annotate_scales_by_distinct_launch_shapes():
     assert len(out) == 100_000 and out.theoretical_occupancy.notna().all()
     first = rep.kernels
     assert (out.theoretical_occupancy.iloc[:2000].to_numpy() == first.theoretical_occupancy.to_numpy()).all()
+
+
+@pytest.mark.gpu
+def test_live_device_matches_table_and_driver_calculator():
+    """On a CUDA device (the H200 machine): the table row against the device's own attributes,
+    and the calculator against cuOccupancyMaxActiveBlocksPerMultiprocessor for live kernels."""
+    cp = pytest.importorskip("cupy")
+    import ctypes
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "gpu_tools"))
+    from occupancy_sweep import kernel_name, kernel_source
+
+    rt = cp.cuda.runtime
+    attr = lambda a: rt.deviceGetAttribute(a, 0)   # noqa: E731  (cudaDeviceAttr numbers)
+    cc = (attr(75), attr(76))
+    a = arch(cc)
+    assert attr(106) == a.max_blocks_per_sm                        # MaxBlocksPerMultiprocessor
+    assert attr(111) == a.smem_reserved_per_block                  # ReservedSharedMemoryPerBlock
+    assert attr(81) == a.smem_per_sm                               # MaxSharedMemoryPerMultiprocessor
+    assert attr(97) == a.smem_per_block_optin                      # MaxSharedMemoryPerBlockOptin
+    assert attr(39) == a.max_warps_per_sm * 32                     # MaxThreadsPerMultiProcessor
+    assert attr(82) == a.regs_per_sm                               # MaxRegistersPerMultiprocessor
+    occ = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor
+    occ.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    checked = 0
+    for maxrreg, nacc in [(32, 64), (72, 160), (168, 160)]:
+        k = cp.RawKernel(kernel_source(maxrreg, 0, 0, nacc), kernel_name(maxrreg, 0, 0, nacc),
+                         options=(f"--maxrregcount={maxrreg}",))
+        k.compile()
+        k.max_dynamic_shared_size_bytes = a.smem_per_block_optin
+        for threads in (64, 128, 256, 384, 1024):
+            for dyn in (0, 3000, 40 * 1024, 100 * 1024, a.smem_per_block_optin):
+                blocks = ctypes.c_int(-1)
+                assert occ(ctypes.byref(blocks), ctypes.c_void_p(k.kernel.ptr), threads, dyn) == 0
+                ours = occupancy(cc, threads, k.num_regs, k.shared_size_bytes + dyn)
+                assert ours.active_blocks_per_sm == blocks.value, (maxrreg, threads, dyn)
+                checked += 1
+    assert checked == 75
