@@ -68,6 +68,18 @@ class LineMarks:
         return self._line
 
 
+def traced_file(source, match) -> bool:
+    """Whether a reader ``source`` (``file(line): func``) is a module-level frame of traced code.
+
+    >>> traced_file("<ipython-input-3-abc>(0): <module>", "<ipython-input-3-abc>")
+    True
+    """
+    if not isinstance(source, str) or not source.endswith(": <module>"):
+        return False
+    file = source.rsplit("(", 1)[0]
+    return file == match if isinstance(match, str) else bool(match(file))
+
+
 def is_cell_file(name: str) -> bool:
     """Whether a code object's file name is an IPython cell's.
 

@@ -131,9 +131,8 @@ def _from_activities(kr, name) -> Trace:
             md = a.metadata_json()
             args = None
             if md:
-                try:
-                    args = decode(b"{" + md.encode() + b"}")
-                except (msgspec.DecodeError, msgspec.ValidationError):
+                args = _args(decode, md)
+                if args is None:
                     bad_meta += 1
             ext = a.linked_correlation_id() or (a.correlation_id() if cat not in _NO_EXTERNAL_ID else 0)
             if ext:
@@ -160,6 +159,21 @@ def _from_activities(kr, name) -> Trace:
 def _flags(kr):
     """``record_shapes``/``with_flops`` header flags, when torch tells the config (else unknown)."""
     return {}
+
+
+def _args(decode, md: str):
+    """The reader's ``Args`` from one activity's metadata fragment, or None if unreadable."""
+    raw = b"{" + md.encode("utf-8", "surrogatepass") + b"}"
+    try:
+        return decode(raw)
+    except msgspec.ValidationError:
+        pass  # a field of an unexpected type: convert leniently, as the file reader does
+    except msgspec.DecodeError:
+        return None
+    try:
+        return msgspec.convert(msgspec.json.decode(raw), Args, strict=False)
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
+        return None
 
 
 def _torch():

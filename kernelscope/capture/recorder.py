@@ -226,10 +226,13 @@ class profile:
             from ..trace.model import Trace
             trace = Trace.empty({"source": self.name, "notes": ["nothing was recorded"]})
         if self.lines_of is not None and len(trace.kernels):
-            from .lines import line_sources
+            from .lines import line_sources, traced_file
             k = trace.kernels
             lines = line_sources(k["launch_tid"], k["launch_start_us"], trace.ops)
-            k["source"] = [a if a is not None else b for a, b in zip(lines, k["source"].tolist())]
+            # The Python tracer names a frame by the line it started on: for traced code's
+            # module-level frame that line says nothing, so keep only the reader's other answers.
+            k["source"] = [a if a is not None else (None if traced_file(b, self.lines_of) else b)
+                           for a, b in zip(lines, k["source"].tolist())]
         meta = trace.meta
         meta.setdefault("notes", [])
         meta["notes"] = list(self._notes) + list(meta["notes"])
