@@ -245,3 +245,40 @@ def test_trace_path_writes_the_raw_chrome_trace(tmp_path):
         _work(3)
     back = ks.load(path)  # Kineto's own JSON, through the file reader
     assert _count(back, "aten::mm") == _count(prof.report, "aten::mm") == 3
+
+
+def test_fixture_recorded_with_stack_maps_kernels_to_cell_lines():
+    # Recorded on the H200 through `%%kernelprofile --stack --trace` in a real IPython shell
+    # (benchmarks/record_stack_fixture.py): the cell's lines 2-7 hold
+    #   y = model(x) / z = norm(y) / for ...: / z = z * 0.5 + 1 / loss = ...pow(2).mean() / loss.backward()
+    rep = ks.load(os.path.join(DATA, "kernelprofile_stack.pt.trace.json.gz"))
+    k = rep.kernels
+    lines = line_sources(k["launch_tid"], k["launch_start_us"], rep.ops)
+    cell = "<ipython-input-1-7ee4b963e6e8>"
+    got = {}
+    for op, src in zip(k["op"], lines):
+        if src is not None:
+            got.setdefault(op, []).append(src)
+    assert len(k) == 28 and sum(s is not None for s in lines) == 11  # backward runs on autograd's thread
+    assert got == {
+        "aten::addmm": [f"{cell}(2): <module>"] * 2, "aten::gelu": [f"{cell}(2): <module>"],
+        "aten::native_layer_norm": [f"{cell}(3): <module>"],  # norm() is defined in another cell
+        "aten::mul": [f"{cell}(5): <module>"] * 2, "aten::add": [f"{cell}(5): <module>"] * 2,
+        "aten::pow": [f"{cell}(6): <module>"], "aten::mean": [f"{cell}(6): <module>"],
+        "aten::fill_": [f"{cell}(7): <module>"],
+    }
+
+
+def test_fixture_report_of_a_mixed_cell_keeps_backends_and_cuda_events():
+    # `%%kernelprofile` on a cell with a torch matmul, a CuPy ElementwiseKernel and a Triton
+    # kernel, recorded on the H200 and saved with Report.save.
+    rep = ks.load(os.path.join(DATA, "mixed_cell.ksreport.json.gz"))
+    by = dict(zip(rep.kernels["name"], rep.kernels["backend"]))
+    assert by["ks_add_kernel"] == "Triton" and by["ks_saxpy"] == "CuPy"
+    gemm = [n for n in by if n.startswith("void cutlass::Kernel2<cutlass_80_simt_sgemm")]
+    assert len(gemm) == 1 and by[gemm[0]] == "cuBLAS"
+    tri = rep.kernels[rep.kernels["name"] == "ks_add_kernel"].iloc[0]
+    assert (tri["grid_x"], tri["block_x"], tri["registers_per_thread"]) == (1024, 128, 26)
+    assert rep.meta["cuda_event_us"] == pytest.approx(3442.688, abs=0.01)
+    assert rep.meta["capture_route"] == "tmpfs" and rep.meta["partial"] is False
+    assert rep.meta["cuda_event_us"] >= rep.kernels["duration_us"].sum()
