@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..render.text import fmt_us
 from .peaks import device_peaks
-from .timeline import union_length
+from .timeline import covered_length, merge_intervals, union_length
 
 # -- thresholds (named so that a test or a reader can see what a word means) -------------------
 # Severity is the cost as a share of the device's active window: a quarter or more is the first
@@ -47,6 +47,8 @@ FALLBACK_HOST_LINK_GBPS = 32.0
 _HOST_COPY_KINDS = ("HtoD", "DtoH")
 
 SEVERITIES = ("high", "medium", "low", "info")
+# Evidence lists stay short: a finding is read, the tables behind it hold every row.
+MAX_EVIDENCE_ROWS = 20
 
 
 @dataclass(frozen=True)
@@ -314,17 +316,17 @@ def copy_findings(report, tl) -> list:
     acts = tl.activities
     kern = acts[acts["kind"] == "kernel"]
     if len(kern):
+        with_kernels = set(zip(kern["device_index"].tolist(), kern["stream"].tolist()))
         rows = []
-        for r in host.itertuples():
-            same = kern[(kern["device_index"] == r.device_index) & (kern["stream"] == r.stream)]
-            if not len(same):
-                continue
-            dev_k = kern[kern["device_index"] == r.device_index]
-            s, e = r.start_us, r.start_us + r.duration_us
-            ov = np.clip(np.minimum(dev_k["end_us"], e) - np.maximum(dev_k["start_us"], s), 0, None).sum()
-            if ov <= 0:
-                rows.append({"copy": r.name, "stream": int(r.stream), "time_us": float(r.duration_us),
-                             "op": r.op})
+        for dev_i, hc in host.groupby("device_index", sort=False):
+            dk = kern[kern["device_index"] == dev_i]
+            ms, me = merge_intervals(dk["start_us"], dk["end_us"])
+            s = hc["start_us"].to_numpy(float)
+            ov = covered_length(ms, me, s, s + hc["duration_us"].to_numpy(float))
+            for r, o in zip(hc.itertuples(), ov):
+                if o <= 0 and (dev_i, r.stream) in with_kernels:
+                    rows.append({"copy": r.name, "stream": int(r.stream), "time_us": float(r.duration_us),
+                                 "op": r.op})
         if rows:
             cost = sum(x["time_us"] for x in rows)
             streams = sorted({x["stream"] for x in rows})
@@ -335,8 +337,9 @@ def copy_findings(report, tl) -> list:
                       "for them and they wait for it. Fix: prefetch the next batch with "
                       ".to(\"cuda\", non_blocking=True) from pinned memory on a side stream "
                       "(torch.cuda.Stream) and make the compute stream wait on it only when needed.")
+            evidence = {"copies": rows[:MAX_EVIDENCE_ROWS], "count": len(rows), "time_us": cost}
             out.append(Finding("serialized_copies", severity_for(cost, window), title, detail,
-                               {"copies": rows, "time_us": cost}, cost))
+                               evidence, cost))
     return out
 
 

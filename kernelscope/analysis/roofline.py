@@ -103,23 +103,32 @@ def roofline(report) -> pd.DataFrame:
     if not len(k) or not len(ops):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ROOFLINE_COLUMNS})
     dev_names = dict(zip(report.devices["index"].tolist(), report.devices["name"].tolist()))
+    peaks_of = {i: device_peaks(n) for i, n in dev_names.items()}
+    # Plain lists and one aggregation: a large trace has tens of thousands of op instances.
+    agg = k.groupby("op_index", sort=False)["duration_us"].agg(["sum", "size", "idxmax"])
+    op_name, op_dims = ops["name"].tolist(), ops["input_dims"].tolist()
+    op_types, op_flops = ops["input_types"].tolist(), ops["flops"].tolist()
+    k_name, k_dev = k["name"], k["device_index"]
+    k_short = k["short_name"] if "short_name" in k.columns else k_name
+    k_devlabel = k["device"] if "device" in k.columns else k_dev
+    memo = {}
     rows = []
-    for op_index, g in k.groupby("op_index", sort=False):
+    for op_index, dur, n, top in zip(agg.index.tolist(), agg["sum"].tolist(), agg["size"].tolist(),
+                                     agg["idxmax"].tolist()):
         i = int(op_index)
-        if i < 0 or i >= len(ops):
+        if i < 0 or i >= len(op_name) or not dur > 0:
             continue
-        op = ops.iloc[i]
-        counts = op_counts(op["name"], op["input_dims"], op["input_types"], op["flops"])
+        key = (op_name[i], repr(op_dims[i]), repr(op_types[i]), op_flops[i])
+        if key not in memo:
+            memo[key] = op_counts(op_name[i], op_dims[i], op_types[i], op_flops[i])
+        counts = memo[key]
         if counts is None:
             continue
         flops, nbytes, precision, source = counts
-        dur = float(g["duration_us"].sum())
-        if dur <= 0:
-            continue
-        top = g.loc[g["duration_us"].idxmax()]
-        peaks = device_peaks(dev_names.get(top["device_index"]))
+        kname = k_name.at[top]
+        peaks = peaks_of.get(k_dev.at[top])
         # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
-        if precision == "fp32" and op["name"] in _MATMUL and "tf32" in str(top["name"]).lower():
+        if precision == "fp32" and op_name[i] in _MATMUL and "tf32" in str(kname).lower():
             precision = "tf32"
         peak_t = peaks.peak_tflops(precision) if peaks and precision else None
         peak_b = peaks.memory_gbps if peaks else None
@@ -137,12 +146,11 @@ def roofline(report) -> pd.DataFrame:
             else:
                 share, bound = ach_b / peak_b, "memory"
         rows.append({
-            "op": op["name"], "op_index": i, "kernel": top["name"],
-            "short_name": top.get("short_name", top["name"]), "device": top.get("device"),
-            "precision": precision, "kernels": len(g), "duration_us": dur, "flops": flops,
-            "bytes": nbytes, "flops_source": source, "intensity": inten, "achieved_tflops": ach_t,
-            "achieved_gbps": ach_b, "peak_tflops": peak_t, "peak_gbps": peak_b,
-            "attainable_tflops": attain, "roof_share": share, "bound": bound,
-            "peaks_source": peaks.source if peaks else None,
+            "op": op_name[i], "op_index": i, "kernel": kname, "short_name": k_short.at[top],
+            "device": k_devlabel.at[top], "precision": precision, "kernels": int(n),
+            "duration_us": float(dur), "flops": flops, "bytes": nbytes, "flops_source": source,
+            "intensity": inten, "achieved_tflops": ach_t, "achieved_gbps": ach_b,
+            "peak_tflops": peak_t, "peak_gbps": peak_b, "attainable_tflops": attain,
+            "roof_share": share, "bound": bound, "peaks_source": peaks.source if peaks else None,
         })
     return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)
