@@ -25,6 +25,8 @@ VIEW_VERSION = 1
 # Curves are computed for the kernels that take the most time only: each curve point is one
 # occupancy-calculator call, and a run can hold thousands of distinct launch configurations.
 CURVE_KERNELS = 20
+# CPU ops listed in the view (by total time); the rest stay in rep.ops.
+TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
 ROOFLINE_POINTS = 300
 # Launch-level columns that go to the browser: (column, typed-array kind). "str" columns are
@@ -106,6 +108,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         "names": _name_table(k),
         "configs": _occupancy_configs(k, rep.devices),
         "roofline": _roofline(rep, k),
+        "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
         # Display options of %%kernelprofile (--top, --sort), when it set them.
         "view": _plain(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
@@ -215,6 +218,8 @@ def _stats(rep, k, copies, tl) -> dict:
         "kernels": int(k["name"].nunique()) if len(k) else 0,
         "copies": int(len(copies)),
         "copy_time_us": _num(float(copies["duration_us"].sum())) if len(copies) else 0.0,
+        "ops": int(len(rep.ops)),
+        "no_gpu": bool(rep.meta.get("no_gpu")),
     }
 
 
@@ -361,6 +366,23 @@ def _roofline(rep, k) -> dict | None:
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
     return {"points": points, "ceilings": _plain(ceilings), "note": note}
+
+
+def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
+    """Top-level view of the CPU side: per op name, calls, total and mean host time, and the
+    GPU kernel time of the kernels it launched (nested ops count in their parents too)."""
+    if not len(ops):
+        return []
+    g = ops.groupby("name", sort=False)["duration_us"]
+    out = pd.DataFrame({"calls": g.size(), "total_us": g.sum(), "mean_us": g.mean()})
+    if len(k) and "op" in k.columns:
+        kg = k.groupby("op")["duration_us"]
+        out["kernels"] = kg.size().reindex(out.index).fillna(0).astype(int)
+        out["gpu_us"] = kg.sum().reindex(out.index).fillna(0.0)
+    else:
+        out["kernels"], out["gpu_us"] = 0, 0.0
+    out = out.sort_values("total_us", ascending=False).head(TOP_OPS).reset_index()
+    return _records(out)
 
 
 def _records(df) -> list:

@@ -88,6 +88,13 @@ class Lab:
     def kernels(self):
         return self.api("/api/kernels")
 
+    def shutdown_kernels(self):
+        """Stop every kernel (and session) earlier tests left running."""
+        for sess in self.api("/api/sessions"):
+            self.api(f"/api/sessions/{sess['id']}", method="DELETE")
+        for k in self.kernels():
+            self.api(f"/api/kernels/{k['id']}", method="DELETE")
+
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):

@@ -51,8 +51,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copy(DATA / "attention.pt.trace.json.gz", tmp)
         NotebookClient(saved, timeout=120, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
-    # A reader's copy: no widget state saved, as when the kernel has gone away.
+    # A reader's copy: no widget state saved, as when the kernel has gone away; no kernelspec,
+    # so that JupyterLab asks for a kernel (the test answers "No Kernel") instead of starting one.
     saved.metadata.pop("widgets", None)
+    saved.metadata.pop("kernelspec", None)
+    saved.metadata.pop("language_info", None)
     nbformat.write(saved, OUT / "saved_report.ipynb")
 
 

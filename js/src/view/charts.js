@@ -24,7 +24,11 @@ export async function show(el, spec) {
   }
 }
 
-const colorScale = { domain: Object.keys(BACKEND_COLORS), range: Object.values(BACKEND_COLORS) };
+/** The backend colour scale over the labels present (so legends list only those). */
+function colorScale(labels) {
+  const domain = [...new Set(labels.filter(Boolean))];
+  return { domain, range: domain.map((b) => BACKEND_COLORS[b] || BACKEND_COLORS.other) };
+}
 
 export function backendSpec(backends) {
   return {
@@ -35,7 +39,7 @@ export function backendSpec(backends) {
     encoding: {
       y: { field: "backend", type: "nominal", sort: "-x", title: null },
       x: { field: "gpu_ms", type: "quantitative", title: "GPU time (ms)" },
-      color: { field: "backend", type: "nominal", scale: colorScale, legend: null },
+      color: { field: "backend", type: "nominal", scale: colorScale(backends.map((b) => b.backend)), legend: null },
       row: backends.some((b) => b.device && b.device !== "CUDA") ? { field: "device", type: "nominal" } : undefined,
       tooltip: [
         { field: "device", type: "nominal" }, { field: "backend", type: "nominal" },
@@ -69,29 +73,39 @@ export function rooflineSpec(roof) {
   const pts = (roof.points || []).filter((p) => p.intensity > 0 && p.flops_per_s > 0);
   const ceilings = roof.ceilings || [];
   const xs = pts.map((p) => p.intensity);
-  const lo = Math.min(0.01, ...xs) / 2, hi = Math.max(1000, ...xs) * 2;
+  const lo = Math.min(...xs, ...ceilings.map((c) => c.peak_flops_per_s / c.bandwidth_bytes_per_s / 1000)) / 2;
+  const hi = Math.max(...xs, ...ceilings.map((c) => (c.peak_flops_per_s / c.bandwidth_bytes_per_s) * 10)) * 2;
   const lines = [];
+  const labels = [];
   for (const c of ceilings) {
     const ridge = c.peak_flops_per_s / c.bandwidth_bytes_per_s;
     for (const x of [lo, ridge, hi]) {
       lines.push({ ceiling: c.label || "peak", intensity: x, flops_per_s: Math.min(c.peak_flops_per_s, c.bandwidth_bytes_per_s * x) });
     }
+    labels.push({ ceiling: `${c.label || "peak"} (${c.source || "datasheet"})`, intensity: hi, flops_per_s: c.peak_flops_per_s });
   }
+  const x = { field: "intensity", type: "quantitative", scale: { type: "log", domain: [lo, hi] },
+    title: "arithmetic intensity (FLOP/byte)", axis: { format: "~s" } };
+  const y = { field: "flops_per_s", type: "quantitative", scale: { type: "log" }, title: "achieved FLOP/s",
+    axis: { format: "~s" } };
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    width: 460, height: 280,
+    width: 520, height: 300,
     layer: [
-      { data: { values: lines }, mark: { type: "line", strokeDash: [4, 3] },
-        encoding: { x: { field: "intensity", type: "quantitative", scale: { type: "log" }, title: "arithmetic intensity (FLOP/byte)" },
-                    y: { field: "flops_per_s", type: "quantitative", scale: { type: "log" }, title: "FLOP/s" },
-                    detail: { field: "ceiling" }, color: { value: "#888" } } },
+      { data: { values: lines }, mark: { type: "line", strokeDash: [4, 3], clip: true },
+        encoding: { x, y, detail: { field: "ceiling" }, color: { value: "#888" } } },
+      { data: { values: labels }, mark: { type: "text", align: "right", dy: -6, fontSize: 10, color: "#888" },
+        encoding: { x: { field: "intensity", type: "quantitative" }, y: { field: "flops_per_s", type: "quantitative" },
+          text: { field: "ceiling" } } },
       { data: { values: pts }, mark: { type: "point", filled: true, size: 60, tooltip: true },
-        encoding: { x: { field: "intensity", type: "quantitative", scale: { type: "log" } },
-                    y: { field: "flops_per_s", type: "quantitative", scale: { type: "log" } },
-                    color: { field: "backend", type: "nominal", scale: colorScale },
-                    tooltip: [{ field: "name", type: "nominal" }, { field: "backend", type: "nominal" },
-                      { field: "intensity", type: "quantitative", format: ".2f" },
-                      { field: "flops_per_s", type: "quantitative", format: ".3s" }] } },
+        encoding: { x, y,
+          color: { field: "backend", type: "nominal", scale: colorScale(pts.map((p) => p.backend)) },
+          tooltip: [{ field: "name", type: "nominal", title: "kernel" }, { field: "op", type: "nominal" },
+            { field: "backend", type: "nominal" }, { field: "precision", type: "nominal" },
+            { field: "intensity", type: "quantitative", format: ".2f", title: "FLOP/byte" },
+            { field: "flops_per_s", type: "quantitative", format: ".3s", title: "FLOP/s" },
+            { field: "roof_share", type: "quantitative", format: ".1%", title: "of attainable" },
+            { field: "bound", type: "nominal" }] } },
     ],
   };
 }

@@ -5,7 +5,7 @@ import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
 
-const TABS = ["Kernels", "Timeline", "Backends", "Roofline", "Findings"];
+const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
 /**
  * Render a decoded view model into `el`.
@@ -84,6 +84,9 @@ export function renderReport(el, model, opts = {}) {
       if (roof.note) panels.Roofline.append(h("p", { class: "ks-note", text: roof.note }));
       show(chart, rooflineSpec(roof));
     },
+    "CPU ops"() {
+      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
+    },
     Findings() {
       panels.Findings.append(findingsList(hd.findings || []));
     },
@@ -112,11 +115,14 @@ function header(model) {
     h("div", { class: "ks-tiles" },
       tile("wall time", fmtUs(s.wall_us), "region wall time (CUDA events when recorded, else the profiler span)"),
       tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy),
-        "union of kernel and copy time over the wall time"),
+        `union of kernel and copy time over the active window (first to last GPU activity)${
+          s.gpu_busy_of_wall != null ? `; ${fmtPct(s.gpu_busy_of_wall)} of the wall time` : ""}`),
       tile("launches", fmtInt(s.launches)),
       tile("kernels", fmtInt(s.kernels), "distinct kernel names"),
       tile("GPU kernel time", fmtUs(s.gpu_time_us), "sum of kernel durations (CUPTI)"),
-      tile("copies", fmtInt(s.copies), s.copy_time_us ? `copy time ${fmtUs(s.copy_time_us)}` : null)),
+      tile("copies", fmtInt(s.copies), s.copy_time_us ? `copy time ${fmtUs(s.copy_time_us)}` : null),
+      tile("CPU ops", fmtInt(s.ops))),
+    s.no_gpu ? h("div", { class: "ks-note ks-no-gpu", text: "No GPU found: this run recorded CPU ops only (see the CPU ops tab)." }) : null,
     h("div", { class: "ks-top-finding" },
       top ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title]
         : "No findings."),
@@ -132,6 +138,24 @@ function backendTable(rows) {
       h("td", { class: "ks-num", text: fmtInt(r.launches) }),
       h("td", { class: "ks-num", text: fmtUs(r.gpu_time_us) }),
       h("td", { class: "ks-num", text: fmtPct(r.share) })))));
+}
+
+function opsTable(ops, stats) {
+  if (!ops.length) return h("p", { class: "ks-empty", text: "No CPU ops recorded (a --lean recording holds GPU activity only)." });
+  const max = Math.max(...ops.map((o) => o.total_us || 0)) || 1;
+  return h("div", {},
+    h("p", { class: "ks-note", text: `Host time of torch ops (${fmtInt(stats.ops)} recorded; the costliest ${ops.length} shown). `
+      + "Nested ops count in their parents too; GPU time is that of the kernels each op launched itself." }),
+    h("table", { class: "ks-static-table ks-ops" },
+      h("thead", {}, h("tr", {}, ["op", "calls", "host time", "mean", "", "kernels", "GPU time"].map((c) => h("th", { text: c })))),
+      h("tbody", {}, ops.map((o) => h("tr", {},
+        h("td", { text: o.name ?? "-", title: o.name ?? null }),
+        h("td", { class: "ks-num", text: fmtInt(o.calls) }),
+        h("td", { class: "ks-num", text: fmtUs(o.total_us) }),
+        h("td", { class: "ks-num", text: fmtUs(o.mean_us) }),
+        h("td", {}, h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((o.total_us / max) * 80))}px;background:var(--ks-accent)` })),
+        h("td", { class: "ks-num", text: fmtInt(o.kernels) }),
+        h("td", { class: "ks-num", text: o.kernels ? fmtUs(o.gpu_us) : "-" }))))));
 }
 
 function findingsList(findings) {
@@ -194,7 +218,9 @@ function renderDetails(el, model, names) {
     ]));
   el.append(info);
   const cfg = (model.header.configs || []).find((c) => c.config === k.cols.config[f]);
-  el.append(occupancyBlock(cfg, k, f));
+  const occ = occupancyBlock(cfg, k, f);
+  el.append(occ);
+  if (occ.charts) el.append(occ.charts);
   const ncu = ncuBlock(model, idx);
   if (ncu) el.append(ncu);
 }
@@ -225,7 +251,8 @@ function occupancyBlock(cfg, k, f) {
   }
   if (cfg.curves) {
     const charts = h("div", { class: "ks-occ-charts" });
-    block.append(charts);
+    charts.append(h("div", { class: "ks-note", text: "Occupancy as one launch parameter varies, the others held (as Nsight Compute's occupancy graphs); the red dot is this launch." }));
+    block.charts = charts;
     const graphs = [
       ["block", "threads per block", "Varying block size", cfg.threads],
       ["registers", "registers per thread", "Varying register count", cfg.registers],

@@ -14,11 +14,11 @@ export const COLUMNS = [
   { key: "total", label: "Total", width: 74 },
   { key: "mean", label: "Mean", width: 70 },
   { key: "share", label: "Share", width: 100 },
-  { key: "grid", label: "Grid", width: 86, sortable: false },
-  { key: "block", label: "Block", width: 66, sortable: false },
+  { key: "grid", label: "Grid", width: 76, sortable: false },
+  { key: "block", label: "Block", width: 60, sortable: false },
   { key: "regs", label: "Regs", width: 46 },
   { key: "smem", label: "Smem", width: 64 },
-  { key: "occ", label: "Occupancy", width: 104 },
+  { key: "occ", label: "Occupancy", width: 118 },
   { key: "waves", label: "Waves", width: 54 },
 ];
 // The kernel column takes the room left; the others keep their width.
@@ -275,7 +275,7 @@ export class KernelTable {
       h("div", { class: "ks-cell", text: a.cfgVaries ? "varies" : fmtOpt(int(k, "registers_per_thread", f)) }),
       h("div", { class: "ks-cell", text: a.cfgVaries ? "varies" : smemText(int(k, "shared_mem_bytes", f)) }),
       h("div", { class: "ks-cell ks-occ", title: lim ? `limited by ${lim}` : null,
-        text: a.cfgVaries ? "varies" : occ === null ? "-" : `${fmtPct(occ, 0)}${lim ? ` ${shortLimiter(lim)}` : ""}` }),
+        text: a.cfgVaries ? "varies" : occ === null ? "-" : `${fmtPct(occ, 0)}${lim && occ < 1 ? ` ${shortLimiter(lim)}` : ""}` }),
       h("div", { class: "ks-cell", text: fmtNum(num(k, "waves", f), 2) }));
     el.firstChild.addEventListener("click", (e) => {
       e.stopPropagation();
@@ -306,7 +306,7 @@ export class KernelTable {
       h("div", { class: "ks-cell", text: dims(k, "block", i) }),
       h("div", { class: "ks-cell", text: fmtOpt(int(k, "registers_per_thread", i)) }),
       h("div", { class: "ks-cell", text: smemText(int(k, "shared_mem_bytes", i)) }),
-      h("div", { class: "ks-cell", text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim ? ` ${shortLimiter(lim)}` : ""}`, title: lim ? `limited by ${lim}` : null }),
+      h("div", { class: "ks-cell", text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim && occ < 1 ? ` ${shortLimiter(lim)}` : ""}`, title: lim ? `limited by ${lim}` : null }),
       h("div", { class: "ks-cell", text: fmtNum(num(k, "waves", i), 2) }));
   }
 
@@ -341,14 +341,16 @@ export class KernelTable {
 }
 
 function dims(k, which, i) {
-  const x = int(k, `${which}_x`, i), y = int(k, `${which}_y`, i), z = int(k, `${which}_z`, i);
+  const x = int(k, `${which}_x`, i), y = int(k, `${which}_y`, i) ?? 1, z = int(k, `${which}_z`, i) ?? 1;
   if (x === null) return "-";
-  return [x, y ?? 1, z ?? 1].join("×");
+  // 1-D launches read best as one number; the details panel always shows x×y×z.
+  return z !== 1 ? `${x}×${y}×${z}` : y !== 1 ? `${x}×${y}` : String(x);
 }
 
 function fmtOpt(v) { return v === null ? "-" : String(v); }
 
 function smemText(b) {
   if (b === null) return "-";
-  return b === 0 ? "0" : fmtBytes(b);
+  if (b === 0) return "0";
+  return b < 1024 ? `${b} B` : `${(b / 1024).toFixed(b < 10240 ? 1 : 0)} KB`;
 }

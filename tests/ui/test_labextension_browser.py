@@ -1,0 +1,91 @@
+"""The JupyterLab extension in a real JupyterLab, driven from Debian chromium: saved reports
+render with no kernel, "Profile cell" runs a cell under %%kernelprofile, trace files open in a tab.
+"""
+import pytest
+
+import kernelscope as ks
+from conftest import ARTIFACTS, DATA
+from test_widget_browser import wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def test_saved_report_renders_without_kernel(lab, page):
+    rep = ks.load(DATA / "attention.pt.trace.json.gz")
+    lab.shutdown_kernels()
+    lab.open(page, "saved_report.ipynb")
+    # The notebook names no kernel, so JupyterLab asks; a reader declines.
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("button.jp-mod-reject").click()
+    dialog.wait_for(state="detached", timeout=10_000)
+    out = page.locator(".jp-OutputArea-output .ks-lab-static")
+    out.locator(".ks-root").wait_for(timeout=30_000)
+    assert lab.kernels() == []
+    rows = out.locator(".ks-row.ks-kernel")
+    assert rows.count() == rep.kernels["name"].nunique() == 7
+    assert rows.first.get_attribute("data-name") == rep.summary()["name"].iloc[0]
+    assert "flash" in rows.first.get_attribute("data-name")
+    # Interactive without a kernel too: sort and select work on the saved data.
+    out.locator(".ks-head [data-col='mean']").click()
+    rows.first.click()
+    out.locator(".ks-details .ks-occupancy").wait_for()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "saved_report_no_kernel.png"), full_page=True)
+    assert lab.kernels() == []
+    assert not page.errors, page.errors
+
+
+def test_profile_cell_button(lab, page):
+    lab.open(page, "profile_cell.ipynb")
+    wait_idle(page)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    source = cell.locator(".jp-InputArea-editor").inner_text()
+    cell.locator(".jp-InputPrompt").click()
+    # The context menu of a code cell offers the command too.
+    cell.locator(".jp-InputArea-editor").click(button="right")
+    assert page.locator(".lm-Menu-item", has_text="Profile cell").count() == 1
+    page.keyboard.press("Escape")
+    page.locator(".ks-profile-button").click()
+    out = cell.locator(".jp-OutputArea")
+    out.locator(".ks-root").wait_for(timeout=90_000)
+    text = out.inner_text()
+    assert "torch.Size([128, 128])" in text          # the cell's own result still shows
+    assert "no GPU found" in text                     # CPU machine: CPU ops only, said plainly
+    out.locator(".ks-tab[data-tab='CPU ops']").click()
+    ops = out.locator(".ks-ops tbody tr").all_inner_texts()
+    assert any(o.startswith("aten::matmul\t3\t") for o in ops), ops
+    # The cell's source is untouched and it got an execution count.
+    assert cell.locator(".jp-InputArea-editor").inner_text() == source
+    assert "%%kernelprofile" not in source
+    assert cell.locator(".jp-InputPrompt").inner_text().strip() == "[1]:"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "profile_cell.png"), full_page=True)
+    assert not page.errors, page.errors
+
+
+def test_profile_cell_shortcut(lab, page):
+    lab.open(page, "profile_cell.ipynb")
+    wait_idle(page)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Control+Alt+p")
+    cell.locator(".jp-OutputArea .ks-root").wait_for(timeout=90_000)
+
+
+def test_open_trace_file(lab, page):
+    rep = ks.load(DATA / "attention.pt.trace.json.gz")
+    lab.shutdown_kernels()
+    lab.open(page, "attention.pt.trace.json.gz")
+    view = page.locator(".ks-lab-file .ks-root")
+    view.wait_for(timeout=30_000)
+    assert view.locator(".ks-source").inner_text() == "attention.pt.trace.json.gz"
+    assert view.locator(".ks-row.ks-kernel").count() == rep.kernels["name"].nunique()
+    assert lab.kernels() == []      # the server parsed it; no kernel was started
+
+
+def test_open_broken_trace_file_says_why(lab, page):
+    lab.open(page, "broken.pt.trace.json")
+    err = page.locator(".ks-lab-file.ks-error")
+    err.wait_for(timeout=30_000)
+    assert err.inner_text().startswith("kernelscope: broken.pt.trace.json:")
