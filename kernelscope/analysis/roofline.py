@@ -108,25 +108,27 @@ def roofline(report) -> pd.DataFrame:
     agg = k.groupby("op_index", sort=False)["duration_us"].agg(["sum", "size", "idxmax"])
     op_name, op_dims = ops["name"].tolist(), ops["input_dims"].tolist()
     op_types, op_flops = ops["input_types"].tolist(), ops["flops"].tolist()
-    k_name, k_dev = k["name"], k["device_index"]
-    k_short = k["short_name"] if "short_name" in k.columns else k_name
-    k_devlabel = k["device"] if "device" in k.columns else k_dev
+    tops = k.loc[agg["idxmax"]]
+    t_name, t_dev = tops["name"].tolist(), tops["device_index"].tolist()
+    t_short = tops["short_name"].tolist() if "short_name" in tops.columns else t_name
+    t_label = tops["device"].tolist() if "device" in tops.columns else t_dev
     memo = {}
     rows = []
-    for op_index, dur, n, top in zip(agg.index.tolist(), agg["sum"].tolist(), agg["size"].tolist(),
-                                     agg["idxmax"].tolist()):
+    for j, (op_index, dur, n) in enumerate(zip(agg.index.tolist(), agg["sum"].tolist(),
+                                               agg["size"].tolist())):
         i = int(op_index)
         if i < 0 or i >= len(op_name) or not dur > 0:
             continue
-        key = (op_name[i], repr(op_dims[i]), repr(op_types[i]), op_flops[i])
+        fl = op_flops[i]
+        key = (op_name[i], repr(op_dims[i]), repr(op_types[i]), None if fl != fl else fl)
         if key not in memo:
             memo[key] = op_counts(op_name[i], op_dims[i], op_types[i], op_flops[i])
         counts = memo[key]
         if counts is None:
             continue
         flops, nbytes, precision, source = counts
-        kname = k_name.at[top]
-        peaks = peaks_of.get(k_dev.at[top])
+        kname = t_name[j]
+        peaks = peaks_of.get(t_dev[j])
         # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
         if precision == "fp32" and op_name[i] in _MATMUL and "tf32" in str(kname).lower():
             precision = "tf32"
@@ -146,8 +148,8 @@ def roofline(report) -> pd.DataFrame:
             else:
                 share, bound = ach_b / peak_b, "memory"
         rows.append({
-            "op": op_name[i], "op_index": i, "kernel": kname, "short_name": k_short.at[top],
-            "device": k_devlabel.at[top], "precision": precision, "kernels": int(n),
+            "op": op_name[i], "op_index": i, "kernel": kname, "short_name": t_short[j],
+            "device": t_label[j], "precision": precision, "kernels": int(n),
             "duration_us": float(dur), "flops": flops, "bytes": nbytes, "flops_source": source,
             "intensity": inten, "achieved_tflops": ach_t, "achieved_gbps": ach_b,
             "peak_tflops": peak_t, "peak_gbps": peak_b, "attainable_tflops": attain,
