@@ -1,34 +1,116 @@
-"""A report as static, self-contained HTML (GitHub, nbconvert, no kernel)."""
+"""A report as static, self-contained HTML (GitHub, nbconvert, no kernel, no JavaScript).
+
+Every piece of recorded text (kernel names, ops, file names, findings) goes through
+``html.escape``; styles are inline so that sanitizers that strip ``<style>`` keep the layout.
+"""
 from __future__ import annotations
 
 from html import escape
 
 from .text import fmt_us
 
+_CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
+_NUM = _CELL + "text-align:right;font-variant-numeric:tabular-nums;"
+_MUTED = "color:#666;"
+
+
+def _e(v) -> str:
+    return escape("-" if v is None else str(v), quote=True)
+
+
+def _pct(x) -> str:
+    return "-" if x is None or x != x else f"{x:.1%}"
+
 
 def report_html(rep, top: int = 20) -> str:
-    """A static HTML summary of the report; every name is escaped.
+    """A static HTML summary of the report: headline numbers, the top kernels with their
+    share, occupancy and backend, the backend breakdown and the findings. Names are escaped.
 
     >>> "<script>" in report_html(rep)     # doctest: +SKIP
     False
     """
     k = rep.kernels
+    s = rep.summary().head(top)
+    first = k.drop_duplicates("name").set_index("name") if len(k) else None
+    busy = _busy(rep)
     rows = []
-    for r in rep.summary().head(top).itertuples():
+    for r in s.itertuples():
+        occ, lim = "-", ""
+        if first is not None and r.name in first.index:
+            f = first.loc[r.name]
+            o = f.get("theoretical_occupancy")
+            if o is not None and o == o:
+                occ = f"{o:.0%}"
+                lim = f.get("occupancy_limiter") or ""
+        bar = f"<span style='display:inline-block;height:8px;width:{max(1, round(r.share * 60))}px;background:#4e79a7'></span>"
         rows.append(
-            f"<tr><td title='{escape(str(r.name), quote=True)}'>{escape(str(r.short_name))}</td>"
-            f"<td>{escape(str(r.backend))}</td><td style='text-align:right'>{r.launches}</td>"
-            f"<td style='text-align:right'>{fmt_us(r.total_us)}</td>"
-            f"<td style='text-align:right'>{fmt_us(r.mean_us)}</td>"
-            f"<td style='text-align:right'>{r.share:.1%}</td></tr>")
-    head = (f"<b>kernelscope</b>{' <b>(partial)</b>' if rep.partial else ''}: "
-            f"{len(k)} launches, {k['name'].nunique()} kernels, GPU kernel time {fmt_us(rep.gpu_time_us)}, "
-            f"wall {fmt_us(rep.wall_time_us)}")
-    findings = "".join(f"<li>[{escape(str(f.severity))}] {escape(str(f.title))}</li>" for f in rep.findings[:5])
+            f"<tr><td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
+            f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches}</td>"
+            f"<td style='{_NUM}'>{fmt_us(r.total_us)}</td><td style='{_NUM}'>{fmt_us(r.mean_us)}</td>"
+            f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
+            f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td></tr>")
+    more = k["name"].nunique() - len(s) if len(k) else 0
+    head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
+                   ("kernel", "backend", "launches", "total", "mean", "share", "occupancy"))
+    table = (f"<table style='border-collapse:collapse;margin:6px 0'><thead><tr>{head}</tr></thead>"
+             f"<tbody>{''.join(rows)}</tbody></table>" if rows else "<p>No GPU kernels were recorded.</p>")
+    if more > 0:
+        table += f"<p style='{_MUTED}'>… and {more} more kernels (rep.summary() has them all)</p>"
+
+    stats = [("wall time", fmt_us(rep.wall_time_us)), ("GPU busy", _pct(busy)), ("launches", f"{len(k):,}"),
+             ("kernels", f"{k['name'].nunique():,}" if len(k) else "0"), ("GPU kernel time", fmt_us(rep.gpu_time_us)),
+             ("copies", f"{len(rep.copies):,}")]
+    tiles = " &nbsp; ".join(f"<span><b>{v}</b> <span style='{_MUTED}'>{n}</span></span>" for n, v in stats)
+    devs = ", ".join(f"{_e(d.name)} (sm_{d.compute_major}{d.compute_minor}, {d.num_sms} SMs)"
+                     for d in rep.devices.itertuples())
+    src = rep.meta.get("source") or rep.meta.get("trace_name") or ""
+    title = (f"<b>kernelscope</b> <span style='{_MUTED}'>{_e(str(src).replace(chr(92), '/').rsplit('/', 1)[-1])}"
+             f"{' · ' + devs if devs else ''}</span>"
+             + (" <b style='color:#a40e26'>(partial: the run stopped early)</b>" if rep.partial else ""))
+    notes = "".join(f"<li>{_e(n)}</li>" for n in rep.notes)
+    findings = _findings(rep)
+    backends = _backends(rep)
     return (
-        "<div class='kernelscope-static'>"
-        f"<p>{head}</p>"
-        "<table><thead><tr><th>kernel</th><th>backend</th><th>launches</th><th>total</th><th>mean</th>"
-        f"<th>share</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f"{'<ul>' + findings + '</ul>' if findings else ''}</div>"
+        "<div class='kernelscope-static' style='font-family:system-ui,sans-serif;font-size:13px'>"
+        f"<div>{title}</div><div style='margin:4px 0'>{tiles}</div>"
+        + (f"<ul style='{_MUTED}margin:2px 0'>{notes}</ul>" if notes else "")
+        + findings + table + backends
+        + f"<p style='{_MUTED}font-size:11px'>Static view. The interactive report (timeline, occupancy, "
+          "roofline) shows in JupyterLab with kernelscope installed, with or without a kernel.</p></div>"
     )
+
+
+def _busy(rep):
+    try:
+        return rep.timeline.device().get("busy_share")
+    except Exception:  # noqa: BLE001 - a static view shows "-" rather than fail
+        return None
+
+
+def _findings(rep) -> str:
+    try:
+        items = rep.findings[:5]
+    except Exception:  # noqa: BLE001
+        return ""
+    if not items:
+        return ""
+    li = "".join(f"<li><b>[{_e(f.severity)}]</b> {_e(f.title)}"
+                 f"<div style='{_MUTED}font-size:12px'>{_e(f.detail)}</div></li>" for f in items)
+    return f"<ol style='padding-left:20px;margin:6px 0'>{li}</ol>"
+
+
+def _backends(rep) -> str:
+    try:
+        b = rep.backends
+    except Exception:  # noqa: BLE001
+        return ""
+    if not len(b):
+        return ""
+    rows = "".join(
+        f"<tr><td style='{_CELL}'>{_e(r.get('device'))}</td><td style='{_CELL}'>{_e(r.get('backend'))}</td>"
+        f"<td style='{_NUM}'>{r.get('launches')}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
+        f"<td style='{_NUM}'>{_pct(r.get('share'))}</td></tr>"
+        for r in b.to_dict("records"))
+    head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in ("device", "backend", "launches", "GPU time", "share"))
+    return (f"<details><summary>Backends</summary><table style='border-collapse:collapse'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></details>")

@@ -1,0 +1,196 @@
+"""The view model, the anywidget's traitlets and the report's display bundle, on the real
+H200 recordings (no browser: tests/ui has those)."""
+import dataclasses
+import json
+import math
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import kernelscope as ks
+from kernelscope.render.html import report_html
+from kernelscope.render.view import MIME_TYPE, decode_buffer, decode_payload, mime_payload, view_model
+from kernelscope.trace.model import Trace
+from kernelscope.widget import ReportWidget
+
+DATA = pathlib.Path(__file__).parent / "data"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+HOSTILE = "<script>alert('x')</script></textarea>\"'&<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return ks.load(DATA / "mlp_train.pt.trace.json.gz")
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return ks.load(DATA / "attention.pt.trace.json.gz")
+
+
+def hostile_report(rep):
+    k = rep.trace.kernels.copy()
+    k["name"] = [HOSTILE + n for n in k["name"]]
+    k["op"] = HOSTILE
+    return ks.Report(dataclasses.replace(rep.trace, kernels=k, meta={**rep.meta, "source": f"/tmp/{HOSTILE}.json"}))
+
+
+def test_view_model_columns_match_the_report(mlp):
+    header, buf = view_model(mlp)
+    cols = decode_buffer(header, buf)
+    k = cols["kernels"]
+    assert header["stats"]["launches"] == len(mlp.kernels) == 74
+    assert header["stats"]["kernels"] == mlp.kernels["name"].nunique() == 25
+    assert header["tables"]["kernels"]["rows"] == 74
+    assert list(k["name"]) == mlp.kernels["name"].tolist()
+    assert list(k["backend"]) == mlp.kernels["backend"].tolist()
+    np.testing.assert_array_equal(k["start_us"], mlp.kernels["start_us"].to_numpy())
+    assert math.isclose(float(k["duration_us"].sum()), mlp.gpu_time_us)
+    np.testing.assert_array_equal(k["registers_per_thread"], mlp.kernels["registers_per_thread"].astype(int))
+    np.testing.assert_allclose(k["theoretical_occupancy"], mlp.kernels["theoretical_occupancy"], rtol=1e-6)
+    # Copies and the analysis' idle gaps travel as binary tables too.
+    assert header["tables"]["copies"]["rows"] == len(mlp.copies) == 6
+    assert list(cols["copies"]["bytes"]) == mlp.copies["bytes"].astype(float).tolist()
+    assert header["tables"]["gaps"]["rows"] == len(mlp.gaps)
+    assert list(cols["gaps"]["cause"]) == mlp.gaps["cause"].tolist()
+    # Short names line up with the dictionary of the name column.
+    names = header["tables"]["kernels"]["columns"][0]["strings"]
+    short = dict(zip(mlp.kernels["name"], mlp.kernels["short_name"]))
+    assert header["names"] == [short[n] for n in names]
+    # Every column is 8-byte aligned so the browser maps it without a copy.
+    assert all(c["offset"] % 8 == 0 for t in header["tables"].values() for c in t["columns"])
+    assert header["nbytes"] == len(buf)
+
+
+def test_view_model_headline_numbers(mlp):
+    header, _ = view_model(mlp)
+    s = header["stats"]
+    busy = mlp.timeline.device()
+    assert s["gpu_busy"] == pytest.approx(busy["busy_share"]) == pytest.approx(0.1274, abs=1e-3)
+    assert s["wall_us"] == pytest.approx(mlp.wall_time_us)
+    assert s["ops"] == len(mlp.ops)
+    f = header["findings"][0]
+    assert (f["kind"], f["severity"]) == (mlp.findings[0].kind, mlp.findings[0].severity)
+    assert f["title"].startswith("Host-bound")
+    assert [b["backend"] for b in header["backends"]] == mlp.backends["backend"].tolist()
+    ops = pd.DataFrame(header["ops"]).set_index("name")
+    assert ops.loc["aten::addmm", "calls"] == (mlp.ops["name"] == "aten::addmm").sum()
+    assert ops.loc["aten::addmm", "kernels"] == (mlp.kernels["op"] == "aten::addmm").sum()
+    json.dumps(header)  # plain JSON, no NaN
+
+
+def test_occupancy_panel_data_matches_the_calculator(attention):
+    header, buf = view_model(attention)
+    k = attention.kernels
+    flash = k[k["name"].str.contains("flash")].iloc[0]
+    code = decode_buffer(header, buf)["kernels"]["config"][flash.name]
+    cfg = next(c for c in header["configs"] if c["config"] == code)
+    assert cfg["occupancy"] == pytest.approx(flash["theoretical_occupancy"]) == pytest.approx(0.1875)
+    assert cfg["active_blocks_per_sm"] == 1
+    assert set(cfg["limiters"]) == {"registers", "shared_mem"}
+    assert (cfg["threads"], cfg["registers"], cfg["smem"]) == (384, 168, int(flash["shared_mem_bytes"]))
+    # Curves as step points; the launch's own value is on each, at its occupancy.
+    for key, x in (("block", 384), ("registers", 168), ("smem", cfg["smem"])):
+        pts = dict(map(tuple, cfg["curves"][key]))
+        assert pts[x] == pytest.approx(0.1875), key
+    # Both limits bind, so lowering one alone does not help: no register/smem hint claims a gain.
+    assert not any("registers per thread" in h for h in cfg["hints"])
+
+
+def test_occupancy_hints_name_what_raises_it(mlp):
+    header, _ = view_model(mlp)
+    hinted = [c for c in header["configs"] if c.get("hints")]
+    assert hinted
+    for c in hinted:
+        for h in c["hints"]:
+            assert "would give" in h
+            gain = float(h.rsplit("would give ", 1)[1].rstrip("%")) / 100
+            assert gain > c["occupancy"]
+
+
+def test_roofline_points_come_from_the_analysis(mlp):
+    header, _ = view_model(mlp)
+    rl = mlp.roofline
+    plotted = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
+    roof = header["roofline"]
+    assert len(roof["points"]) == len(plotted) > 0
+    top = plotted.sort_values("duration_us", ascending=False).iloc[0]
+    assert roof["points"][0]["flops_per_s"] == pytest.approx(top["achieved_tflops"] * 1e12)
+    assert roof["points"][0]["intensity"] == pytest.approx(top["intensity"])
+    assert {c["source"] for c in roof["ceilings"]} == {"datasheet"}
+    peak = roof["ceilings"][0]
+    assert peak["bandwidth_bytes_per_s"] == pytest.approx(4800e9)   # H200 HBM3e datasheet
+
+
+def test_mime_payload_round_trips_and_is_deterministic(mlp):
+    header, buf = view_model(mlp)
+    p1, p2 = mime_payload(mlp), mime_payload(mlp)
+    assert p1 == p2                         # saved notebooks do not churn
+    assert p1["encoding"] == "gzip+base64"
+    got = decode_payload(p1)
+    np.testing.assert_array_equal(got["kernels"]["duration_us"], decode_buffer(header, buf)["kernels"]["duration_us"])
+    assert len(p1["data"]) < len(buf)      # gzip pays for base64 on this trace
+
+
+def test_display_bundle_carries_every_type(mlp):
+    bundle = mlp._repr_mimebundle_()
+    assert set(bundle) == {MIME_TYPE, "text/html", "text/plain", WIDGET_MIME}
+    assert bundle["text/plain"] == repr(mlp)
+    assert bundle[MIME_TYPE]["header"]["stats"]["launches"] == 74
+    assert bundle[WIDGET_MIME]["model_id"]
+    assert "kernelscope" in bundle["text/html"]
+    json.dumps(bundle)
+
+
+def test_static_html_shows_the_top_kernels(mlp):
+    html = report_html(mlp)
+    top = mlp.summary().iloc[0]
+    assert f">{top['short_name']}<" in html
+    assert "12.7%" in html          # GPU busy of the active window
+    assert "Host-bound" in html     # top finding
+    assert html.count("<tr>") == 20 + 1 + len(mlp.backends) + 1   # 20 kernels, backends, heads
+
+
+def test_hostile_names_are_escaped_everywhere(mlp):
+    rep = hostile_report(mlp)
+    html = report_html(rep)
+    assert "<script>" not in html and "<img" not in html and "</textarea>" not in html
+    assert "&lt;script&gt;" in html
+    header, buf = view_model(rep)
+    names = decode_buffer(header, buf)["kernels"]["name"]
+    assert all(n.startswith(HOSTILE) for n in names)          # data stays data
+    assert header["title"] == "textarea>\"'&<img src=x onerror=alert(1)>.json"   # basename, as data
+
+
+def test_widget_traits_and_selection(mlp):
+    w = ReportWidget(mlp)
+    assert w.header["stats"]["launches"] == 74
+    assert isinstance(w.data, bytes) and len(w.data) == w.header["nbytes"]
+    assert w.selection == [] and w.selected.empty
+    gemm = mlp.summary()["name"].iloc[0]
+    w.selection = [gemm]
+    sel = w.selected
+    assert len(sel) == (mlp.kernels["name"] == gemm).sum() == 4
+    assert list(sel.columns) == list(mlp.kernels.columns)
+    w.selection = [gemm, "not a kernel"]
+    assert len(w.selected) == 4
+    state = w.get_state()
+    assert state["selection"] == [gemm, "not a kernel"]
+    assert "export" in w._esm and len(w._esm) > 100_000     # the bundled ES module, not a path
+    assert ".ks-root" in w._css
+
+
+def test_report_widget_method(attention):
+    w = attention.widget()
+    assert isinstance(w, ReportWidget) and w.report is attention
+
+
+def test_empty_report_renders():
+    rep = ks.Report(Trace.empty(meta={"source": "empty.json"}))
+    header, buf = view_model(rep)
+    assert header["stats"]["launches"] == 0 and buf == b"" or header["tables"]["kernels"]["rows"] == 0
+    bundle = rep._repr_mimebundle_()
+    assert "No GPU kernels were recorded" in bundle["text/html"]
+    assert ReportWidget(rep).selected.empty
