@@ -50,30 +50,47 @@ def _acts(lean=False):
 
 
 def per_launch(n, rounds, shell):
+    """Median seconds per launch of each variant. The order of variants rotates every round:
+    on a shared machine a fixed order biases whichever variant runs after a profiler session."""
     loop = make_loop(n)
     for _ in range(3):
         loop()
-    res = {k: [] for k in ("bare", "torch_profiler", "torch_profiler_shapes_flops", "ks_profile",
-                           "ks_profile_lean", "magic_default", "magic_lean")}
-    for _ in range(rounds):
-        t = time.perf_counter(); loop(); res["bare"].append(time.perf_counter() - t)
-        with torch.profiler.profile(activities=_acts()) as p:
-            t = time.perf_counter(); loop(); res["torch_profiler"].append(time.perf_counter() - t)
+
+    def timed():
+        t = time.perf_counter(); loop(); return time.perf_counter() - t
+
+    def with_profiler(**kw):
+        with torch.profiler.profile(activities=_acts(), **kw):
+            return timed()
+
+    def with_ks(**kw):
+        with ks.profile(**kw):
+            return timed()
+
+    def magic(opt):
+        shell.user_ns["loop"] = loop
+        r = shell.run_cell(f"%%kernelprofile --no-display {opt}\n"
+                           "_t0 = time.perf_counter(); loop(); _dt = time.perf_counter() - _t0\n")
+        assert r.success, r.error_in_exec
+        return shell.user_ns["_dt"]
+
+    variants = {
+        "bare": timed,
+        "torch_profiler": with_profiler,
         # ks.profile's default records shapes and FLOPs too: the like-for-like comparison
-        with torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True) as p:
-            t = time.perf_counter(); loop(); res["torch_profiler_shapes_flops"].append(time.perf_counter() - t)
-        with ks.profile():
-            t = time.perf_counter(); loop(); res["ks_profile"].append(time.perf_counter() - t)
-        with ks.profile(lean=True):
-            t = time.perf_counter(); loop(); res["ks_profile_lean"].append(time.perf_counter() - t)
-        if shell is not None:
-            shell.user_ns["loop"] = loop
-            for key, opt in (("magic_default", ""), ("magic_lean", "--lean")):
-                r = shell.run_cell(f"%%kernelprofile --no-display {opt}\n"
-                                   "_t0 = time.perf_counter(); loop(); _dt = time.perf_counter() - _t0\n")
-                assert r.success, r.error_in_exec
-                res[key].append(shell.user_ns["_dt"])
-    return {k: statistics.median(v) / n * 1e6 for k, v in res.items() if v}
+        "torch_profiler_shapes_flops": lambda: with_profiler(record_shapes=True, with_flops=True),
+        "ks_profile": with_ks,
+        "ks_profile_lean": lambda: with_ks(lean=True),
+    }
+    if shell is not None:
+        variants["magic_default"] = lambda: magic("")
+        variants["magic_lean"] = lambda: magic("--lean")
+    names = list(variants)
+    res = {k: [] for k in names}
+    for r in range(rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            res[k].append(variants[k]())
+    return {k: statistics.median(v) / n * 1e6 for k, v in res.items()}
 
 
 def post_processing(n, rounds, shell):
@@ -93,6 +110,13 @@ def post_processing(n, rounds, shell):
             prof.start(); loop()
             t = time.perf_counter(); rep = prof.stop(); _ = rep.kernels
             res[key].append(time.perf_counter() - t)
+        # where our time goes: profiler stop, Trace from the live results, Report (analysis)
+        p = torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True)
+        p.start(); loop()
+        t0 = time.perf_counter(); p.stop(); t1 = time.perf_counter()
+        tr = trace_from_profiler(p); t2 = time.perf_counter(); ks.Report(tr); t3 = time.perf_counter()
+        for key, v in (("part_stop", t1 - t0), ("part_trace", t2 - t1), ("part_report", t3 - t2)):
+            res.setdefault(key, []).append(v)
         if shell is not None:
             shell.user_ns["loop"] = loop
             r = shell.run_cell("%%kernelprofile --no-display -o _rep\nloop(); _t_end = time.perf_counter()\n")
