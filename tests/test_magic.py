@@ -198,6 +198,14 @@ def test_start_stop_spans_several_cells(shell, capsys):
     assert active() is None
 
 
+def test_bad_option_values_are_usage_errors(shell, capsys):
+    from IPython.core.error import UsageError
+    for line in ("--repeat 0", "--warmup -1", "--top 0", "--stack --lean"):
+        with pytest.raises(UsageError):
+            shell.run_cell_magic("kernelprofile", line, "pass\n")
+    assert active() is None
+
+
 def test_help_explains_each_option(shell):
     doc = _magics(shell).kernelprofile.__doc__
     for opt in ("--top", "--sort", "--output", "--save", "--trace", "--warmup", "--repeat", "--stack",

@@ -95,7 +95,7 @@ class KernelProfileMagics(Magics):
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
                        lines_of=self._cell_name if args.stack else None, trace_path=args.trace)
         error = None
-        prof.start()
+        _start(prof)
         try:
             if args.repeat > 1:
                 for i in range(args.repeat):
@@ -184,7 +184,7 @@ class KernelProfileMagics(Magics):
             from kernelscope.capture.lines import is_cell_file
             prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
                            lines_of=is_cell_file if args.stack else None, trace_path=args.trace)
-            prof.start()
+            _start(prof)
             self._session = (prof, args)
             print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
             return None
@@ -260,7 +260,19 @@ except ImportError:  # pragma: no cover
     pass
 
 
+def _start(prof):
+    """Start recording; a busy profiler is the user's to stop, so show just the message."""
+    from kernelscope.capture import ProfilerBusyError
+    try:
+        prof.start()
+    except ProfilerBusyError as e:
+        raise UsageError(f"kernelscope: {e}") from None
+
+
 def _check(args):
+    if args.stack and args.lean:
+        raise UsageError("--stack needs CPU activity to place kernels on lines, which --lean "
+                         "turns off; use one or the other")
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
     if args.warmup < 0:
