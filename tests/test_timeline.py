@@ -207,6 +207,10 @@ def test_blocking_calls_mlp(reports):
     b = reports["mlp_train"].timeline.blocking
     assert (b["kind"] == "copy").sum() == 2 and (b["kind"] == "sync").sum() == 4
     assert set(b.loc[b["kind"] == "sync", "name"]) == {"cudaStreamSynchronize", "cudaDeviceSynchronize"}
+    # x_cpu.cuda() in the step: the copy and its stream sync run inside aten::to.
+    inner = b[b["op"] == "aten::copy_"]
+    assert len(inner) == 4 and set(inner["outer_op"]) == {"aten::to"}
+    assert b.loc[b["op"].isna(), "outer_op"].isna().all()
 
 
 def test_report_properties_and_empty_report(reports):

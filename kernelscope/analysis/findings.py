@@ -230,8 +230,7 @@ def sync_findings(report, tl) -> list:
     if closing.all():
         return []
     after_end = int(closing.sum())
-    by = (b.assign(where=[f"{n} in {o}" if isinstance(o, str) and o else str(n)
-                          for n, o in zip(b["name"], b["op"])])
+    by = (b.assign(where=[_call_site(n, o, t) for n, o, t in zip(b["name"], b["op"], b["outer_op"])])
           .groupby("where")["duration_us"].agg(["size", "sum"]).sort_values("sum", ascending=False))
     calls = [{"call": w, "count": int(r["size"]), "host_us": float(r["sum"])} for w, r in by.iterrows()]
     n_sync = int((b["kind"] == "sync").sum())
@@ -477,6 +476,14 @@ def roofline_findings(report, tl) -> list:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+def _call_site(name, op, outer) -> str:
+    """``cudaStreamSynchronize in aten::copy_ (under aten::to)``: the call and who made it."""
+    site = f"{name} in {op}" if isinstance(op, str) and op else str(name)
+    if isinstance(outer, str) and outer and outer != op:
+        site += f" (under {outer})"
+    return site
+
 
 def _f(x):
     try:

@@ -158,10 +158,42 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     return a.sort_values(["start_us", "end_us"], kind="stable").reset_index(drop=True)
 
 
-def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
+def outer_ops(ops: pd.DataFrame, tids, times) -> list:
+    """For each (thread, time), the outermost CPU op running there (e.g. ``aten::to`` around the
+    ``aten::copy_`` that synchronized), or None.
+
+    >>> outer_ops(rep.ops, rep.syncs["tid"], rep.syncs["start_us"])     # doctest: +SKIP
+    ['aten::to', 'aten::to', None, None]
+    """
+    out = [None] * len(times)
+    if not len(ops) or not len(out):
+        return out
+    o = ops[ops["cat"].fillna("cpu_op") == "cpu_op"]
+    by_tid = {}
+    for tid, g in o.groupby(o["tid"].astype(str), sort=False):
+        g = g.sort_values("start_us", kind="stable")
+        s = g["start_us"].to_numpy(float)
+        e = s + g["duration_us"].to_numpy(float)
+        # Top level: an op that starts after every earlier op on its thread has ended.
+        prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
+        top = s >= prev_end
+        by_tid[tid] = (s[top], e[top], g["name"].to_numpy(object)[top])
+    for i, (tid, t) in enumerate(zip(tids, times)):
+        hit = by_tid.get(str(tid))
+        if hit is None or t is None or t != t:
+            continue
+        j = np.searchsorted(hit[0], t, side="right") - 1
+        if j >= 0 and t <= hit[1][j]:
+            out[i] = hit[2][j]
+    return out
+
+
+def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame | None = None) -> pd.DataFrame:
     """Host calls that block until the GPU catches up: synchronizations and pageable copies.
 
-    Columns: name, kind (``sync`` or ``copy``), start_us, end_us, duration_us, op.
+    Columns: name, kind (``sync`` or ``copy``), start_us, end_us, duration_us, op (the op that
+    made the call), outer_op (the outermost op around it, e.g. ``aten::to`` for ``.cuda()``;
+    needs ``ops``).
 
     >>> host_blocking(rep.syncs, rep.copies)[["name", "duration_us", "op"]]   # doctest: +SKIP
     """
@@ -174,7 +206,7 @@ def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         parts.append(pd.DataFrame({
             "name": s["name"].astype(object), "kind": "sync",
             "start_us": s["start_us"].astype(float), "duration_us": s["duration_us"].astype(float),
-            "op": s["op"].astype(object)}))
+            "op": s["op"].astype(object), "tid": s["tid"].astype(object)}))
     if len(copies):
         pageable = (copies["src_memory"] == _BLOCKING_MEMORY) | (copies["dst_memory"] == _BLOCKING_MEMORY)
         c = copies[pageable & copies["launch_start_us"].notna()]
@@ -182,15 +214,16 @@ def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
             parts.append(pd.DataFrame({
                 "name": c["launch_api"].astype(object) + " (" + c["name"].astype(str) + ")",
                 "kind": "copy", "start_us": c["launch_start_us"].astype(float),
-                "duration_us": c["launch_duration_us"].astype(float), "op": c["op"].astype(object)}))
+                "duration_us": c["launch_duration_us"].astype(float), "op": c["op"].astype(object),
+                "tid": c["launch_tid"].astype(object)}))
+    cols = ["name", "kind", "start_us", "end_us", "duration_us", "op", "outer_op"]
     if not parts:
-        return pd.DataFrame({"name": pd.Series(dtype=object), "kind": pd.Series(dtype=object),
-                             "start_us": pd.Series(dtype=float), "end_us": pd.Series(dtype=float),
-                             "duration_us": pd.Series(dtype=float), "op": pd.Series(dtype=object)})
+        return pd.DataFrame({c: pd.Series(dtype=float if c.endswith("_us") else object) for c in cols})
     b = pd.concat(parts, ignore_index=True)
     b["end_us"] = b["start_us"] + b["duration_us"]
-    return b[["name", "kind", "start_us", "end_us", "duration_us", "op"]].sort_values(
-        "start_us", kind="stable").reset_index(drop=True)
+    outer = outer_ops(ops, b["tid"].tolist(), b["start_us"].tolist()) if ops is not None else [None] * len(b)
+    b["outer_op"] = pd.Series(outer, index=b.index, dtype=object)
+    return b[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
 
 
 def busy_table(acts: pd.DataFrame, wall_us: float | None = None) -> pd.DataFrame:
@@ -293,12 +326,18 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
     call = np.where(cause == "sync", call, None)
     call_op = np.where(cause == "sync", call_op, None)
     names = d["name"].to_numpy(object)
+
+    def obj(a):
+        # Plain object columns: letting pandas infer a string dtype copies every name again.
+        return pd.Series(a, dtype=object)
+
     return pd.DataFrame({
-        "device": dev, "start_us": g0, "end_us": g1, "duration_us": g1 - g0, "cause": cause,
-        "before": names[prev], "before_stream": d["stream"].to_numpy(object)[prev],
-        "after": names[nxt], "after_kind": d["kind"].to_numpy(object)[nxt],
-        "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": d["op"].to_numpy(object)[nxt],
-        "after_launch_start_us": ls, "blocking_call": call, "blocking_op": call_op,
+        "device": obj(np.full(len(nxt), dev, dtype=object)), "start_us": g0, "end_us": g1,
+        "duration_us": g1 - g0, "cause": obj(cause.astype(object)),
+        "before": obj(names[prev]), "before_stream": d["stream"].to_numpy(object)[prev],
+        "after": obj(names[nxt]), "after_kind": obj(d["kind"].to_numpy(object)[nxt]),
+        "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
+        "after_launch_start_us": ls, "blocking_call": obj(call), "blocking_op": obj(call_op),
     })
 
 
@@ -381,7 +420,7 @@ def timeline(report) -> Timeline:
     """
     acts = activities(report.kernels, report.copies)
     wall = report.wall_time_us
-    blocking = host_blocking(report.syncs, report.copies)
+    blocking = host_blocking(report.syncs, report.copies, report.ops)
     busy = busy_table(acts, wall)
     gaps = gaps_table(acts, blocking)
     window = {"wall_us": wall, "span_us": report.meta.get("span_us")}
