@@ -4,8 +4,10 @@
     python benchmarks/timeline_analysis.py --events 100000
 
 1. Agreement on the real H200 fixtures: idle time by cause, ours (host / sync / streams / queued)
-   next to HTA's (host_wait / kernel_wait / other). HTA reads timestamps as integer microseconds,
-   so sub-microsecond kernels (the launch-bound loop's are ~0.9 us) shift its figures.
+   next to HTA's (host_wait / kernel_wait / other). Same idea (a gap is the host's when the next
+   launch call began after the GPU went idle), but HTA rounds every start up to a whole
+   microsecond (``math.ceil(ts)`` in its parser) and works per stream, so sub-microsecond kernels
+   (the launch-bound loop's run ~0.9 us) shift its figures.
 2. Speed on a large tiled trace: parse + idle analysis (busy time, gaps and their causes) for
    each tool, each in its own process, and the analysis step alone; printed with kernelscope's
    time as the unit. Our findings (copies, syncs, roofline on top) are timed apart.
