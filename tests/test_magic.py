@@ -272,3 +272,49 @@ def test_load_ext_from_a_built_wheel(tmp_path):
     assert f"FILE {site}/kernelscope/__init__.py" in out
     assert f"MAGICS {site}/kernelscope_magics/__init__.py" in out
     assert "MM 1" in out
+
+
+def test_in_a_real_ipykernel_value_then_report_and_cell_lines():
+    """Through a real Jupyter kernel (ipykernel, as JupyterLab runs it): the cell's value comes
+    first, then the report's display bundle; --stack lines use ipykernel's cell file names."""
+    jc = pytest.importorskip("jupyter_client.manager")
+    km, kc = jc.start_new_kernel(kernel_name="python3")
+
+    def run(code):
+        msg_id = kc.execute(code)
+        out = []
+        while True:
+            m = kc.get_iopub_msg(timeout=120)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            t = m["msg_type"]
+            if t == "stream" and m["content"]["name"] == "stdout":
+                out.append(("stdout", m["content"]["text"]))
+            elif t in ("execute_result", "display_data"):
+                out.append((t, sorted(m["content"]["data"])))
+            elif t == "error":
+                out.append(("error", m["content"]["ename"]))
+            elif t == "status" and m["content"]["execution_state"] == "idle":
+                return out
+
+    try:
+        assert not [x for x in run("%load_ext kernelscope") if x[0] == "error"]
+        out = run("%%kernelprofile --stack -o rep\nimport torch\na = torch.ones(4, 4)\nb = torch.mm(a, a)\nb.sum()")
+        kinds = [x[0] for x in out if x[0] != "stdout"]
+        assert kinds == ["execute_result", "display_data"]
+        bundle = out[[x[0] for x in out].index("display_data")][1]
+        assert "text/plain" in bundle and "text/html" in bundle
+        out = run("from kernelscope.capture.lines import line_sources\n"
+                  "o = rep.ops[rep.ops.name.str.startswith('aten::')]\n"
+                  "print(rep.meta['cell']['file'])\n"
+                  "print(dict(zip(o.name, line_sources(o.tid, o.start_us, rep.ops))))")
+        text = "".join(x[1] for x in out if x[0] == "stdout")
+        cell = text.splitlines()[0]
+        assert re.fullmatch(r".*/ipykernel_\d+/\d+\.py", cell)
+        lines = eval(text.splitlines()[1])
+        assert lines["aten::ones"] == f"{cell}(3): <module>"
+        assert lines["aten::mm"] == f"{cell}(4): <module>"
+        assert lines["aten::sum"] == f"{cell}(5): <module>"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
