@@ -1,0 +1,164 @@
+"""No input text is ever interpreted as markup, checked in a real browser (Debian chromium).
+
+Kernel names, op names, the device name, the trace name and the file name of
+``tests/corpus/script_kernel_names.json`` carry script payloads: ``<script>``, ``<img onerror>``,
+``<svg onload>``, ``</textarea>``, quotes. Each payload would set ``window.__ks_pwned`` or open an
+alert if it ever ran. They are shown by every view a user meets: the static ``text/html``
+fallback, the report MIME renderer in a saved notebook with no kernel, the live widget, and
+JupyterLab's trace-file viewer. In each we assert that nothing ran and that the names are
+shown, as text.
+"""
+from __future__ import annotations
+
+import shutil
+import urllib.parse
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import kernelscope as ks
+from conftest import ARTIFACTS
+from test_widget_browser import run_cell, wait_idle
+
+pytestmark = pytest.mark.browser
+
+CORPUS = ARTIFACTS.parent.parent / "corpus"
+HOSTILE = CORPUS / "script_kernel_names.json"
+# A file name is untrusted text too (no '/' can be in one).
+HOSTILE_FILE = "x<img src=x onerror=window.__ks_pwned=7>'\".pt.trace.json"
+
+
+def _names():
+    return sorted(set(ks.load(HOSTILE).kernels["name"]))
+
+
+@pytest.fixture
+def watch(page):
+    """Records alert()/confirm() dialogs (dismissing them) on the page."""
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.dialogs = dialogs
+    return page
+
+
+def assert_nothing_ran(page):
+    # onerror/onload handlers fire asynchronously: give them time to run if they were created.
+    page.wait_for_timeout(1000)
+    assert page.evaluate("() => window.__ks_pwned") is None
+    assert page.dialogs == []
+    assert page.locator("img[src='x']").count() == 0
+    # JupyterLab's own page config (a JSON <script type="application/json">) carries the opened
+    # path as data; any script the browser would run must not hold a payload.
+    assert page.evaluate("() => [...document.querySelectorAll('script')].filter(s => "
+                         "(!s.type || /javascript|module/.test(s.type)) && "
+                         "s.textContent.includes('__ks_pwned')).map(s => s.outerHTML.slice(0, 200))") == []
+    assert page.evaluate("() => [...document.querySelectorAll('*')].filter(e => [...e.attributes]"
+                         ".some(a => a.name.startsWith('on') && a.value.includes('__ks_pwned'))).length") == 0
+
+
+def shown_text(locator) -> str:
+    """Text a reader can see: rendered text plus tooltips and data attributes."""
+    return locator.evaluate("""el => el.innerText + '\\n' + [...el.querySelectorAll('*')].flatMap(
+        e => [...e.attributes].filter(a => a.name === 'title' || a.name.startsWith('data-')).map(a => a.value)
+    ).join('\\n')""")
+
+
+def test_static_html_fallback(watch):
+    """The text/html fallback (GitHub, nbconvert) loaded as a page of its own."""
+    page = watch
+    rep = ks.load(HOSTILE)
+    page.set_content(f"<!doctype html><html><body><div id='out'>{rep._repr_html_()}</div></body></html>")
+    assert_nothing_ran(page)
+    text = shown_text(page.locator("#out"))
+    assert "window.__ks_pwned=1" in text      # the <script> payload, shown as text
+    assert "onerror=\"window.__ks_pwned=3\"" in text
+
+
+def _saved_notebook(lab, name, source):
+    """A notebook executed by a real kernel, saved as a reader gets it: no widget state, no kernel."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source)]
+    nb.cells[0].id = "cell-0"
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(lab.root)}}).execute()
+    for key in ("widgets", "kernelspec", "language_info"):
+        nb.metadata.pop(key, None)
+    nbformat.write(nb, lab.root / name)
+
+
+def test_saved_report_renderer_without_kernel(lab, watch):
+    page = watch
+    shutil.copy(HOSTILE, lab.root / "hostile.json")
+    _saved_notebook(lab, "hostile_saved.ipynb", 'import kernelscope as ks\nks.load("hostile.json")')
+    lab.shutdown_kernels()
+    lab.open(page, "hostile_saved.ipynb")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("button.jp-mod-reject").click()
+    out = page.locator(".jp-OutputArea-output .ks-lab-static")
+    out.locator(".ks-root").wait_for(timeout=30_000)
+    rows = out.locator(".ks-row.ks-kernel")
+    assert sorted(r.get_attribute("data-name") for r in rows.all()) == _names()
+    rows.first.click()       # the details panel shows the full name
+    out.locator(".ks-details .ks-fullname").wait_for()
+    for tab in ("Timeline", "Backends", "Findings", "Roofline"):
+        t = out.locator(f".ks-tab[data-tab='{tab}']")
+        if t.count():
+            t.click()
+    assert_nothing_ran(page)
+    assert "window.__ks_pwned=1" in shown_text(out)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "escaping_saved_report.png"), full_page=True)
+    assert not page.errors, page.errors
+
+
+def test_live_widget(lab, watch):
+    page = watch
+    shutil.copy(HOSTILE, lab.root / "hostile.json")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell('import kernelscope as ks\nrep = ks.load("hostile.json")\nrep.widget()'),
+                nbformat.v4.new_code_cell("rep")]
+    for i, c in enumerate(nb.cells):
+        c.id = f"cell-{i}"
+    nbformat.write(nb, lab.root / "hostile_live.ipynb")
+    lab.open(page, "hostile_live.ipynb")
+    wait_idle(page)
+    for i in range(2):
+        out = run_cell(page, i).locator(".jp-OutputArea-output")
+        out.locator(".ks-root").wait_for(timeout=90_000)
+        rows = out.locator(".ks-row.ks-kernel")
+        assert sorted(r.get_attribute("data-name") for r in rows.all()) == _names()
+        rows.first.click()
+        out.locator(".ks-details .ks-fullname").wait_for()
+        for tab in ("Timeline", "Backends", "Findings", "Roofline", "CPU ops"):
+            t = out.locator(f".ks-tab[data-tab='{tab}']")
+            if t.count():
+                t.click()
+        assert "window.__ks_pwned=1" in shown_text(out)
+    assert_nothing_ran(page)
+    assert not page.errors, page.errors
+
+
+def test_trace_file_viewer_with_hostile_file_name(lab, watch):
+    page = watch
+    shutil.copy(HOSTILE, lab.root / HOSTILE_FILE)
+    lab.shutdown_kernels()
+    lab.open(page, urllib.parse.quote(HOSTILE_FILE))
+    view = page.locator(".ks-lab-file .ks-root")
+    view.wait_for(timeout=30_000)
+    assert view.locator(".ks-source").inner_text() == HOSTILE_FILE
+    assert sorted(r.get_attribute("data-name") for r in view.locator(".ks-row.ks-kernel").all()) == _names()
+    assert_nothing_ran(page)
+
+
+def test_broken_file_error_with_hostile_file_name(lab, watch):
+    page = watch
+    name = "y<img src=x onerror=window.__ks_pwned=8>.pt.trace.json"
+    (lab.root / name).write_text('{"traceEvents": [')
+    lab.open(page, urllib.parse.quote(name))
+    err = page.locator(".ks-lab-file.ks-error")
+    err.wait_for(timeout=30_000)
+    assert err.inner_text().startswith(f"kernelscope: {name}:")
+    assert_nothing_ran(page)
