@@ -104,4 +104,13 @@ def line_sources(tids, times, ops: pd.DataFrame) -> list:
     m = ops[ops["name"].astype(str).str.startswith(LINE_MARK)]
     fr = {"name": [n[len(LINE_MARK):] for n in m["name"]], "tid": m["tid"].tolist(),
           "start_us": m["start_us"].tolist(), "duration_us": m["duration_us"].tolist()}
-    return _sources(list(tids), times, fr)
+    out = _sources(list(tids), times, fr)
+    # Work launched from other threads (autograd's backward, data loaders) has no line marks
+    # of its own: it belongs to the line that was running when it launched, on any thread.
+    miss = [i for i, s in enumerate(out) if s is None and times[i] is not None]
+    if miss and len(m):
+        fr["tid"] = [0] * len(fr["name"])
+        found = _sources([0] * len(miss), [times[i] for i in miss], fr)
+        for i, s in zip(miss, found):
+            out[i] = s
+    return out
