@@ -12,7 +12,7 @@ import anywidget
 import pandas as pd
 import traitlets
 
-from .render.view import view_model
+from .render.view import config_curves, view_model
 
 _STATIC = pathlib.Path(__file__).parent / "static"
 
@@ -36,6 +36,13 @@ class ReportWidget(anywidget.AnyWidget):
         header, buf = model or view_model(report)
         self.report = report
         super().__init__(header=header, data=buf, **kwargs)
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget, content, _buffers):
+        # The browser asks for the occupancy curves of a launch shape it has none for.
+        if isinstance(content, dict) and content.get("type") == "curves":
+            entry = config_curves(self.report.kernels, self.report.devices, int(content.get("config", -1)))
+            self.send({"type": "curves", "config": entry["config"], "entry": entry})
 
     @property
     def selected(self) -> pd.DataFrame:

@@ -194,3 +194,24 @@ def test_empty_report_renders():
     bundle = rep._repr_mimebundle_()
     assert "No GPU kernels were recorded" in bundle["text/html"]
     assert ReportWidget(rep).selected.empty
+
+
+def test_curves_on_request_match_the_saved_ones(mlp):
+    from kernelscope.render.view import config_curves
+    header, _ = view_model(mlp)
+    saved = [c for c in header["configs"] if "curves" in c]
+    missing = [c for c in header["configs"] if "curves" not in c and "occupancy" in c]
+    assert len(saved) == 5 and missing            # only the costliest shapes carry curves
+    assert config_curves(mlp.kernels, mlp.devices, saved[0]["config"]) == saved[0]
+    entry = config_curves(mlp.kernels, mlp.devices, missing[0]["config"])
+    assert entry["curves"]["registers"] and entry["occupancy"] == missing[0]["occupancy"]
+
+
+def test_widget_answers_a_curves_request(mlp):
+    w = ReportWidget(mlp)
+    code = next(c["config"] for c in w.header["configs"] if "curves" not in c and "occupancy" in c)
+    sent = []
+    w.send = sent.append            # capture what would go over the comm
+    w._on_message(w, {"type": "curves", "config": code}, [])
+    assert sent[0]["type"] == "curves" and sent[0]["config"] == code
+    assert set(sent[0]["entry"]["curves"]) == {"block", "registers", "smem"}

@@ -3,6 +3,19 @@ import { fromBytes } from "./view/data.js";
 import { renderReport } from "./view/report.js";
 
 function render({ model, el }) {
+  // Occupancy curves the header lacks are computed by Python on request (custom messages).
+  const pending = new Map();
+  const onMsg = (msg) => {
+    if (msg && msg.type === "curves" && pending.has(msg.config)) {
+      pending.get(msg.config)(msg.entry);
+      pending.delete(msg.config);
+    }
+  };
+  model.on("msg:custom", onMsg);
+  const requestCurves = (config) => new Promise((resolve) => {
+    pending.set(config, resolve);
+    model.send({ type: "curves", config });
+  });
   const draw = () => {
     let view;
     try {
@@ -12,6 +25,7 @@ function render({ model, el }) {
       return null;
     }
     const ctl = renderReport(el, view, {
+      requestCurves,
       onSelect(names) {
         model.set("selection", names);
         model.save_changes();
@@ -28,6 +42,7 @@ function render({ model, el }) {
   return () => {
     model.off("change:selection", onSel);
     model.off("change:data", onData);
+    model.off("msg:custom", onMsg);
   };
 }
 

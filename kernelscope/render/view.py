@@ -22,9 +22,9 @@ import pandas as pd
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
 
-# Curves are computed for the kernels that take the most time only: each curve point is one
-# occupancy-calculator call, and a run can hold thousands of distinct launch configurations.
-CURVE_KERNELS = 20
+# Curves are computed up front for the launch shapes that take the most time only: a curve set is
+# ~740 occupancy-calculator calls (~0.1 s); the live widget asks for others on selection.
+CURVE_KERNELS = 5
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
 TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
@@ -245,44 +245,63 @@ def _name_table(k: pd.DataFrame) -> list:
 
 
 def _occupancy_configs(k: pd.DataFrame, devices: pd.DataFrame) -> list:
-    """Per launch shape: the calculator's breakdown; for the costliest kernels also the curves."""
+    """Per launch shape: the calculator's breakdown; for the costliest shapes also the curves
+    (the live widget asks for the others when one is selected: :func:`config_curves`)."""
     if not len(k):
         return []
+    cost = k.groupby("config")["duration_us"].sum().sort_values(ascending=False)
+    with_curves = set(cost.index[:CURVE_KERNELS].tolist())
+    dev = _device_rows(devices)
+    return [_config_entry(int(code), row, dev, code in with_curves)
+            for code, row in k.drop_duplicates("config").set_index("config").sort_index().iterrows()]
+
+
+def config_curves(kernels: pd.DataFrame, devices: pd.DataFrame, config: int) -> dict:
+    """Occupancy breakdown, curves and hints of one launch shape (a ``config`` code of the view).
+
+    >>> config_curves(rep.kernels, rep.devices, 0)["curves"]["block"][:2]   # doctest: +SKIP
+    [[32, 0.5], [64, 1.0]]
+    """
+    k = kernels.reset_index(drop=True)
+    codes = _config_codes(k)
+    rows = np.flatnonzero(codes == int(config))
+    if not len(rows):
+        return {"config": int(config)}
+    return _config_entry(int(config), k.iloc[int(rows[0])], _device_rows(devices), True)
+
+
+def _device_rows(devices: pd.DataFrame) -> dict:
+    return {int(r["index"]): r for r in devices.to_dict("records")} if len(devices) else {}
+
+
+def _config_entry(code: int, row, dev: dict, with_curves: bool) -> dict:
+    entry = {"config": code}
     try:
         from ..analysis.occupancy import occupancy, occupancy_curves
     except ImportError:
-        return []
-    dev = {int(r["index"]): r for r in devices.to_dict("records")} if len(devices) else {}
-    cost = k.groupby("config")["duration_us"].sum().sort_values(ascending=False)
-    with_curves = set(cost.index[:CURVE_KERNELS].tolist())
-    out = []
-    for code, row in k.drop_duplicates("config").set_index("config").sort_index().iterrows():
-        d = dev.get(_int(row["device_index"]))
-        entry = {"config": int(code)}
-        dims = [_int(row[c]) for c in ("block_x", "block_y", "block_z")]
-        regs, smem = _int(row["registers_per_thread"]), _int(row["shared_mem_bytes"])
-        if d is None or None in dims or regs is None or smem is None:
-            out.append(entry)
-            continue
-        threads = dims[0] * dims[1] * dims[2]
-        cc = (int(d["compute_major"]), int(d["compute_minor"]))
-        args = dict(compute_capability=cc, threads_per_block=threads, registers_per_thread=regs,
-                    shared_mem_per_block=smem, device=d)
-        cur = _safe(lambda: occupancy(**args), None)
-        if cur is None:
-            out.append(entry)
-            continue
-        entry.update(threads=threads, registers=regs, smem=smem, cc=list(cc), **_occ_fields(cur))
-        if code in with_curves:
-            curves = _safe(lambda: occupancy_curves(**args), None)
-            if curves is not None:
-                entry["curves"] = {key: _steps(curves[curves["vary"] == vary])
-                                   for key, vary in (("block", "threads_per_block"),
-                                                     ("registers", "registers_per_thread"),
-                                                     ("smem", "shared_mem_per_block"))}
-                entry["hints"] = _hints(entry)
-        out.append(entry)
-    return out
+        return entry
+    d = dev.get(_int(row["device_index"]))
+    dims = [_int(row[c]) for c in ("block_x", "block_y", "block_z")]
+    regs, smem = _int(row["registers_per_thread"]), _int(row["shared_mem_bytes"])
+    if d is None or None in dims or regs is None or smem is None:
+        return entry
+    threads = dims[0] * dims[1] * dims[2]
+    cc = (int(d["compute_major"]), int(d["compute_minor"]))
+    args = dict(compute_capability=cc, threads_per_block=threads, registers_per_thread=regs,
+                shared_mem_per_block=smem, device=d)
+    cur = _safe(lambda: occupancy(**args), None)
+    if cur is None:
+        return entry
+    entry.update(threads=threads, registers=regs, smem=smem, cc=list(cc), **_occ_fields(cur))
+    if with_curves:
+        curves = _safe(lambda: occupancy_curves(**args), None)
+        if curves is not None:
+            entry["curves"] = {key: _steps(curves[curves["vary"] == vary])
+                               for key, vary in (("block", "threads_per_block"),
+                                                 ("registers", "registers_per_thread"),
+                                                 ("smem", "shared_mem_per_block"))}
+            entry["hints"] = _hints(entry)
+    return entry
 
 
 def _occ_fields(o) -> dict:

@@ -112,10 +112,22 @@ def test_live_widget_sort_filter_select(lab, page):
 
 
 def test_live_widget_tabs(lab, page):
+    from kernelscope.render.view import decode_buffer, view_model
+    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    header, buf = view_model(rep)
+    cols = decode_buffer(header, buf)["kernels"]
+    no_curves = {c["config"] for c in header["configs"] if "curves" not in c and "occupancy" in c}
+    name = next(n for n, c in zip(cols["name"], cols["config"]) if c in no_curves)
     lab.open(page, "live_report.ipynb")
     wait_idle(page)
     out0 = run_cell(page, 0).locator(".jp-OutputArea-output")
     out0.locator(".ks-root").wait_for(timeout=60_000)
+    # A kernel whose occupancy curves were not sent up front: the widget asks Python for them.
+    out0.locator(".ks-filter").fill(name[:60])
+    out0.locator(f".ks-row.ks-kernel[data-name='{name}']").click()
+    out0.locator(".ks-occ-chart svg").nth(2).wait_for(timeout=30_000)
+    assert out0.locator(".ks-occ-chart").count() == 3
+    out0.locator(".ks-filter").fill("")
     # Timeline: one lane per device/stream plus the idle lane, drawn on a canvas.
     out0.locator(".ks-tab[data-tab='Timeline']").click()
     canvas = out0.locator(".ks-timeline-canvas")

@@ -46,7 +46,7 @@ export function renderReport(el, model, opts = {}) {
   const ctl = { table: null, timeline: null, details: null };
   const setSelected = (names, fromUser) => {
     if (ctl.table && !fromUser) ctl.table.setSelection(names);
-    renderDetails(ctl.details, model, names);
+    renderDetails(ctl.details, model, names, opts);
     if (fromUser) onSelect(names);
   };
 
@@ -54,7 +54,7 @@ export function renderReport(el, model, opts = {}) {
     Kernels() {
       ctl.table = new KernelTable(model, { onSelect: (names) => setSelected(names, true), height: opts.tableHeight || 360 });
       ctl.details = h("div", { class: "ks-details" });
-      renderDetails(ctl.details, model, []);
+      renderDetails(ctl.details, model, [], opts);
       panels.Kernels.append(ctl.table.el, ctl.details);
     },
     Timeline() {
@@ -173,7 +173,7 @@ function findingsList(findings) {
 }
 
 /** Details of the selected kernel(s): launches, op, source, occupancy breakdown and curves. */
-function renderDetails(el, model, names) {
+function renderDetails(el, model, names, opts = {}) {
   if (!el) return;
   el.textContent = "";
   if (!names.length) {
@@ -217,7 +217,18 @@ function renderDetails(el, model, names) {
       ["waves", fmtNum(num(k, "waves", f), 2)],
     ]));
   el.append(info);
-  const cfg = (model.header.configs || []).find((c) => c.config === k.cols.config[f]);
+  const configs = model.header.configs || [];
+  const ci = configs.findIndex((c) => c.config === k.cols.config[f]);
+  const cfg = configs[ci];
+  if (cfg && cfg.occupancy !== undefined && !cfg.curves && opts.requestCurves && !cfg.requested) {
+    // Ask Python (live widget) for this launch shape's curves, then redraw the details.
+    cfg.requested = true;
+    opts.requestCurves(cfg.config).then((entry) => {
+      if (entry && entry.curves) configs[ci] = entry;
+      if (el.getAttribute("data-names") === JSON.stringify(names)) renderDetails(el, model, names, opts);
+    });
+  }
+  el.setAttribute("data-names", JSON.stringify(names));
   const occ = occupancyBlock(cfg, k, f);
   el.append(occ);
   if (occ.charts) el.append(occ.charts);
@@ -248,6 +259,11 @@ function occupancyBlock(cfg, k, f) {
   if ((cfg.hints || []).length) {
     block.append(h("div", { class: "ks-hints" }, h("b", { text: "What would raise it: " }),
       h("ul", {}, cfg.hints.map((t) => h("li", { text: t })))));
+  }
+  if (!cfg.curves) {
+    block.append(h("p", { class: "ks-note ks-no-curves", text: cfg.requested
+      ? "Computing the occupancy curves…"
+      : "Occupancy curves are saved for the costliest launch shapes only; a live kernel computes the others." }));
   }
   if (cfg.curves) {
     const charts = h("div", { class: "ks-occ-charts" });

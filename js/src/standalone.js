@@ -1,0 +1,12 @@
+// Standalone entry (no Jupyter): the same report view for a plain page, e.g. the render
+// benchmark or an exported HTML file. Renders a MIME payload into an element.
+import { fromMime, fromBytes, MIME_TYPE } from "./view/data.js";
+import { renderReport } from "./view/report.js";
+
+export { fromMime, fromBytes, renderReport, MIME_TYPE };
+
+/** Decode a MIME payload and render it; resolves to the view controller. */
+export async function render(el, payload, opts = {}) {
+  const view = await fromMime(payload);
+  return renderReport(el, view, opts);
+}
