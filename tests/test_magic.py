@@ -206,12 +206,17 @@ def test_bad_option_values_are_usage_errors(shell, capsys):
     assert active() is None
 
 
-def test_help_explains_each_option(shell):
+def test_help_explains_each_option(shell, capsys):
     doc = _magics(shell).kernelprofile.__doc__
     for opt in ("--top", "--sort", "--output", "--save", "--trace", "--warmup", "--repeat", "--stack",
                 "--lean", "--no-display", "--baseline", "--compare", "start", "stop", "last"):
         assert opt in doc, opt
     assert "runs K+N times" in doc
+    shell.user_ns["ran"] = False
+    r = shell.run_cell("%%kernelprofile --help\nran = True\n")
+    assert r.success and shell.user_ns["ran"] is False
+    out = capsys.readouterr().out
+    assert "--repeat N" in out and "Record CUDA activity only" in out
 
 
 def test_baseline_and_compare(shell, capsys):

@@ -33,6 +33,8 @@ class KernelProfileMagics(Magics):
               help="Line magic only: `start` begins a recording that spans several cells, `stop` "
                    "ends it and shows the report, `last` shows the last report again, "
                    "`baselines` lists stored baselines.")
+    @argument("-h", "--help", action="store_true",
+              help="Show this help; the cell does not run.")
     @argument("--top", type=int, default=None, metavar="N",
               help="Show the N kernels that took the most time (the rest stay in the report).")
     @argument("--sort", choices=SORT_KEYS, default=None,
@@ -74,6 +76,9 @@ class KernelProfileMagics(Magics):
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
         args = parse_argstring(self.kernelprofile, line)
+        if args.help:
+            print(self.kernelprofile.__doc__)
+            return None
         if cell is None:
             return self._line(args)
         if args.action:
