@@ -190,7 +190,8 @@ class Report:
     # -- display -------------------------------------------------------------------------
     def __repr__(self) -> str:
         from .render.text import report_text
-        return report_text(self)
+        top = (self.meta.get("view") or {}).get("top")  # %%kernelprofile --top N
+        return report_text(self, top=top) if top else report_text(self)
 
     def _repr_html_(self) -> str:
         from .render.html import report_html
