@@ -285,3 +285,13 @@ def test_fixture_report_of_a_mixed_cell_keeps_backends_and_cuda_events():
     assert rep.meta["cuda_event_us"] == pytest.approx(3442.688, abs=0.01)
     assert rep.meta["capture_route"] == "tmpfs" and rep.meta["partial"] is False
     assert rep.meta["cuda_event_us"] >= rep.kernels["duration_us"].sum()
+
+
+def test_view_top_from_the_magic_shortens_the_text_view():
+    rep = ks.load(os.path.join(DATA, "mlp_train.pt.trace.json.gz"))
+    top_names = rep.summary()["short_name"].head(3).tolist()
+    full = repr(rep)
+    rep.meta["view"] = {"top": 2, "sort": None}
+    short = repr(rep)
+    assert len(short.splitlines()) < len(full.splitlines())
+    assert top_names[0] in short and top_names[1] in short
