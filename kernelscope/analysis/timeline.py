@@ -146,8 +146,10 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         t["graph_launch"] = (df["graph_launch"].fillna(False).astype(bool)
                              if "graph_launch" in df.columns else False)
         t["bytes"] = df["bytes"].astype("Int64") if "bytes" in df.columns else pd.NA
-        t["device"] = [labels.get(i, f"cuda:{i}" if i is not pd.NA else "cuda:?")
-                       for i in t["device_index"].tolist()]
+        codes, uniq = pd.factorize(t["device_index"], use_na_sentinel=False)
+        names = np.array([labels.get(i, "cuda:?" if i is pd.NA else f"cuda:{i}") for i in uniq],
+                         dtype=object)
+        t["device"] = pd.Series(names[codes], index=t.index, dtype=object)
         parts.append(t)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTIVITY_COLUMNS})
@@ -166,24 +168,32 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
     ['aten::to', 'aten::to', None, None]
     """
     out = [None] * len(times)
-    if not len(ops) or not len(out):
+    if ops is None or not len(ops) or not len(out):
         return out
-    o = ops[ops["cat"].fillna("cpu_op") == "cpu_op"]
+    wanted = {t for t in tids if t is not None}
+    cat = ops["cat"].to_numpy(object)
+    keep = ((cat == "cpu_op") | pd.isna(cat)) & ops["tid"].isin(wanted).to_numpy()
+    tid = ops["tid"].to_numpy(object)[keep]
+    s_all = ops["start_us"].to_numpy(float)[keep]
+    e_all = s_all + ops["duration_us"].to_numpy(float)[keep]
+    n_all = ops["name"].to_numpy(object)[keep]
     by_tid = {}
-    for tid, g in o.groupby(o["tid"].astype(str), sort=False):
-        g = g.sort_values("start_us", kind="stable")
-        s = g["start_us"].to_numpy(float)
-        e = s + g["duration_us"].to_numpy(float)
+    for t in wanted:
+        m = tid == t
+        if not m.any():
+            continue
+        o = np.argsort(s_all[m], kind="stable")
+        s, e, names = s_all[m][o], e_all[m][o], n_all[m][o]
         # Top level: an op that starts after every earlier op on its thread has ended.
         prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
         top = s >= prev_end
-        by_tid[tid] = (s[top], e[top], g["name"].to_numpy(object)[top])
-    for i, (tid, t) in enumerate(zip(tids, times)):
-        hit = by_tid.get(str(tid))
-        if hit is None or t is None or t != t:
+        by_tid[t] = (s[top], e[top], names[top])
+    for i, (t, when) in enumerate(zip(tids, times)):
+        hit = by_tid.get(t)
+        if hit is None or when is None or when != when:
             continue
-        j = np.searchsorted(hit[0], t, side="right") - 1
-        if j >= 0 and t <= hit[1][j]:
+        j = np.searchsorted(hit[0], when, side="right") - 1
+        if j >= 0 and when <= hit[1][j]:
             out[i] = hit[2][j]
     return out
 
