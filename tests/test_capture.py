@@ -167,6 +167,15 @@ def test_decorator_keeps_the_last_report():
     assert _count(step.report, "aten::mm") == 5
 
 
+def test_bare_decorator():
+    @ks.profile
+    def step():
+        return _work(2)
+
+    step()
+    assert _count(step.report, "aten::mm") == 2
+
+
 def test_lean_without_gpu_falls_back_to_cpu_ops():
     if not NO_CUDA:
         pytest.skip("this machine has a GPU")

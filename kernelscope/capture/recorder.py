@@ -54,7 +54,16 @@ class profile:
     Perfetto); ``record_shapes``/``with_flops`` are on by default.
     """
 
-    def __init__(self, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
+    def __new__(cls, fn=None, **kwargs):
+        self = super().__new__(cls)
+        if fn is not None:  # bare decorator: @ks.profile
+            if not callable(fn):
+                raise TypeError("ks.profile takes keyword options only, or decorates a function")
+            self.__init__(**kwargs)
+            return self(fn)
+        return self
+
+    def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
                  lines_of=None, trace_path=None, name="<live profiler>"):
         self.lean = lean
         self.with_stack = with_stack
