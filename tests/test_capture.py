@@ -216,6 +216,8 @@ def test_repeat_windows_and_launch_order_split():
         for i in range(3):
             with prof.repeat(i):
                 _work(2)
+    reps = prof.report.meta["repeats"]
+    assert reps["n"] == 3 and len(reps["cuda_event_us"]) == 3
     wins = repeat_windows(prof.report.ops)
     assert [w[2] for w in wins] == [0, 1, 2]
     assert all(a[1] <= b[0] for a, b in zip(wins, wins[1:]))  # disjoint, in order

@@ -77,6 +77,7 @@ class profile:
         self.torch_profiler = None
         self._events = []       # (label, start_event, end_event) CUDA event pairs
         self._repeat_events = []
+        self._repeats = 0       # how many prof.repeat(i) regions ran (meta["repeats"]["n"])
         self._no_gpu = False
         self._notes = []
         self._event_kind = None
@@ -170,6 +171,7 @@ class profile:
     @contextmanager
     def repeat(self, i):
         """Mark one repeat of the region (``--repeat``): an annotation plus CUDA events.
+        The report's ``meta["repeats"]`` then holds per-kernel totals for each repeat.
 
         >>> for i in range(3):                               # doctest: +SKIP
         ...     with prof.repeat(i): step()
@@ -179,6 +181,7 @@ class profile:
         if self._event_kind == "torch":
             pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             pair[0].record()
+        self._repeats = max(self._repeats, i + 1)
         with torch.profiler.record_function(f"{REPEAT_MARK}{i}"):
             try:
                 yield
@@ -252,16 +255,21 @@ class profile:
         meta["with_stack"] = self.with_stack
         if error is not None:
             meta["error"] = f"{type(error).__name__}: {error}"[:500]
-        if self._repeat_events:
-            meta["repeat_cuda_event_us"] = {str(i): a.elapsed_time(b) * 1000.0
-                                            for i, (a, b) in self._repeat_events}
+        report = Report(trace)
+        if self._repeat_events or self._repeats:
+            from .repeats import per_repeat_totals
+            n = self._repeats
+            ev = {i: a.elapsed_time(b) * 1000.0 for i, (a, b) in self._repeat_events}
+            meta["repeats"] = {"n": n,
+                               "per_kernel_total_us": per_repeat_totals(report.kernels, report.ops, n),
+                               "cuda_event_us": [ev.get(i) for i in range(n)]}
         if not self._no_gpu and not len(trace.kernels) and not len(trace.copies):
             launches = trace.runtime["name"].astype(str).str.contains("Launch|Memcpy", regex=True).sum()
             if launches:
                 meta["notes"].append(
                     f"{launches} launch call(s) recorded but no GPU activity: another tool may hold "
                     "CUPTI (Nsight Systems/Compute, DCGM profiling); stop it and run again")
-        return Report(trace)
+        return report
 
 
 def _import_torch():

@@ -116,14 +116,8 @@ class KernelProfileMagics(Magics):
             if error is not None:
                 raise error from None
             raise
-        if args.repeat > 1:
-            from kernelscope.capture.repeats import per_repeat_totals
-            report.meta["repeats"] = {
-                "n": args.repeat, "warmup": args.warmup,
-                "per_kernel_total_us": per_repeat_totals(report.kernels, report.ops, args.repeat),
-                "cuda_event_us": [report.meta.get("repeat_cuda_event_us", {}).get(str(i))
-                                  for i in range(args.repeat)],
-            }
+        if "repeats" in report.meta:
+            report.meta["repeats"]["warmup"] = args.warmup
         if self._cell_name:
             report.meta["cell"] = {"file": self._cell_name, "first_line": self._cell_first_line,
                                    "execution_count": self.shell.execution_count}
