@@ -50,12 +50,18 @@ class Comparison:
 
     @property
     def new(self) -> pd.DataFrame:
-        """Kernels only in the second run."""
+        """Kernels only in the second run.
+
+        >>> c.new["short_name"].tolist()          # doctest: +SKIP
+        """
         return self.kernels[self.kernels["status"] == "new"]
 
     @property
     def gone(self) -> pd.DataFrame:
-        """Kernels only in the first run."""
+        """Kernels only in the first run.
+
+        >>> c.gone["short_name"].tolist()         # doctest: +SKIP
+        """
         return self.kernels[self.kernels["status"] == "gone"]
 
     def metric(self, name: str) -> dict:
@@ -67,7 +73,10 @@ class Comparison:
         return row.iloc[0].to_dict() if len(row) else {}
 
     def to_dict(self) -> dict:
-        """Plain JSON-able data: labels, repeats, notes and the three tables as records."""
+        """Plain JSON-able data: labels, repeats, notes and the three tables as records.
+
+        >>> json.dumps(c.to_dict())               # doctest: +SKIP
+        """
         from .findings import _plain
 
         def recs(df):

@@ -127,7 +127,11 @@ def _where(dev, tl):
 
 
 def host_findings(report, tl) -> list:
-    """Launch-bound or host-bound: the GPU idles because the host feeds it too slowly."""
+    """Launch-bound or host-bound: the GPU idles because the host feeds it too slowly.
+
+    >>> [f.kind for f in host_findings(rep, rep.timeline)]      # doctest: +SKIP
+    ['host_bound']
+    """
     out = []
     for dev in _devices(tl):
         ls = tl.launch_stats.set_index("device").loc[dev["device"]]
@@ -216,7 +220,10 @@ def host_findings(report, tl) -> list:
 
 
 def sync_findings(report, tl) -> list:
-    """Host-blocking synchronizations and blocking copies, with the idle time they caused."""
+    """Host-blocking synchronizations and blocking copies, with the idle time they caused.
+
+    >>> sync_findings(rep, rep.timeline)[0].evidence["calls"]   # doctest: +SKIP
+    """
     b = tl.blocking
     if not len(b):
         return []
@@ -256,7 +263,11 @@ def sync_findings(report, tl) -> list:
 
 def copy_findings(report, tl) -> list:
     """Pageable host memory, achieved bandwidth against the host link, copies serialized with
-    compute on the same stream."""
+    compute on the same stream.
+
+    >>> [f.kind for f in copy_findings(rep, rep.timeline)]      # doctest: +SKIP
+    ['pageable_copies']
+    """
     c = report.copies
     if not len(c):
         return []
@@ -343,7 +354,11 @@ def copy_findings(report, tl) -> list:
 
 
 def stream_findings(report, tl) -> list:
-    """Which streams ran work, which are side streams, and how long they overlapped."""
+    """Which streams ran work, which are side streams, and how long they overlapped.
+
+    >>> stream_findings(rep, rep.timeline)[0].evidence["side_streams"]   # doctest: +SKIP
+    [38, 42]
+    """
     out = []
     for dev in _devices(tl):
         b = tl.busy[(tl.busy["device"] == dev["device"]) & tl.busy["stream"].notna()]
@@ -379,7 +394,11 @@ def stream_findings(report, tl) -> list:
 
 
 def graph_findings(report, tl) -> list:
-    """CUDA-graph replays, when the launch-bound finding does not already say so."""
+    """CUDA-graph replays: how many kernels came from them.
+
+    >>> graph_findings(rep, rep.timeline)[0].evidence["graph_launches"]   # doctest: +SKIP
+    2
+    """
     ls = tl.launch_stats
     if not len(ls) or int(ls["graph_kernels"].sum()) == 0:
         return []
@@ -395,7 +414,11 @@ def graph_findings(report, tl) -> list:
 
 
 def gpu_bound_findings(report, tl) -> list:
-    """The GPU was kept busy: the time is in the kernels themselves."""
+    """The GPU was kept busy: the time is in the kernels (or the copies) themselves.
+
+    >>> gpu_bound_findings(rep, rep.timeline)[0].evidence["busy_in"]     # doctest: +SKIP
+    'kernels'
+    """
     out = []
     for dev in _devices(tl):
         if dev["busy_share"] < GPU_BOUND_MIN_BUSY:
@@ -431,7 +454,11 @@ def gpu_bound_findings(report, tl) -> list:
 
 
 def roofline_findings(report, tl) -> list:
-    """Long-running kernels far below the roof their arithmetic intensity allows."""
+    """Long-running kernels far below the roof their arithmetic intensity allows.
+
+    >>> roofline_findings(rep, rep.timeline)                    # doctest: +SKIP
+    []
+    """
     rl = report.roofline if hasattr(report, "roofline") else None
     if rl is None:
         from .roofline import roofline

@@ -101,7 +101,7 @@ def device_peaks(name) -> DevicePeaks | None:
 def peaks_table():
     """All known devices as a DataFrame, one row per model, marked as datasheet values.
 
-    >>> peaks_table().set_index("model").loc["H200 SXM", "memory_gbps"]
+    >>> float(peaks_table().set_index("model").loc["H200 SXM", "memory_gbps"])
     4800.0
     """
     import pandas as pd

@@ -45,7 +45,11 @@ class Timeline:
     window: dict = field(default_factory=dict)
 
     def device(self, device=None) -> dict:
-        """The busy row of one device (the first when ``device`` is None) as a dict."""
+        """The busy row of one device (the first when ``device`` is None) as a dict.
+
+        >>> rep.timeline.device()["busy_share"]               # doctest: +SKIP
+        0.0713
+        """
         rows = self.busy[self.busy["stream"].isna()]
         if device is not None:
             rows = rows[rows["device"] == device]
