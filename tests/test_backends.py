@@ -281,6 +281,9 @@ def test_short_name_keeps_the_full_name_and_odd_input():
     k = _load("attention").kernels
     assert (k["short_name"].str.len() < k["name"].str.len()).sum() >= 10
     assert short_name(None) == "" and short_name("") == ""
+    mlp = set(_load("mlp_train").kernels["short_name"])
+    assert {"foreach addcmul (multi-tensor)", "foreach addcdiv (multi-tensor)", "foreach mul (multi-tensor)",
+            "foreach div (multi-tensor)", "elementwise Gelu (vectorized x8)", "reduce sum"} <= mlp
     assert short_name("x" * 10000) == "x" * 10000
 
 

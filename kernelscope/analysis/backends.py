@@ -19,10 +19,59 @@ from .backend_rules import RULES, TENSOR_CORE_HINTS
 from .names import short_name
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
+
+
+def _alternatives(pattern: str) -> list:
+    """Split a regex at its top-level ``|``. Python's re scans a long name far faster for each
+    alternative alone (a literal prefix is searched with a fast scan; a mix with ``^`` is not),
+    and kernel names run to thousands of characters."""
+    parts, depth, cur, i = [], 0, [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            cur.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if ch == "[":                                   # a class may hold | ( ) unescaped
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "^":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            cur.append(pattern[i:j + 1])
+            i = j + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
+class _AnyOf:
+    """A compiled rule condition: true when any top-level alternative is found."""
+
+    def __init__(self, pattern: str):
+        self.parts = tuple(re.compile(p) for p in _alternatives(pattern))
+
+    def search(self, text: str) -> bool:
+        return any(p.search(text) for p in self.parts)
+
+
 _COMPILED = tuple(
-    (rule, tuple((f, re.compile(getattr(rule, f))) for f in _FIELDS if getattr(rule, f) is not None))
+    (rule, tuple((f, _AnyOf(getattr(rule, f))) for f in _FIELDS if getattr(rule, f) is not None))
     for rule in RULES)
-_HINTS = tuple((re.compile(p), v) for p, v in TENSOR_CORE_HINTS)
+_HINTS = tuple((_AnyOf(p), v) for p, v in TENSOR_CORE_HINTS)
 
 
 class Attribution(NamedTuple):
@@ -75,27 +124,32 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
     """
     k = kernels
     n = len(k)
-
-    def col(c, default=None):
-        return k[c].tolist() if c in k.columns else [default] * n
-
+    cols = []
+    for c in ("name", "op", "launch_api", "kernel_backend", "device_type"):
+        s = k[c] if c in k.columns else pd.Series([None] * n, index=k.index, dtype=object)
+        cols.append(s.astype(object).where(s.notna(), ""))
     # Classify each distinct context once, then map: a 100k-launch trace has a few hundred.
-    keys = list(zip(col("name"), col("op"), col("launch_api"), col("kernel_backend"),
-                    col("device_type", "CUDA")))
-    memo = {}
-    backend, tc, rule, short = [], [], [], []
-    for key in keys:
-        a = memo.get(key)
-        if a is None:
-            a = memo[key] = (classify(*key), short_name(_text(key[0])))
-        backend.append(a[0].backend)
-        tc.append(pd.NA if a[0].tensor_cores is None else a[0].tensor_cores)
-        rule.append(a[0].rule)
-        short.append(a[1])
-    k["short_name"] = pd.Series(short, index=k.index, dtype=object)
-    k["backend"] = pd.Series(backend, index=k.index, dtype=object)
-    k["tensor_cores"] = pd.Series(tc, index=k.index, dtype="boolean")
-    k["backend_rule"] = pd.Series(rule, index=k.index, dtype=object)
+    # Factorize column by column and combine the integer codes: much cheaper than hashing
+    # 100k tuples of long strings.
+    combined = np.zeros(n, dtype=np.int64)
+    for c in cols:
+        c_codes, c_uniq = pd.factorize(c)
+        # re-factorize after each step so the combined code stays below n * n (no overflow)
+        combined = pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64)
+    first, codes = np.unique(combined, return_index=True, return_inverse=True)[1:] if n else ([], [])
+    uniq = [tuple(c.iat[i] for c in cols) for i in first]
+    found = [classify(*key) for key in uniq]
+    shorts = {}
+    short = [shorts.setdefault(key[0], short_name(_text(key[0]))) for key in uniq]
+
+    def take(values, dtype=object):
+        return pd.Series(np.asarray(values, dtype=dtype)[codes] if n else [], index=k.index, dtype=dtype)
+
+    k["short_name"] = take(short)
+    k["backend"] = take([a.backend for a in found])
+    k["tensor_cores"] = pd.Series(pd.array([a.tensor_cores for a in found], dtype="boolean").take(codes)
+                                  if n else pd.array([], dtype="boolean"), index=k.index)
+    k["backend_rule"] = take([a.rule for a in found])
     return k
 
 

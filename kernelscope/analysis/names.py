@@ -200,6 +200,9 @@ def _aten_foreach(n):
     if len(args) >= 3:
         leaf = re.sub(r"<.*", "", args[2]).split("::")[-1]
         op = _STD_OPS.get(leaf, re.sub(r"Functor$", "", leaf)) or None
+        # Pointwise functors apply a*b (or a/b) added to a tensor: addcmul / addcdiv.
+        if op in ("mul", "div") and re.sub(r"<.*", "", args[1]).split("::")[-1].startswith("PointwiseOp"):
+            op = "addc" + op
     return f"foreach {op or _aten_op(n[m.end():]) or 'op'} (multi-tensor)"
 
 
