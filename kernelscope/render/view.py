@@ -23,8 +23,8 @@ MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
 
 # Curves are computed up front for the launch shapes that take the most time only: a curve set is
-# ~740 occupancy-calculator calls (~0.1 s); the live widget asks for others on selection.
-CURVE_KERNELS = 5
+# ~740 occupancy-calculator calls (~0.1 s), paid on every display; the live widget asks for others on selection.
+CURVE_KERNELS = 3
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
 TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
@@ -168,9 +168,7 @@ def _encode(s, kind, n):
         fill = np.nan if kind.startswith("f") else _MISSING_INT
         return np.full(n, fill, _DTYPES[kind]), None
     if kind == "str":
-        vals = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else str(v)
-                for v in s.tolist()]
-        codes, uniques = pd.factorize(pd.Series(vals, dtype=object), use_na_sentinel=True)
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
         return codes.astype("<i4"), [str(u) for u in uniques]
     if pd.api.types.is_bool_dtype(s):
         s = s.astype("Int64")
@@ -195,8 +193,7 @@ def _config_codes(k: pd.DataFrame) -> np.ndarray:
         "r": k["registers_per_thread"].astype("float64"),
         "s": k["shared_mem_bytes"].astype("float64"),
     }).fillna(-1.0)
-    codes, _ = pd.factorize(pd.MultiIndex.from_frame(key))
-    return codes.astype("<i4")
+    return key.groupby(["d", "t", "r", "s"], sort=False).ngroup().to_numpy().astype("<i4")
 
 
 def _title(rep) -> str:
@@ -367,7 +364,8 @@ def _roofline(rep, k) -> dict | None:
         return None
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
-    backend = dict(zip(k["name"].astype(str), k["backend"].astype(str))) if len(k) else {}
+    first = k.drop_duplicates("name") if len(k) else k
+    backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}
     points = [{"name": _str(r["short_name"]), "op": _str(r["op"]),
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
                "intensity": _num(r["intensity"]), "flops_per_s": _num(r["achieved_tflops"] * 1e12),
