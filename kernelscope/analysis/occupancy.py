@@ -484,5 +484,8 @@ def _annotate_one(key, dev):
     if any(pd.isna(v) for v in key) or int(d) not in dev:
         return None
     cc, row, sms, _ = dev[int(d)]
-    o = occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row)
+    try:
+        o = occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row)
+    except ValueError:      # a damaged trace's negative sizes: no occupancy rather than no report
+        return None
     return o, sms

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import math
 import os
 import re
 
@@ -48,6 +49,10 @@ _SCALE = {"nsecond": ("ns", 1), "usecond": ("ns", 1e3), "us": ("ns", 1e3), "msec
           "Tbyte/s": ("byte/s", 1e12),
           "Kinst": ("inst", 1e3), "Minst": ("inst", 1e6), "Ginst": ("inst", 1e9)}
 _NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
+# Other locales ("1.234,5", "1 234,5"): ncu writes the English form, but files pass through
+# spreadsheets; these parse too (an ambiguous "1,234" stays English).
+_NUMBER_DECIMAL_COMMA = re.compile(r"^[+-]?(\d{1,3}(\.\d{3})+|\d+)(,\d+)?$")
+_SPACES = str.maketrans("", "", " \u00a0\u202f\u2009")
 # Columns the merge copies onto Kineto kernels as ncu_* (measured by ncu, not recomputed).
 MERGE_SKIP = {"id", "process_id", "process_name", "host_name", "kernel_name", "context", "stream", "device",
               "cc", "block_x", "block_y", "block_z", "grid_x", "grid_y", "grid_z", "block_dims", "grid_dims"}
@@ -78,6 +83,11 @@ def read_ncu(path) -> pd.DataFrame:
     except csv.Error as e:
         raise TraceError(name, f"the CSV is damaged ({e})") from None
     header = rows[0]
+    missing = [c for c in ("ID", "Kernel Name") if c not in header]
+    if _DETAILS & set(header):
+        missing += sorted(_DETAILS - set(header))
+    if missing:
+        raise TraceError(name, f"the ncu header lacks the column(s) {', '.join(repr(m) for m in missing)}")
     if _DETAILS <= set(header):
         table = _tidy_details(header, rows[1:], name)
     else:
@@ -102,7 +112,7 @@ def _read_text(name: str) -> str:
     if b"\x00" in raw[:4096]:
         raise TraceError(name, "binary file, not a CSV export (an .ncu-rep? export it with "
                                "ncu --import FILE --csv --page details)")
-    return raw.decode("utf-8", errors="replace")
+    return raw.decode("utf-8-sig", errors="replace")
 
 
 def _tidy_details(header, rows, name) -> pd.DataFrame:
@@ -187,7 +197,10 @@ def _finish(df: pd.DataFrame, units: dict, metrics: dict, name) -> pd.DataFrame:
         scales = [_SCALE.get(v[1], (None, 1))[1] if isinstance(v, tuple) else 1 for v in s.tolist()]
         out[c] = _typed(vals, scales)
     t = pd.DataFrame(out)
-    t["id"] = pd.array([int(x) for x in t["id"]], dtype="Int64")
+    ids = pd.to_numeric(t["id"], errors="coerce")
+    if ids.isna().any():
+        raise TraceError(name, "the 'ID' column holds values that are not launch numbers")
+    t["id"] = ids.astype("Int64")
     for c in ("process_id", "context", "stream", "device"):
         if c in t.columns:
             t[c] = _typed(t[c].tolist())
@@ -217,10 +230,16 @@ def _typed(values, scales=None):
         if v is None or v == "" or v == "n/a":
             parsed.append(None)
             continue
-        s = str(v).strip()
+        s = str(v).strip().translate(_SPACES)
         if _NUMBER.match(s):
             x = float(s.replace(",", "")) * scale
-            ints = ints and x == int(x) and "e" not in s.lower() and ("." not in s or scale != 1)
+        elif _NUMBER_DECIMAL_COMMA.match(s):
+            s = s.replace(".", "").replace(",", ".")
+            x = float(s) * scale
+        else:
+            x = None
+        if x is not None:
+            ints = ints and math.isfinite(x) and x == int(x) and "e" not in s.lower() and ("." not in s or scale != 1)
             parsed.append(x)
             any_num = True
         elif s.lower() in ("nan", "inf", "-inf"):
@@ -289,28 +308,34 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
                 return t[c]
         return pd.Series([None] * n, dtype=object)
 
+    def ints(*names):
+        """Whole numbers of a column, None where ncu wrote text, a fraction or nothing."""
+        v = pd.to_numeric(col(*names), errors="coerce").astype("float64").to_numpy()
+        return [int(x) if np.isfinite(x) and x == int(x) and abs(x) < 2 ** 62 else None for x in v]
+
     dur_us = _duration_us(t)
+    bad = ~np.isfinite(dur_us) | (dur_us < 0)
+    bad_durations = int((bad & ~np.isnan(dur_us)).sum())
+    dur_us = np.where(bad, np.nan, dur_us)
     start = np.concatenate([[0.0], np.cumsum(np.nan_to_num(dur_us))[:-1]]) if n else np.array([])
-    static = col("static_shared_memory_per_block_bytes")
-    dynamic = col("dynamic_shared_memory_per_block_bytes")
-    smem = [None if (a is None or a is pd.NA or b is None or b is pd.NA) else int(a) + int(b)
-            for a, b in zip(static.tolist(), dynamic.tolist())]
+    static = ints("static_shared_memory_per_block_bytes")
+    dynamic = ints("dynamic_shared_memory_per_block_bytes")
+    smem = [None if a is None or b is None else a + b for a, b in zip(static, dynamic)]
     kernels = {
-        "name": t["kernel_name"].tolist(),
-        "device_index": col("device").tolist(),
-        "stream": col("stream").tolist(),
+        "name": [str(x) for x in t["kernel_name"].tolist()],
+        "device_index": ints("device"), "stream": ints("stream"),
         "start_us": start.tolist(), "duration_us": dur_us.tolist(),
         "correlation": t["id"].tolist(), "external_id": [None] * n,
-        "grid_x": col("grid_x").tolist(), "grid_y": col("grid_y").tolist(), "grid_z": col("grid_z").tolist(),
-        "block_x": col("block_x").tolist(), "block_y": col("block_y").tolist(), "block_z": col("block_z").tolist(),
-        "registers_per_thread": col("registers_per_thread", "launch_registers_per_thread").tolist(),
+        "grid_x": ints("grid_x"), "grid_y": ints("grid_y"), "grid_z": ints("grid_z"),
+        "block_x": ints("block_x"), "block_y": ints("block_y"), "block_z": ints("block_z"),
+        "registers_per_thread": ints("registers_per_thread", "launch_registers_per_thread"),
         "shared_mem_bytes": smem, "launch_api": ["ncu"] * n, "graph_launch": [False] * n,
     }
     kernels = {k: [None if v is pd.NA else v for v in vs] for k, vs in kernels.items()}
     devices = {c: [] for c in DEVICE_COLUMNS}
     if n:
-        d = pd.DataFrame({"device": col("device").tolist(), "cc": col("cc").astype(str).tolist(),
-                          "sms": col("num_sms", "launch_sm_count").tolist()})
+        d = pd.DataFrame({"device": ints("device"), "cc": col("cc").astype(str).tolist(),
+                          "sms": ints("num_sms", "launch_sm_count")})
         for dev, g in d.groupby("device", dropna=True, sort=True):
             cc = str(g["cc"].iloc[0])
             try:
@@ -329,9 +354,11 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
     tables = {name: frame({}, schema) for name, schema in TABLES.items()}
     tables["kernels"] = frame(kernels, KERNEL_COLUMNS)
     tables["devices"] = frame(devices, DEVICE_COLUMNS)
-    meta = {"source": source, "reader": "ncu",
-            "notes": ["Nsight Compute serializes and replays kernels: start times place the launches "
-                      "back to back and are not a timeline."]}
+    notes = ["Nsight Compute serializes and replays kernels: start times place the launches "
+             "back to back and are not a timeline."]
+    if bad_durations:
+        notes.append(f"{bad_durations} launch(es) had a negative or infinite duration; left empty.")
+    meta = {"source": source, "reader": "ncu", "notes": notes}
     return Trace(**tables, meta=meta)
 
 
