@@ -454,5 +454,5 @@ def comparison_html(c: Comparison, top: int = 50) -> str:
         f"<table><thead><tr><th style='text-align:left'>kernel</th><th>backend</th>{th}launches</th>"
         f"{th}{lb}</th>{th}{la}</th>{th}change</th>{th}ratio</th><th>faster ← → slower</th></tr></thead>"
         f"<tbody>{''.join(krows)}</tbody></table>{more}"
-        f"<table><thead><tr><th style='text-align:left'>backend</th>{th}{lb}</th>{th}{la}</th>"
+        f"<table style='margin-top:10px'><thead><tr><th style='text-align:left'>backend</th>{th}{lb}</th>{th}{la}</th>"
         f"{th}change</th>{th}ratio</th></tr></thead><tbody>{brows}</tbody></table></div>")
