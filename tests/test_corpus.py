@@ -131,12 +131,14 @@ def check_report(rep, tmp_path, *, hostile=False):
     assert set(k["backend"]) <= BACKENDS, set(k["backend"]) - BACKENDS
     occ = pd.to_numeric(k["theoretical_occupancy"], errors="coerce").dropna()
     assert ((occ >= 0) & (occ <= 1)).all(), occ[(occ < 0) | (occ > 1)].tolist()
-    if len(k):
-        assert np.isfinite(k["duration_us"].to_numpy(float)).all()
-        assert (k["duration_us"] >= 0).all()
+    dur = k["duration_us"].to_numpy(float)
+    # Missing (NaN) only where the source did not measure it (an ncu export without Duration).
+    assert not (dur[~np.isnan(dur)] < 0).any() and not np.isinf(dur).any()
+    timed = k[~np.isnan(dur)]
+    if len(timed):
         wall = rep.wall_time_us
         assert wall is not None and math.isfinite(wall)
-        for _, d in k.groupby("device", dropna=False):
+        for _, d in timed.groupby("device", dropna=False):
             busy = _busy_us(d["start_us"].tolist(), (d["start_us"] + d["duration_us"]).tolist())
             assert busy <= wall * (1 + 1e-9) + 1e-6, (busy, wall)
         try:

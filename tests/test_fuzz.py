@@ -201,3 +201,72 @@ def test_damaged_real_trace(data):
             break
     gz = data.draw(st.booleans())
     _check_one(gzip.compress(bytes(raw), mtime=0) if gz else bytes(raw), ".json.gz" if gz else ".json")
+
+
+def _damage(data, raw: bytearray, tokens, n_max=4):
+    """Replace values after ``": "`` (or ``","``) by hostile tokens, flip and cut bytes."""
+    for _ in range(data.draw(st.integers(1, n_max))):
+        op = data.draw(st.sampled_from(["value", "value", "value", "flip", "cut"]))
+        i = data.draw(st.integers(0, max(len(raw) - 1, 0)))
+        if op == "value":
+            sep = data.draw(st.sampled_from([b'": ', b'":', b'","']))
+            i = raw.find(sep, i)
+            if i < 0:
+                continue
+            i += len(sep) - (1 if sep == b'","' else 0)
+            j = min((k for k in (raw.find(b",", i + 1), raw.find(b"}", i + 1), raw.find(b"\n", i + 1)) if k >= 0),
+                    default=len(raw))
+            raw[i:j] = data.draw(st.sampled_from(tokens))
+        elif op == "flip" and raw:
+            raw[i] = data.draw(st.integers(0, 255))
+        elif raw:
+            del raw[i: i + data.draw(st.integers(1, 200))]
+    return bytes(raw)
+
+
+REPORT_BYTES = None
+
+
+@FUZZ
+@given(st.data())
+def test_damaged_saved_report(data):
+    """A saved kernelscope report (ours, so trusted more) with values replaced or bytes damaged."""
+    global REPORT_BYTES
+    if REPORT_BYTES is None:
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "r.ksreport.json"
+            ks.load(DATA / "triton_kernels.pt.trace.json.gz").save(p)
+            REPORT_BYTES = p.read_bytes()
+    _check_one(_damage(data, bytearray(REPORT_BYTES), HOSTILE_TOKENS), ".ksreport.json")
+
+
+NCU_BYTES = (DATA / "ncu_triton_kernels.csv").read_bytes()
+NCU_TOKENS = [b'"nan"', b'"inf"', b'"-1"', b'""', b'"1,234.5"', b'"1.234,5"', b'"(x, y, z)"', b'"(0, 0, 0)"',
+              b'"99999999999999999999999"', b'"<script>window.__ks_pwned=1</script>"', b'"\xff\xfe"', b'"a""b"',
+              b"==WARNING== injected", b'"1e999"', b'"n/a"']
+
+
+@FUZZ
+@given(st.data())
+def test_damaged_ncu_export(data):
+    """The real Nsight Compute CSV export with fields replaced, lines dropped or bytes damaged."""
+    lines = NCU_BYTES.split(b"\n")[:200]
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        if data.draw(st.booleans()):
+            del lines[i]
+        else:
+            lines.insert(i, data.draw(st.sampled_from([b"==PROF== Profiling kernel", b"", b'"only one field"'])))
+    raw = _damage(data, bytearray(b"\n".join(lines)), NCU_TOKENS)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "fuzz.csv"
+        path.write_bytes(raw)
+        try:
+            rep = ks.load_ncu(path)
+        except ks.TraceError as e:
+            assert str(e).startswith(f"{path}: "), str(e)
+            event("TraceError: " + e.problem[:40])
+            return
+        check_report(rep, Path(d))
+        event(f"Report with {len(rep.kernels)} kernels")
+
