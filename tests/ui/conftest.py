@@ -65,10 +65,10 @@ def pytest_runtest_makereport(item, call):
 
 
 class Lab:
-    """A running JupyterLab: its URL, token and root directory."""
+    """A running JupyterLab (or Notebook 7): its URL, token and root directory."""
 
-    def __init__(self, url, token, root, proc):
-        self.url, self.token, self.root, self.proc = url, token, root, proc
+    def __init__(self, url, token, root, proc, app="lab"):
+        self.url, self.token, self.root, self.proc, self.app = url, token, root, proc, app
 
     def api(self, path, method="GET", body=None):
         req = urllib.request.Request(f"{self.url}{path}", method=method,
@@ -80,9 +80,14 @@ class Lab:
         return json.loads(data) if data else None
 
     def open(self, page, path):
-        """Open a document in JupyterLab and wait until the application has started."""
-        page.goto(f"{self.url}/lab/tree/{path}?token={self.token}&reset")
-        page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+        """Open a document and wait until the application has started."""
+        if self.app == "lab":
+            page.goto(f"{self.url}/lab/tree/{path}?token={self.token}&reset")
+            page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+        else:
+            kind = "notebooks" if path.endswith(".ipynb") else "edit"
+            page.goto(f"{self.url}/{kind}/{path}?token={self.token}")
+            page.wait_for_selector(".jp-LabShell, #main-panel, .jp-NotebookPanel", timeout=60_000)
         return page
 
     def kernels(self):
@@ -96,11 +101,10 @@ class Lab:
             self.api(f"/api/kernels/{k['id']}", method="DELETE")
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lab-root")
-    cfg = tmp_path_factory.mktemp("lab-config")
-    # Keep the test lab quiet: no news prompt, no state from a user's settings.
+def _start(tmp_path_factory, app):
+    root = tmp_path_factory.mktemp(f"{app}-root")
+    cfg = tmp_path_factory.mktemp(f"{app}-config")
+    # Keep the test app quiet: no news prompt, no state from a user's settings.
     (cfg / "labconfig").mkdir()
     (cfg / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
@@ -114,29 +118,48 @@ def lab(tmp_path_factory):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg),
                JUPYTERLAB_SETTINGS_DIR=str(cfg / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(cfg / "ws"),
                PYTHONUNBUFFERED="1")
-    log = open(tmp_path_factory.mktemp("lab-log") / "lab.log", "w")
+    log = open(tmp_path_factory.mktemp(f"{app}-log") / "server.log", "w")
+    module = "jupyterlab" if app == "lab" else "notebook"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+        [sys.executable, "-m", module, "--no-browser", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
-         "--LabApp.news_url=", "--ServerApp.port_retries=0", "--ServerApp.allow_root=True"],
+         "--ServerApp.port_retries=0", "--ServerApp.allow_root=True"],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    lab = Lab(url, token, root, proc)
+    server = Lab(url, token, root, proc, app)
     deadline = time.time() + 60
     while True:
         try:
-            lab.api("/api/status")
+            server.api("/api/status")
             break
         except Exception:
             if proc.poll() is not None or time.time() > deadline:
                 log.flush()
-                raise RuntimeError("JupyterLab did not start:\n" + pathlib.Path(log.name).read_text()[-3000:])
+                raise RuntimeError(f"{module} did not start:\n" + pathlib.Path(log.name).read_text()[-3000:])
             time.sleep(0.3)
-    yield lab
-    proc.terminate()
+    return server, log
+
+
+def _stop(server, log):
+    server.proc.terminate()
     try:
-        proc.wait(timeout=20)
+        server.proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        server.proc.kill()
     log.close()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    server, log = _start(tmp_path_factory, "lab")
+    yield server
+    _stop(server, log)
+
+
+@pytest.fixture(scope="session")
+def notebook7(tmp_path_factory):
+    pytest.importorskip("notebook", minversion="7", reason="Notebook 7 is not installed")
+    server, log = _start(tmp_path_factory, "notebook")
+    yield server
+    _stop(server, log)

@@ -89,3 +89,34 @@ def test_open_broken_trace_file_says_why(lab, page):
     err = page.locator(".ks-lab-file.ks-error")
     err.wait_for(timeout=30_000)
     assert err.inner_text().startswith("kernelscope: broken.pt.trace.json:")
+
+
+def test_notebook7_saved_report_and_profile_cell(notebook7, page):
+    """The same extension in Notebook 7: a saved report renders with no kernel; Profile cell runs."""
+    rep = ks.load(DATA / "attention.pt.trace.json.gz")
+    notebook7.open(page, "saved_report.ipynb")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("button.jp-mod-reject").click()
+    out = page.locator(".jp-OutputArea-output .ks-lab-static")
+    out.locator(".ks-root").wait_for(timeout=30_000)
+    assert out.locator(".ks-row.ks-kernel").count() == rep.kernels["name"].nunique()
+    assert notebook7.kernels() == []
+
+    notebook7.open(page, "profile_cell.ipynb")
+    wait_idle_nb7(page)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.locator(".jp-InputPrompt").click()
+    page.locator(".ks-profile-button").click()
+    out = cell.locator(".jp-OutputArea")
+    out.locator(".ks-root").wait_for(timeout=90_000)
+    assert "torch.Size([128, 128])" in out.inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "notebook7_profile_cell.png"))
+
+
+def wait_idle_nb7(page, timeout=60_000):
+    # Notebook 7 shows the kernel state as the title of the kernel status indicator.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator, [data-status]')]"
+        ".some(e => (e.getAttribute('data-status') || '') === 'idle')", timeout=timeout)

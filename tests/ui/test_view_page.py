@@ -1,0 +1,103 @@
+"""The report view on a plain page (the standalone bundle, same code as the widget and the
+JupyterLab renderer) in chromium: every tab draws, and recorded text never becomes markup."""
+import functools
+import http.server
+import json
+import threading
+
+import pytest
+
+import kernelscope as ks
+from kernelscope.render.view import mime_payload
+from conftest import ARTIFACTS, DATA
+from tests.test_widget import HOSTILE, hostile_report
+
+pytestmark = pytest.mark.browser
+STATIC = DATA.parent.parent / "kernelscope" / "static"
+
+PAGE = """<!doctype html><meta charset="utf-8"><body style="width:1300px;margin:8px">
+<div id="root"></div>
+<script type="module">
+import { render } from "./report.js";
+window.show = async (url) => {
+  const payload = await (await fetch(url)).json();
+  window.ctl = await render(document.getElementById("root"), payload);
+  return true;
+};
+</script>"""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
+    (root / "index.html").write_text(PAGE)
+    for name in ("mlp_train", "copies_streams"):
+        rep = ks.load(DATA / f"{name}.pt.trace.json.gz")
+        (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
+    rep = hostile_report(ks.load(DATA / "attention.pt.trace.json.gz"))
+    (root / "hostile.json").write_text(json.dumps(mime_payload(rep)))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def show(page, site, name):
+    page.goto(f"{site}/index.html")
+    page.wait_for_function("typeof window.show === 'function'")
+    page.evaluate(f"window.show('{name}.json')")
+    page.locator(".ks-root").wait_for()
+
+
+def test_every_tab_draws(site, page):
+    rep = ks.load(DATA / "copies_streams.pt.trace.json.gz")
+    show(page, site, "copies_streams")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".ks-tab[data-tab='Timeline']").click()
+    lanes = page.evaluate("window.ctl.timeline.rows.map(r => r.label)")
+    streams = sorted({f"{d} s{s}" for d, s in zip(rep.kernels["device"], rep.kernels["stream"])}
+                     | {f"cuda:{d} s{s}" for d, s in zip(rep.copies["device_index"], rep.copies["stream"])})
+    assert sorted(l for l in lanes if not l.endswith("idle")) == streams
+    assert "cuda:0 idle" in lanes
+    drawn = page.evaluate("window.ctl.timeline.drawn")
+    assert drawn > 0
+    page.screenshot(path=str(ARTIFACTS / "view_timeline.png"))
+    page.locator(".ks-tab[data-tab='Backends']").click()
+    page.locator(".ks-panel[data-panel='Backends'] svg").wait_for()
+    bars = page.locator(".ks-panel[data-panel='Backends'] tbody tr").all_inner_texts()
+    assert len(bars) == len(rep.backends)
+    page.locator(".ks-tab[data-tab='Findings']").click()
+    assert page.locator(".ks-finding").count() == len(rep.findings)
+    assert "pageable" in page.locator(".ks-panel[data-panel='Findings']").inner_text().lower()
+    page.screenshot(path=str(ARTIFACTS / "view_findings.png"))
+    assert not page.errors, page.errors
+
+
+def test_mlp_details_and_occupancy_curves(site, page):
+    show(page, site, "mlp_train")
+    page.locator(".ks-row.ks-kernel").first.click()
+    page.locator(".ks-occ-chart svg").nth(2).wait_for()
+    page.screenshot(path=str(ARTIFACTS / "view_details.png"), full_page=True)
+    assert not page.errors, page.errors
+
+
+def test_hostile_names_stay_text(site, page):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    show(page, site, "hostile")
+    row = page.locator(".ks-row.ks-kernel").first
+    assert row.get_attribute("data-name").startswith(HOSTILE)
+    assert HOSTILE in row.locator(".ks-name").get_attribute("title")
+    row.click()
+    assert page.locator(".ks-details .ks-fullname").inner_text().startswith(HOSTILE)
+    for tab in ("Timeline", "Backends", "CPU ops", "Roofline", "Findings"):
+        page.locator(f".ks-tab[data-tab='{tab}']").click()
+    page.wait_for_timeout(300)
+    assert page.locator(".ks-root script, .ks-root img").count() == 0
+    assert dialogs == [] and not page.errors
