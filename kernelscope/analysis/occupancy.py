@@ -447,27 +447,49 @@ def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame) -> pd.DataF
         cols = ["device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes"]
         present = all(c in k.columns for c in cols)
         if present:
-            keyframe = k[cols].astype("Int64")
-            codes, uniques = pd.MultiIndex.from_frame(keyframe).factorize()
-            cache = []
-            for key in uniques:
-                cache.append(_annotate_one(key, dev))
-            res = [cache[c] if c >= 0 else None for c in codes]
-            grid = (k["grid_x"].astype("Float64") * k["grid_y"].astype("Float64")
-                    * k["grid_z"].astype("Float64")).to_numpy(dtype=float, na_value=np.nan)
-            for i, r in enumerate(res):
+            # missing values become -1, which no launch has (negative sizes are not modelled)
+            arr = np.column_stack([pd.to_numeric(k[c], errors="coerce").astype("float64")
+                                   .to_numpy(na_value=np.nan) for c in cols])
+            arr = np.where(np.isfinite(arr), arr, -1).astype(np.int64)
+            # one hash factorize per column, combined into one code per launch shape
+            combined = np.zeros(n, dtype=np.int64)
+            for j in range(arr.shape[1]):
+                cj, uj = pd.factorize(arr[:, j])
+                combined = pd.factorize(combined * len(uj) + cj)[0]    # stays below n
+            codes = combined
+            _, first_pos = np.unique(codes, return_index=True)
+            rows = arr[first_pos]
+            uniques = [tuple(None if v < 0 else int(v) for v in row) for row in rows]
+            # one calculator call per distinct launch shape, then gathered by code
+            per = [_annotate_one(key, dev) for key in uniques]
+            m = len(per)
+            u = {c: np.full(m + 1, np.nan) for c in out}       # slot m: unknown shape
+            u_lim = np.full(m + 1, None, dtype=object)
+            sms = np.full(m + 1, np.nan)
+            for j, r in enumerate(per):
                 if r is None:
                     continue
-                o, sms = r
-                out["theoretical_occupancy"][i] = o.occupancy
-                out["active_blocks_per_sm"][i] = o.active_blocks_per_sm
-                out["block_limit_registers"][i] = min(o.block_limit_registers, _BIG)
-                out["block_limit_shared_mem"][i] = o.block_limit_shared_mem
-                out["block_limit_warps"][i] = o.block_limit_warps
-                out["block_limit_blocks"][i] = o.block_limit_blocks
-                limiter[i] = o.limiter
-                if sms and o.active_blocks_per_sm > 0:
-                    out["waves"][i] = grid[i] / (o.active_blocks_per_sm * sms)
+                o, n_sm = r
+                u["theoretical_occupancy"][j] = o.occupancy
+                u["active_blocks_per_sm"][j] = o.active_blocks_per_sm
+                u["block_limit_registers"][j] = min(o.block_limit_registers, _BIG)
+                u["block_limit_shared_mem"][j] = o.block_limit_shared_mem
+                u["block_limit_warps"][j] = o.block_limit_warps
+                u["block_limit_blocks"][j] = o.block_limit_blocks
+                u_lim[j] = o.limiter
+                if n_sm:
+                    sms[j] = n_sm
+            idx = np.where(np.asarray(codes) >= 0, codes, m)
+            for c in out:
+                if c != "waves":
+                    out[c] = u[c][idx]
+            limiter = u_lim[idx]
+            grid = (k["grid_x"].astype("Float64") * k["grid_y"].astype("Float64")
+                    * k["grid_z"].astype("Float64")).to_numpy(dtype=float, na_value=np.nan)
+            active = out["active_blocks_per_sm"]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = grid / (active * sms[idx])
+            out["waves"] = np.where(active > 0, w, np.nan)
     for c in ANNOTATION_COLUMNS:
         if c == "occupancy_limiter":
             k[c] = limiter
@@ -481,7 +503,7 @@ def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame) -> pd.DataF
 
 def _annotate_one(key, dev):
     d, bx, by, bz, regs, smem = key
-    if any(pd.isna(v) for v in key) or int(d) not in dev:
+    if any(v is None or pd.isna(v) for v in key) or int(d) not in dev:
         return None
     cc, row, sms, _ = dev[int(d)]
     try:
