@@ -163,20 +163,24 @@ def check_report(rep, tmp_path, *, hostile=False):
 
 
 def _check_view_model(rep, html, hostile):
+    """What Jupyter stores and the browser parses: the whole display bundle and the widget."""
+    bundle = rep._repr_mimebundle_()
+    # The notebook file is JSON and the browser parses the header with JSON.parse: NaN,
+    # Infinity or a lone surrogate anywhere in the bundle would break saving or rendering.
+    json.dumps(bundle, allow_nan=False).encode("utf-8")
+    assert_inert(bundle["text/html"])
     try:
-        from kernelscope.render.view import decode_payload, mime_payload, view_model
+        from kernelscope.render.view import MIME_TYPE, decode_payload
     except ImportError:
         return
-    header, buf = view_model(rep)
-    # The browser parses the header with JSON.parse: NaN or Infinity would break the view.
-    s = json.dumps(header, allow_nan=False)
-    s.encode("utf-8")
-    payload = mime_payload(rep)
-    cols = decode_payload(payload)
+    cols = decode_payload(bundle[MIME_TYPE])
     assert len(cols["kernels"]["duration_us"]) == len(rep.kernels)
     if len(rep.kernels):
         names = set(rep.kernels["name"].astype(str))
         assert set(x for x in cols["kernels"]["name"] if x is not None) <= names
+    w = rep.widget()
+    json.dumps(w.header, allow_nan=False)
+    assert w.selected.empty
 
 
 def _report_cases():
