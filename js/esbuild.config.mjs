@@ -14,6 +14,7 @@ for (const [entry, name] of [["./src/widget.js", "widget.js"], ["./src/standalon
     target: ["es2020"],
     outfile: new URL(name, out).pathname,
     legalComments: "linked",
+    loader: { ".css": "text" },
     logLevel: "warning",
   });
 }
