@@ -40,6 +40,9 @@ def site(tmp_path_factory):
     for name in ("mlp_train", "copies_streams"):
         rep = ks.load(DATA / f"{name}.pt.trace.json.gz")
         (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
+    mlp = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    merged = ks.load_ncu(DATA / "ncu_mlp_train.csv", kernels_report=mlp)
+    (root / "mlp_ncu.json").write_text(json.dumps(mime_payload(merged)))
     rep = hostile_report(ks.load(DATA / "attention.pt.trace.json.gz"))
     (root / "hostile.json").write_text(json.dumps(mime_payload(rep)))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
@@ -84,6 +87,28 @@ def test_mlp_details_and_occupancy_curves(site, page):
     page.locator(".ks-row.ks-kernel").first.click()
     page.locator(".ks-occ-chart svg").nth(2).wait_for()
     page.screenshot(path=str(ARTIFACTS / "view_details.png"), full_page=True)
+    assert not page.errors, page.errors
+
+
+def test_ncu_metrics_beside_ours(site, page):
+    mlp = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    k = ks.load_ncu(DATA / "ncu_mlp_train.csv", kernels_report=mlp).kernels
+    gemm = k[k["name"].str.startswith("nvjet")].groupby("name")["duration_us"].sum().idxmax()
+    launches = k[k["name"] == gemm]
+    show(page, site, "mlp_ncu")
+    page.locator(".ks-filter").fill(gemm)
+    page.locator(".ks-row.ks-kernel").first.click()
+    table = page.locator(".ks-ncu-compare")
+    table.wait_for()
+    theo = table.locator("tr[data-metric='theoretical occupancy'] td").all_inner_texts()
+    ours = launches["theoretical_occupancy"].mean()
+    assert theo == [f"{ours:.1%}", f"{launches['ncu_theoretical_occupancy_pct'].mean():.1f}%"]
+    assert abs(ours * 100 - launches["ncu_theoretical_occupancy_pct"].mean()) < 0.05   # we match ncu
+    ach = table.locator("tr[data-metric='achieved occupancy'] td").all_inner_texts()
+    assert ach[1] == f"{launches['ncu_achieved_occupancy_pct'].mean():.1f}%"
+    dram = table.locator("tr[data-metric='DRAM throughput'] td").all_inner_texts()
+    assert dram[1] == f"{launches['ncu_dram_throughput_pct'].mean():.1f}%"
+    page.screenshot(path=str(ARTIFACTS / "view_ncu.png"), full_page=True)
     assert not page.errors, page.errors
 
 

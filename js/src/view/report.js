@@ -283,20 +283,64 @@ function occupancyBlock(cfg, k, f) {
   return block;
 }
 
+// Nsight Compute metrics shown beside ours first (column names of kernelscope.trace.ncu).
+const NCU_FIRST = [
+  ["theoretical occupancy", "ncu_theoretical_occupancy_pct", "theoretical_occupancy"],
+  ["achieved occupancy", "ncu_achieved_occupancy_pct", null],
+  ["duration", "ncu_duration_ns", "duration_us"],
+  ["compute (SM) throughput", "ncu_compute_sm_throughput_pct", null],
+  ["memory throughput", "ncu_memory_throughput_pct", null],
+  ["DRAM throughput", "ncu_dram_throughput_pct", null],
+  ["L2 throughput", "ncu_l2_cache_throughput_pct", null],
+  ["L1/TEX throughput", "ncu_l1_per_tex_cache_throughput_pct", null],
+  ["block limit: registers", "ncu_block_limit_registers_blocks", "block_limit_registers"],
+  ["block limit: shared memory", "ncu_block_limit_shared_mem_blocks", "block_limit_shared_mem"],
+  ["block limit: warps", "ncu_block_limit_warps_blocks", "block_limit_warps"],
+];
+
+/** An ncu metric in its unit (the column name's suffix says which). */
+function fmtNcu(col, v) {
+  if (v === null || Number.isNaN(v)) return "-";
+  if (col.endsWith("_pct")) return `${v.toFixed(1)}%`;
+  if (col.endsWith("_ns")) return fmtUs(v / 1000);
+  if (col.endsWith("_bytes")) return fmtBytes(v);
+  if (col.endsWith("_hz")) return `${(v / 1e9).toFixed(2)} GHz`;
+  return Number.isInteger(v) ? fmtInt(v) : fmtNum(v, 2);
+}
+
 function ncuBlock(model, idx) {
   const cols = model.header.ncu_columns || [];
   if (!cols.length) return null;
   const k = model.tables.kernels;
-  const rows = [];
-  for (const c of cols) {
+  const mean = (c) => {
+    if (!k.cols[c]) return null;
     const vals = idx.map((i) => k.cols[c][i]).filter((v) => !Number.isNaN(v));
-    if (!vals.length) continue;
-    const mean = vals.reduce((a, b) => a + b, 0) / vals.length;
-    rows.push([c.replace(/^ncu_/, ""), `${fmtNum(mean, 2)}${vals.length > 1 ? ` (mean of ${vals.length})` : ""}`]);
+    return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
+  };
+  const have = new Set(cols);
+  const cfg = (model.header.configs || []).find((c) => c.config === k.cols.config[idx[0]]) || {};
+  const ours = (key) => {
+    if (key === "theoretical_occupancy") { const v = mean(key); return v === null ? "-" : fmtPct(v, 1); }
+    if (key === "duration_us") return fmtUs(mean(key));
+    if (key && key.startsWith("block_limit_")) return cfg[key] ?? "-";
+    return "";
+  };
+  const first = NCU_FIRST.filter(([, c]) => have.has(c));
+  const stalls = cols.filter((c) => /stall/i.test(c));
+  const rest = cols.filter((c) => !first.some(([, f]) => f === c) && !stalls.includes(c));
+  const head = h("tr", {}, h("th", { text: "" }), h("th", { text: "kernelscope" }), h("th", { text: "Nsight Compute" }));
+  const rows = [...first.map(([label, c, key]) => [label, ours(key), fmtNcu(c, mean(c))]),
+    ...stalls.map((c) => [c.replace(/^ncu_/, "").replace(/_/g, " "), "", fmtNcu(c, mean(c))])];
+  const block = h("div", { class: "ks-detail-block ks-ncu" },
+    h("h4", { text: `Nsight Compute (measured${idx.length > 1 ? `, mean of ${idx.length} launches` : ""})` }),
+    h("table", { class: "ks-kv ks-ncu-compare" }, h("thead", {}, head),
+      h("tbody", {}, rows.map(([a, b, c]) => h("tr", { "data-metric": a }, h("th", { text: a }), h("td", { text: b }), h("td", { text: c }))))));
+  if (rest.length) {
+    block.append(h("details", {}, h("summary", { text: `all ${cols.length} metrics` }),
+      h("table", { class: "ks-kv" }, h("tbody", {}, rest.map((c) =>
+        h("tr", {}, h("th", { text: c.replace(/^ncu_/, "") }), h("td", { text: fmtNcu(c, mean(c)) })))))));
   }
-  if (!rows.length) return null;
-  return h("div", { class: "ks-detail-block ks-ncu" }, h("h4", { text: "Nsight Compute (measured)" }),
-    h("table", { class: "ks-kv" }, h("tbody", {}, rows.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b }))))));
+  return block;
 }
 
 function dims(k, which, i) {
