@@ -12,6 +12,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tracemalloc
 from html.parser import HTMLParser
@@ -375,17 +376,45 @@ def test_hostile_file_names_are_escaped(tmp_path):
     assert str(bad) in str(e.value)
 
 
-def test_not_a_regular_file(tmp_path):
-    fifo = tmp_path / "pipe.json"
+def _load_in_child(loader, path, env=None, timeout=60):
+    """Run ``ks.<loader>(path)`` in a child process: a hang or a crash there fails this test
+    instead of taking the whole run down. Returns the child's one-line outcome."""
+    code = ("import sys, kernelscope as ks\n"
+            "try:\n"
+            f"    r = ks.{loader}(sys.argv[1]); print('REPORT', len(r.kernels))\n"
+            "except ks.TraceError as e:\n"
+            "    print('TRACEERROR', e)\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                             timeout=timeout, env=dict(os.environ, **(env or {})))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ks.{loader}({path}) hung for {timeout} s")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("loader", ["load", "load_ncu"])
+def test_not_a_regular_file(tmp_path, loader):
+    fifo = tmp_path / "pipe.csv"
     os.mkfifo(fifo)
-    with pytest.raises(ks.TraceError, match=r"pipe\.json: is not a regular file"):
-        ks.load(fifo)     # opening a FIFO for reading would block forever
-    with pytest.raises(ks.TraceError, match="is not a regular file"):
-        ks.load("/dev/zero")
-    with pytest.raises(ks.TraceError, match="is a directory"):
-        ks.load(tmp_path)
+    # Opening a FIFO for reading blocks until a writer comes; /dev/zero never ends.
+    assert _load_in_child(loader, fifo) == f"TRACEERROR {fifo}: is not a regular file"
+    assert _load_in_child(loader, "/dev/zero") == "TRACEERROR /dev/zero: is not a regular file"
+    assert _load_in_child(loader, tmp_path).startswith(f"TRACEERROR {tmp_path}: is a directory")
+    assert _load_in_child(loader, tmp_path / "none.csv") == f"TRACEERROR {tmp_path / 'none.csv'}: no such file"
     with pytest.raises(ks.TraceError, match="no such file"):
-        ks.load(tmp_path / "a\0b.json")
+        getattr(ks, loader)(tmp_path / "a\0b.json")
+
+
+def test_ncu_gzip_bomb_is_capped(tmp_path):
+    """load_ncu takes gzip too: the same cap holds (a CSV of 64 MiB of blank lines)."""
+    import zlib
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    data = b"".join([z.compress(b"\n" * (1 << 20)) for _ in range(64)]) + z.flush()
+    p = tmp_path / "bomb.csv.gz"
+    p.write_bytes(data)
+    out = _load_in_child("load_ncu", p, env={"KERNELSCOPE_MAX_TRACE_BYTES": str(16 << 20)})
+    assert out.startswith(f"TRACEERROR {p}: it holds more than 16.0 MiB"), out
 
 
 @pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root reads any file")
