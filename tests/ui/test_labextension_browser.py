@@ -49,6 +49,7 @@ def test_profile_cell_button(lab, page):
     page.locator(".ks-profile-button").click()
     out = cell.locator(".jp-OutputArea")
     out.locator(".ks-root").wait_for(timeout=90_000)
+    assert out.locator(".ks-lab-static").count() == 0     # the live widget, not the saved view
     text = out.inner_text()
     assert "torch.Size([128, 128])" in text          # the cell's own result still shows
     assert "no GPU found" in text                     # CPU machine: CPU ops only, said plainly

@@ -41,6 +41,9 @@ def site(tmp_path_factory):
         rep = ks.load(DATA / f"{name}.pt.trace.json.gz")
         (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
     mlp = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    mlp.meta["view"] = {"top": 3, "sort": "launches"}     # as %%kernelprofile --top 3 --sort launches
+    (root / "mlp_top3.json").write_text(json.dumps(mime_payload(mlp)))
+    mlp = ks.load(DATA / "mlp_train.pt.trace.json.gz")
     merged = ks.load_ncu(DATA / "ncu_mlp_train.csv", kernels_report=mlp)
     (root / "mlp_ncu.json").write_text(json.dumps(mime_payload(merged)))
     rep = hostile_report(ks.load(DATA / "attention.pt.trace.json.gz"))
@@ -87,6 +90,45 @@ def test_mlp_details_and_occupancy_curves(site, page):
     page.locator(".ks-row.ks-kernel").first.click()
     page.locator(".ks-occ-chart svg").nth(2).wait_for()
     page.screenshot(path=str(ARTIFACTS / "view_details.png"), full_page=True)
+    assert not page.errors, page.errors
+
+
+def test_top_and_sort_from_the_magic(site, page):
+    summary = ks.load(DATA / "mlp_train.pt.trace.json.gz").summary()
+    show(page, site, "mlp_top3")
+    launches = [int(t) for t in page.locator(".ks-row.ks-kernel > .ks-cell:nth-child(4)").all_inner_texts()]
+    assert launches == sorted(summary["launches"], reverse=True)[:3] == [12, 10, 4]
+    page.locator(".ks-show-all").click()
+    assert page.locator(".ks-table-status").inner_text().startswith("25 of 25")
+
+
+def test_group_by_op_and_timeline_pan(site, page):
+    k = ks.load(DATA / "mlp_train.pt.trace.json.gz").kernels
+    show(page, site, "mlp_train")
+    page.locator(".ks-group-by").select_option("op")
+    first = page.locator(".ks-row.ks-group").first.inner_text()
+    top_op = k.groupby("op")["duration_us"].sum().idxmax()
+    n = k.loc[k["op"] == top_op, "name"].nunique()
+    assert first.startswith(f"▾ {top_op}\n{n} kernels")
+    page.locator(".ks-tab[data-tab='Timeline']").click()
+    canvas = page.locator(".ks-timeline-canvas")
+    box = canvas.bounding_box()
+    page.locator(".ks-btn[title='zoom in']").click()
+    zoomed = page.evaluate("window.ctl.timeline.view")
+    page.mouse.move(box["x"] + 600, box["y"] + 30)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 400, box["y"] + 30, steps=5)
+    page.mouse.up()
+    panned = page.evaluate("window.ctl.timeline.view")
+    assert panned[0] > zoomed[0]                                   # dragged left: later times
+    assert abs((panned[1] - panned[0]) - (zoomed[1] - zoomed[0])) < 1e-6 * (zoomed[1] - zoomed[0])
+    page.locator(".ks-btn[title='show everything']").click()
+    # Hover over a kernel in a lane shows its name and backend; click selects it in the table.
+    start = float(k["start_us"].iloc[0]) + float(k["duration_us"].iloc[0]) / 2
+    x = page.evaluate(f"(() => {{ const t = window.ctl.timeline; return 112 + ({start} - t.view[0]) / (t.view[1] - t.view[0]) * (t.width - 112); }})()")
+    page.mouse.move(box["x"] + x, box["y"] + 20 + 9)
+    tip = page.locator(".ks-tip")
+    assert tip.is_visible() and k["backend"].iloc[0] in tip.inner_text()
     assert not page.errors, page.errors
 
 
