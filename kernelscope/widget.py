@@ -33,6 +33,9 @@ class ReportWidget(anywidget.AnyWidget):
     selection = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
     def __init__(self, report, *, model: tuple | None = None, **kwargs):
+        if not (_STATIC / "widget.js").exists():
+            raise RuntimeError(f"kernelscope's front end is not built ({_STATIC / 'widget.js'} is missing): "
+                               "`pip install .` builds it, or run `npm install && npm run build` in js/")
         header, buf = model or view_model(report)
         self.report = report
         super().__init__(header=header, data=buf, **kwargs)
