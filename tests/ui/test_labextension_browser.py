@@ -85,6 +85,16 @@ def test_open_trace_file(lab, page):
     assert lab.kernels() == []      # the server parsed it; no kernel was started
 
 
+def test_open_saved_report_file(lab, page):
+    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    rep.save(lab.root / "step.ksreport.json.gz")
+    lab.open(page, "step.ksreport.json.gz")
+    view = page.locator(".ks-lab-file .ks-root")
+    view.wait_for(timeout=30_000)
+    assert view.locator(".ks-source").inner_text() == "step.ksreport.json.gz"
+    assert view.locator(".ks-table-status").inner_text().startswith("25 of 25 kernel rows · 74 launches")
+
+
 def test_open_broken_trace_file_says_why(lab, page):
     lab.open(page, "broken.pt.trace.json")
     err = page.locator(".ks-lab-file.ks-error")

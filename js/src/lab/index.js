@@ -33,6 +33,7 @@ class ReportRenderer extends Panel {
 
   async renderModel(model) {
     const payload = model.data[this.mimeType];
+    while (this.widgets.length) this.widgets[0].dispose();
     if (model.data[WIDGET_MIME] && this._ctx.rendermime && this._hasKernel()) {
       if (await this._tryWidget(model)) return;
     }
