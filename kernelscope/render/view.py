@@ -74,7 +74,8 @@ def view_model(rep) -> tuple[dict, bytes]:
 
     chunks, offset = [], 0
     tables = {}
-    tl = _safe(lambda: rep.timeline, None)
+    problems = []
+    tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
     for tname, df, spec in (("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
                             ("gaps", gaps, GAP_COLUMNS)):
@@ -100,14 +101,14 @@ def view_model(rep) -> tuple[dict, bytes]:
         "version": VIEW_VERSION,
         "title": _title(rep),
         "partial": bool(rep.partial),
-        "notes": [str(n) for n in rep.notes],
+        "notes": [str(n) for n in rep.notes] + problems,
         "stats": _stats(rep, k, copies, tl),
         "devices": _records(rep.devices),
-        "findings": _findings(rep),
-        "backends": _records(_safe(lambda: rep.backends, pd.DataFrame())),
+        "findings": _findings(rep, problems),
+        "backends": _records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "configs": _occupancy_configs(k, rep.devices),
-        "roofline": _roofline(rep, k),
+        "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
         # Display options of %%kernelprofile (--top, --sort), when it set them.
@@ -220,9 +221,9 @@ def _stats(rep, k, copies, tl) -> dict:
     }
 
 
-def _findings(rep) -> list:
+def _findings(rep, problems=None) -> list:
     out = []
-    for f in _safe(lambda: rep.findings, []):
+    for f in _safe(lambda: rep.findings, [], problems, "findings"):
         get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
@@ -357,9 +358,9 @@ def _levels(points):
     return out
 
 
-def _roofline(rep, k) -> dict | None:
+def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
-    rl = _safe(lambda: rep.roofline, None)
+    rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
@@ -408,11 +409,14 @@ def _records(df) -> list:
     return [{str(c): _plain(v) for c, v in r.items()} for r in df.to_dict("records")]
 
 
-def _safe(fn, default):
-    # The analysis modules are written in parallel; a view must render what is present.
+def _safe(fn, default, problems=None, what=None):
+    # A view renders what is present: an analysis that fails leaves its panel empty, and says so
+    # in the report's notes instead of hiding the rest of the report.
     try:
         return fn()
-    except Exception:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
+        if problems is not None and what:
+            problems.append(f"{what} unavailable: {type(e).__name__}: {e}")
         return default
 
 

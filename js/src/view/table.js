@@ -8,18 +8,18 @@ export const ROW_H = 24;
 
 export const COLUMNS = [
   { key: "expand", label: "", width: 22, sortable: false },
-  { key: "short", label: "Kernel", width: 200, flex: true, align: "left" },
-  { key: "backend", label: "Backend", width: 84, align: "left" },
+  { key: "short", label: "Kernel", width: 200, flex: true, align: "left", title: "readable name; hover a row for the full name as recorded" },
+  { key: "backend", label: "Backend", width: 84, align: "left", title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)" },
   { key: "launches", label: "Launches", width: 70 },
-  { key: "total", label: "Total", width: 74 },
-  { key: "mean", label: "Mean", width: 70 },
-  { key: "share", label: "Share", width: 100 },
+  { key: "total", label: "Total", width: 74, title: "sum of kernel durations measured by CUPTI" },
+  { key: "mean", label: "Mean", width: 70, title: "mean kernel duration (CUPTI)" },
+  { key: "share", label: "Share", width: 100, title: "share of all kernel time" },
   { key: "grid", label: "Grid", width: 76, sortable: false },
   { key: "block", label: "Block", width: 60, sortable: false },
-  { key: "regs", label: "Regs", width: 46 },
-  { key: "smem", label: "Smem", width: 64 },
-  { key: "occ", label: "Occupancy", width: 118 },
-  { key: "waves", label: "Waves", width: 54 },
+  { key: "regs", label: "Regs", width: 46, title: "registers per thread (recorded by CUPTI)" },
+  { key: "smem", label: "Smem", width: 64, title: "shared memory per block, static + dynamic (CUPTI)" },
+  { key: "occ", label: "Occupancy", width: 118, title: "theoretical occupancy computed by kernelscope (CUDA occupancy calculator) and what limits it" },
+  { key: "waves", label: "Waves", width: 54, title: "grid blocks / (active blocks per SM x SMs), computed" },
 ];
 // The kernel column takes the room left; the others keep their width.
 const TEMPLATE = COLUMNS.map((c) => (c.flex ? `minmax(${c.width}px, 1fr)` : `${c.width}px`)).join(" ");
@@ -109,7 +109,8 @@ export class KernelTable {
     this.head = h("div", { class: "ks-row ks-head", style: `grid-template-columns:${TEMPLATE};min-width:${MIN_WIDTH}px` },
       COLUMNS.map((c) => {
         const cell = h("div", { class: `ks-cell ks-h-${c.key}${c.align === "left" ? " ks-left" : ""}`,
-          "data-col": c.key, text: c.label, title: c.sortable === false ? null : `sort by ${c.label}` });
+          "data-col": c.key, text: c.label,
+          title: [c.title, c.sortable === false ? null : "click to sort"].filter(Boolean).join(" · ") || null });
         if (c.sortable !== false) cell.addEventListener("click", () => this.sortBy(c.key));
         return cell;
       }));
