@@ -8,18 +8,18 @@ export const ROW_H = 24;
 
 export const COLUMNS = [
   { key: "expand", label: "", width: 22, sortable: false },
-  { key: "short", label: "Kernel", width: 200, flex: true, align: "left", title: "readable name; hover a row for the full name as recorded" },
-  { key: "backend", label: "Backend", width: 84, align: "left", title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)" },
-  { key: "launches", label: "Launches", width: 70 },
-  { key: "total", label: "Total", width: 74, title: "sum of kernel durations measured by CUPTI" },
-  { key: "mean", label: "Mean", width: 70, title: "mean kernel duration (CUPTI)" },
-  { key: "share", label: "Share", width: 100, title: "share of all kernel time" },
+  { key: "short", label: "Kernel", width: 150, flex: true, align: "left", title: "readable name; hover a row for the full name as recorded" },
+  { key: "backend", label: "Backend", width: 80, align: "left", title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)" },
+  { key: "launches", label: "Launches", width: 64 },
+  { key: "total", label: "Total", width: 70, title: "sum of kernel durations measured by CUPTI" },
+  { key: "mean", label: "Mean", width: 66, title: "mean kernel duration (CUPTI)" },
+  { key: "share", label: "Share", width: 90, title: "share of all kernel time" },
   { key: "grid", label: "Grid", width: 76, sortable: false },
   { key: "block", label: "Block", width: 60, sortable: false },
   { key: "regs", label: "Regs", width: 46, title: "registers per thread (recorded by CUPTI)" },
   { key: "smem", label: "Smem", width: 64, title: "shared memory per block, static + dynamic (CUPTI)" },
   { key: "occ", label: "Occupancy", width: 118, title: "theoretical occupancy computed by kernelscope (CUDA occupancy calculator) and what limits it" },
-  { key: "waves", label: "Waves", width: 54, title: "grid blocks / (active blocks per SM x SMs), computed" },
+  { key: "waves", label: "Waves", width: 50, title: "grid blocks / (active blocks per SM x SMs), computed" },
 ];
 // The kernel column takes the room left; the others keep their width.
 const TEMPLATE = COLUMNS.map((c) => (c.flex ? `minmax(${c.width}px, 1fr)` : `${c.width}px`)).join(" ");
@@ -269,7 +269,7 @@ export class KernelTable {
       h("div", { class: "ks-cell", text: fmtUs(a.total) }),
       h("div", { class: "ks-cell", text: fmtUs(a.mean) }),
       h("div", { class: "ks-cell ks-share" },
-        h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(a.share * 60))}px;background:${backendColor(bk)}` }),
+        h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(a.share * 44))}px;background:${backendColor(bk)}` }),
         h("span", { text: fmtPct(a.share) })),
       h("div", { class: "ks-cell", text: grid, title: a.gridVaries ? "grid differs between launches: expand" : null }),
       h("div", { class: "ks-cell", text: a.cfgVaries ? "varies" : dims(k, "block", f) }),
