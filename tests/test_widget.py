@@ -218,3 +218,12 @@ def test_widget_answers_a_curves_request(mlp):
     w._on_message(w, {"type": "curves", "config": code}, [])
     assert sent[0]["type"] == "curves" and sent[0]["config"] == code
     assert set(sent[0]["entry"]["curves"]) == {"block", "registers", "smem"}
+
+
+def test_nbconvert_renders_the_saved_report_as_static_html():
+    nbconvert = pytest.importorskip("nbconvert")
+    import nbformat
+    nb = nbformat.read(pathlib.Path(__file__).parent / "ui" / "notebooks" / "saved_report.ipynb", 4)
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    assert "kernelscope-static" in html                     # not a dead widget
+    assert ">cuDNN flash attention fprop (sm90)<" in html
