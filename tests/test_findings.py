@@ -216,3 +216,47 @@ def test_roofline_finding_rule(reports, monkeypatch):
         ideal = (g["duration_us"] * g["roof_share"]).sum()
         assert f.cost_us == pytest.approx(g["duration_us"].sum() - ideal)
         assert f.evidence["roof_share"] < 0.8
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_damaged_tables_never_break_the_analysis(seed):
+    """Blank out random cells (None, NA, NaN, 0, negative, huge) of real tables: the timeline,
+    findings, roofline and comparison still come out, with no rule failing and no warning."""
+    import dataclasses
+    import random
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from kernelscope.report import Report
+
+    rng = random.Random(seed)
+    sources = [ks.load(DATA / f"{n}.pt.trace.json.gz") for n in ("copies_streams", "mlp_train", "graphs")]
+    for trial in range(15):
+        src = sources[trial % 3]
+        t = src.trace
+        tables = {n: getattr(t, n).copy() for n in ("kernels", "copies", "syncs", "ops")}
+        for df in tables.values():
+            for col in df.columns:
+                if len(df) and rng.random() < 0.15:
+                    rows = rng.sample(range(len(df)), max(1, len(df) // 3))
+                    if df[col].dtype == object:
+                        df.loc[rows, col] = None
+                    elif str(df[col].dtype) in ("Int64", "boolean"):
+                        df.loc[rows, col] = pd.NA
+                    else:
+                        df.loc[rows, col] = rng.choice([np.nan, 0.0, 1e12, -5.0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # other modules' warnings are not under test here
+            rep = Report(dataclasses.replace(t, **tables, meta=dict(t.meta)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            rep.timeline
+            found = rep.findings
+            rep.roofline
+            c = ks.compare(src, rep)
+            repr(c), c._repr_html_()
+        assert not [f.title for f in found if f.kind == "analysis_error"]
+        json.dumps([f.to_dict() for f in found])
+        json.dumps(c.to_dict())

@@ -272,7 +272,7 @@ def copy_findings(report, tl) -> list:
     if not len(c):
         return []
     c = c[c["kind"] == "memcpy"]
-    host = c[c["copy_kind"].isin(_HOST_COPY_KINDS)]
+    host = c[c["copy_kind"].isin(_HOST_COPY_KINDS) & c["start_us"].notna() & c["duration_us"].notna()]
     if not len(host):
         return []
     out = []
@@ -288,19 +288,20 @@ def copy_findings(report, tl) -> list:
     pinned = host[(host["src_memory"] == "Pinned") | (host["dst_memory"] == "Pinned")]
     if len(pageable):
         b = pageable["bytes"].astype(float).fillna(0).to_numpy()
-        d = pageable["duration_us"].to_numpy(float)
+        d = np.nan_to_num(pageable["duration_us"].to_numpy(float))
         lk = np.array([link(i) for i in pageable["device_index"].tolist()])
         ideal = b / (lk * 1e3)  # us at the link's datasheet rate (GB/s = 1e3 bytes/us)
         cost = float(np.maximum(0.0, d - ideal).sum())
-        gbps = b.sum() / d.sum() / 1e3 if d.sum() > 0 else np.nan
-        pin_gbps = (pinned["bytes"].astype(float).sum() / pinned["duration_us"].sum() / 1e3
-                    if len(pinned) and pinned["duration_us"].sum() > 0 else None)
+        gbps = _ratio(b.sum(), np.nansum(d) * 1e3)
+        pin_gbps = (_ratio(pinned["bytes"].astype(float).sum(), pinned["duration_us"].sum() * 1e3)
+                    if len(pinned) else None)
+        pin_gbps = pin_gbps if pin_gbps == pin_gbps else None
         host_blocked = float(pageable["launch_duration_us"].fillna(0).sum())
         dev_i = pageable["device_index"].iloc[0]
         p = peaks.get(dev_i)
         by_kind = [{"copy": k, "count": int(len(g)), "bytes": int(g["bytes"].fillna(0).sum()),
                     "time_us": float(g["duration_us"].sum()),
-                    "gbps": float(g["bytes"].fillna(0).sum() / g["duration_us"].sum() / 1e3)}
+                    "gbps": _ratio(g["bytes"].fillna(0).sum(), g["duration_us"].sum() * 1e3)}
                    for k, g in pageable.groupby("name")]
         title = (f"{len(pageable)} cop{'ies' if len(pageable) != 1 else 'y'} used pageable host memory: "
                  f"{_fmt_bytes(b.sum())} at {gbps:.1f} GB/s "
@@ -334,7 +335,7 @@ def copy_findings(report, tl) -> list:
             s = hc["start_us"].to_numpy(float)
             ov = covered_length(ms, me, s, s + hc["duration_us"].to_numpy(float))
             for r, o in zip(hc.itertuples(), ov):
-                if o <= 0 and (dev_i, r.stream) in with_kernels:
+                if o <= 0 and r.stream is not pd.NA and (dev_i, r.stream) in with_kernels:
                     rows.append({"copy": r.name, "stream": int(r.stream), "time_us": float(r.duration_us),
                                  "op": r.op})
         if rows:
@@ -510,6 +511,12 @@ def _call_site(name, op, outer) -> str:
     if isinstance(outer, str) and outer and outer != op:
         site += f" (under {outer})"
     return site
+
+
+def _ratio(a, b):
+    """a / b as a float, NaN when b is 0 or missing (durations can be 0 in damaged input)."""
+    a, b = _f(a), _f(b)
+    return a / b if a is not None and b else float("nan")
 
 
 def _f(x):

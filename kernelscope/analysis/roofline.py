@@ -46,7 +46,7 @@ def op_counts(name: str, dims, types, trace_flops=None):
     >>> op_counts("aten::mm", [[512, 1024], [1024, 4096]], ["c10::BFloat16", "c10::BFloat16"])
     (4294967296.0, 13631488.0, 'bf16', 'shapes')
     """
-    if not isinstance(dims, list) or not isinstance(types, list):
+    if not isinstance(name, str) or not isinstance(dims, list) or not isinstance(types, list):
         return None
     # 0-dim entries are scalars (Python numbers wrapped as CPU tensors): no device traffic.
     tensors = [(d, t) for d, t in zip(dims, types)
@@ -99,7 +99,7 @@ def roofline(report) -> pd.DataFrame:
     """
     k = report.kernels
     ops = report.ops
-    k = k[k["op_index"].notna()] if len(k) else k
+    k = k[k["op_index"].notna() & k["duration_us"].notna()] if len(k) else k
     if not len(k) or not len(ops):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ROOFLINE_COLUMNS})
     dev_names = dict(zip(report.devices["index"].tolist(), report.devices["name"].tolist()))

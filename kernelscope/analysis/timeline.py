@@ -226,7 +226,8 @@ def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame |
         c = copies[pageable & copies["launch_start_us"].notna()]
         if len(c):
             parts.append(pd.DataFrame({
-                "name": c["launch_api"].astype(object) + " (" + c["name"].astype(str) + ")",
+                "name": pd.Series([f"{a} ({n})" for a, n in zip(c["launch_api"], c["name"])],
+                                  index=c.index, dtype=object),
                 "kind": "copy", "start_us": c["launch_start_us"].astype(float),
                 "duration_us": c["launch_duration_us"].astype(float), "op": c["op"].astype(object),
                 "tid": c["launch_tid"].astype(object)}))
