@@ -46,6 +46,8 @@ COPY_COLUMNS = [
     ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
     ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
 ]
+# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls.
+HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("kind", "str")]
 GAP_COLUMNS = [
     ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
@@ -77,8 +79,9 @@ def view_model(rep) -> tuple[dict, bytes]:
     problems = []
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
+    host = _host_spans(rep.ops, rep.runtime)
     for tname, df, spec in (("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
-                            ("gaps", gaps, GAP_COLUMNS)):
+                            ("gaps", gaps, GAP_COLUMNS), ("host", host, HOST_COLUMNS)):
         cols = []
         for col, kind in spec:
             arr, strings = _encode(df[col] if col in df.columns else None, kind, len(df))
@@ -178,6 +181,29 @@ def _encode(s, kind, n):
     v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
     v = np.where(np.isfinite(v) & (np.abs(v) < 2**31), v, _MISSING_INT)
     return v.astype("<i4"), None
+
+
+def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
+    """The outermost CPU ops per thread (nested ones hide inside them on a timeline) plus the
+    CUDA runtime calls, so the timeline shows what the host was doing while the GPU idled."""
+    parts = []
+    if len(ops):
+        o = ops[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
+        o = o.assign(tid=o["tid"].astype(str)).sort_values(["tid", "start_us"], kind="stable")
+        end = (o["start_us"] + o["duration_us"].fillna(0)).to_numpy()
+        start = o["start_us"].to_numpy()
+        tid = o["tid"].to_numpy()
+        # An op is outermost when it starts after every earlier op of its thread has ended.
+        reach = pd.Series(end).groupby(tid).cummax().shift(1).to_numpy()
+        same = np.r_[False, tid[1:] == tid[:-1]]
+        top = ~same | ~(start < np.nan_to_num(reach, nan=-np.inf))
+        parts.append(o[top].assign(kind="op"))
+    if len(runtime):
+        r = runtime[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
+        parts.append(r.assign(tid=r["tid"].astype(str), kind="runtime"))
+    if not parts:
+        return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
+    return pd.concat(parts, ignore_index=True)
 
 
 def _device_label(i) -> str:

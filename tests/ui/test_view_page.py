@@ -69,8 +69,11 @@ def test_every_tab_draws(site, page):
     lanes = page.evaluate("window.ctl.timeline.rows.map(r => r.label)")
     streams = sorted({f"{d} s{s}" for d, s in zip(rep.kernels["device"], rep.kernels["stream"])}
                      | {f"cuda:{d} s{s}" for d, s in zip(rep.copies["device_index"], rep.copies["stream"])})
-    assert sorted(l for l in lanes if not l.endswith("idle")) == streams
+    assert sorted(l for l in lanes if l.startswith("cuda:") and not l.endswith("idle")) == streams
     assert "cuda:0 idle" in lanes
+    # Host lanes: the outermost CPU ops and the CUDA API calls of each thread that made them.
+    threads = sorted(set(rep.ops["tid"].astype(str)) | set(rep.runtime["tid"].astype(str)))
+    assert {l.split()[1] for l in lanes if l.startswith("thread ")} == set(threads)
     drawn = page.evaluate("window.ctl.timeline.drawn")
     assert drawn > 0
     page.screenshot(path=str(ARTIFACTS / "view_timeline.png"))
@@ -125,8 +128,10 @@ def test_group_by_op_and_timeline_pan(site, page):
     page.locator(".ks-btn[title='show everything']").click()
     # Hover over a kernel in a lane shows its name and backend; click selects it in the table.
     start = float(k["start_us"].iloc[0]) + float(k["duration_us"].iloc[0]) / 2
-    x = page.evaluate(f"(() => {{ const t = window.ctl.timeline; return 112 + ({start} - t.view[0]) / (t.view[1] - t.view[0]) * (t.width - 112); }})()")
-    page.mouse.move(box["x"] + x, box["y"] + 20 + 9)
+    lane = f"{k['device'].iloc[0]} s{k['stream'].iloc[0]}"
+    x, r = page.evaluate(f"(() => {{ const t = window.ctl.timeline; return [112 + ({start} - t.view[0]) / "
+                         f"(t.view[1] - t.view[0]) * (t.width - 112), t.rows.findIndex(r => r.label === '{lane}')]; }})()")
+    page.mouse.move(box["x"] + x, box["y"] + 20 + r * 18 + 9)
     tip = page.locator(".ks-tip")
     assert tip.is_visible() and k["backend"].iloc[0] in tip.inner_text()
     assert not page.errors, page.errors

@@ -15,6 +15,18 @@ const COPY_COLORS = { HtoD: "#d37295", DtoH: "#b6992d", DtoD: "#499894", memset:
 /** Lanes: items of each (device, stream), sorted by start; idle gaps per device. */
 export function buildLanes(model) {
   const lanes = new Map();
+  // Host lanes first: outermost CPU ops and CUDA API calls per thread.
+  const ht = model.tables.host;
+  const hostLanes = new Map();
+  if (ht) {
+    for (let i = 0; i < ht.rows; i++) {
+      const tid = str(ht, "tid", i) || "?";
+      const kind = str(ht, "kind", i);
+      const key = `thread ${tid} ${kind === "op" ? "ops" : "CUDA API"}`;
+      if (!hostLanes.has(key)) hostLanes.set(key, { key, device: "host", stream: kind === "op" ? 0 : 1, tid, items: [] });
+      hostLanes.get(key).items.push({ t: "host", i, s: ht.cols.start_us[i], e: ht.cols.start_us[i] + ht.cols.duration_us[i] });
+    }
+  }
   const add = (tname) => {
     const t = model.tables[tname];
     if (!t) return;
@@ -28,7 +40,9 @@ export function buildLanes(model) {
   };
   add("kernels");
   add("copies");
-  const out = [...lanes.values()].sort((a, b) => (a.device < b.device ? -1 : a.device > b.device ? 1 : a.stream - b.stream));
+  const byKey = (a, b) => (a.device < b.device ? -1 : a.device > b.device ? 1 : a.stream - b.stream);
+  const host = [...hostLanes.values()].sort((a, b) => (a.tid < b.tid ? -1 : a.tid > b.tid ? 1 : a.stream - b.stream));
+  const out = [...host, ...[...lanes.values()].sort(byKey)];
   let lo = Infinity, hi = -Infinity;
   for (const lane of out) {
     lane.items.sort((a, b) => a.s - b.s);
@@ -80,7 +94,8 @@ export class Timeline {
         btn("+", "zoom in", () => this.zoom(0.5)), btn("−", "zoom out", () => this.zoom(2)),
         btn("reset", "show everything", () => { this.view = [...this.full]; this.draw(); }), this.info,
         h("span", { class: "ks-hint", text: "wheel: zoom · drag: pan · click: select kernel" })),
-      h("div", { class: "ks-timeline-wrap" }, this.canvas, this.tip));
+      h("div", { class: "ks-timeline-wrap" }, this.canvas, this.tip),
+      legend());
     this._bind();
   }
 
@@ -158,7 +173,9 @@ export class Timeline {
     } else {
       const it = hit.item;
       const t = this.model.tables[it.t];
-      if (it.t === "kernels") {
+      if (it.t === "host") {
+        lines.push(str(t, "name", it.i) || "?", `${fmtUs(t.cols.duration_us[it.i])} at ${fmtUs(t.cols.start_us[it.i])}`);
+      } else if (it.t === "kernels") {
         lines.push(this.model.header.names[t.cols.name[it.i]] || str(t, "name", it.i),
           `${str(t, "backend", it.i) || "-"} · ${fmtUs(t.cols.duration_us[it.i])} at ${fmtUs(t.cols.start_us[it.i])}`,
           `op: ${str(t, "op", it.i) || "-"}`);
@@ -214,6 +231,7 @@ export class Timeline {
     const kb = kt.cols.backend;
     const bkStrings = kt.strings.backend || [];
     const ct = this.model.tables.copies;
+    const ht = this.model.tables.host;
     let drawn = 0;
     this.rows.forEach((row, r) => {
       const y = AXIS_H + r * LANE_H;
@@ -239,6 +257,7 @@ export class Timeline {
         const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
         const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
         const color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
+          : it.t === "host" ? hostColor(str(ht, "name", it.i), str(ht, "kind", it.i))
           : (COPY_COLORS[str(ct, "copy_kind", it.i)] || COPY_COLORS[str(ct, "kind", it.i)] || "#999");
         // Many launches in one pixel column: draw it once.
         if (Math.floor(x1) <= lastX && color === lastColor) continue;
@@ -253,6 +272,24 @@ export class Timeline {
     this.info.textContent = ` ${fmtUs(a)} – ${fmtUs(b)} (${fmtUs(b - a)})`;
     this.drawn = drawn;
   }
+}
+
+function legend() {
+  const item = (color, label) => h("span", { class: "ks-legend-item" },
+    h("span", { class: "ks-swatch", style: `background:${color}` }), label);
+  return h("div", { class: "ks-legend" },
+    "kernels: backend colours · copies: ", item(COPY_COLORS.HtoD, "HtoD"), item(COPY_COLORS.DtoH, "DtoH"),
+    item(COPY_COLORS.DtoD, "DtoD"), item(COPY_COLORS.memset, "memset"),
+    " · host: ", item(hostColor("", "op"), "CPU op"), item(hostColor("cudaLaunchKernel", "runtime"), "CUDA API"),
+    item(hostColor("cudaStreamSynchronize", "runtime"), "synchronize"),
+    " · GPU idle, waiting on: ", item(GAP_COLORS.host, "host"), item(GAP_COLORS.sync, "sync"),
+    item(GAP_COLORS.streams, "another stream"), item(GAP_COLORS.queued, "queued"));
+}
+
+/** Host spans: ops in slate, launch calls in grey, synchronizations (the host blocked) in purple. */
+function hostColor(name, kind) {
+  if (kind === "op") return "#8c9bb0";
+  return name && /Synchronize/.test(name) ? "#9467bd" : "#c4c4c4";
 }
 
 function niceStep(x) {
