@@ -227,3 +227,20 @@ def test_nbconvert_renders_the_saved_report_as_static_html():
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     assert "kernelscope-static" in html                     # not a dead widget
     assert ">cuDNN flash attention fprop (sm90)<" in html
+
+
+def test_host_lanes_hold_the_outermost_ops(mlp):
+    header, buf = view_model(mlp)
+    host = decode_buffer(header, buf)["host"]
+    got = sorted((t, s) for t, s, kind in zip(host["tid"], host["start_us"], host["kind"]) if kind == "op")
+    # Written out: per thread, in start order, an op is outermost if it starts after the end
+    # of every earlier op of that thread.
+    want = []
+    for tid, g in mlp.ops.assign(tid=mlp.ops["tid"].astype(str)).groupby("tid"):
+        reach = -math.inf
+        for s, d in sorted(zip(g["start_us"], g["duration_us"])):
+            if s >= reach:
+                want.append((tid, s))
+            reach = max(reach, s + d)
+    assert got == sorted(want) and len(got) == 60
+    assert sum(k == "runtime" for k in host["kind"]) == len(mlp.runtime)
