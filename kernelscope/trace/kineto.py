@@ -762,7 +762,9 @@ def _devices(props):
         if not isinstance(p, dict):
             continue
         g = p.get
-        cols["index"].append(_num(g("id", i), int))
+        idx = _num(g("id"), int)
+        # Kineto writes each device's position as its id; fall back to it when the id is unusable.
+        cols["index"].append(i if idx is None else idx)
         cols["name"].append(_text(g("name")))
         # ROCm traces carry the gfx architecture name; CUDA ones never do.
         cols["device_type"].append("ROCm" if g("gcnArchName") or "AMD" in _text(g("name")) else "CUDA")
