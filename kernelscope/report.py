@@ -184,7 +184,7 @@ class Report:
             ncu = pd.DataFrame(_table_from_json(d["ncu"])) if d.get("ncu") else None
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
-        meta = d.get("meta") if isinstance(d.get("meta"), dict) else {}
+        meta = _clean_meta(d.get("meta"))
         return cls(Trace(**tables, meta=meta), ncu=ncu)
 
     # -- display -------------------------------------------------------------------------
@@ -223,6 +223,38 @@ class Report:
         """
         from .widget import ReportWidget
         return ReportWidget(self)
+
+
+# Types of the meta fields the library reads, for checking a saved report (a damaged or
+# hand-edited file must give a report or a TraceError, never a crash in a view).
+_META_CHECKS = {
+    "span_us": lambda v: _finite(v) and v >= 0, "cuda_event_us": lambda v: _finite(v) and v >= 0,
+    "time_origin_ns": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "source": lambda v: isinstance(v, str), "trace_name": lambda v: isinstance(v, str),
+    "error": lambda v: isinstance(v, str),
+    "view": lambda v: isinstance(v, dict) and (v.get("top") is None or (
+        isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),
+    "repeats": lambda v: isinstance(v, dict), "cell": lambda v: isinstance(v, dict),
+}
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _clean_meta(meta) -> dict:
+    """A saved report's meta with damaged fields dropped (and named in its notes)."""
+    if not isinstance(meta, dict):
+        return {"notes": ["the report's meta data was damaged and is ignored"]}
+    meta = dict(meta)
+    notes = meta.get("notes")
+    meta["notes"] = [str(n) for n in notes] if isinstance(notes, list) else []
+    bad = sorted(k for k, ok in _META_CHECKS.items() if k in meta and meta[k] is not None and not ok(meta[k]))
+    for k in bad:
+        del meta[k]
+    if bad:
+        meta["notes"].append(f"ignored damaged meta field(s) of the report file: {', '.join(bad)}")
+    return meta
 
 
 def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
