@@ -304,7 +304,36 @@ def _decode_stdlib(raw: bytes, label, notes, first_error):
         raise TraceError(label, _TOO_DEEP) from None
     if constants:
         notes.append(f"read {len(constants)} non-standard JSON number(s) ({', '.join(sorted(set(constants)))})")
+    if _SURROGATE_ESCAPE.search(text):
+        n = _scrub_surrogates(doc)
+        if n:
+            notes.append(f"replaced unpaired UTF-16 surrogates in {n} string(s)")
     return doc
+
+
+# A \uD800-\uDFFF escape in JSON text; unpaired, Python's json decodes it to a lone surrogate,
+# which no table, report file or notebook can hold (it cannot be encoded as UTF-8).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _scrub_surrogates(doc) -> int:
+    """Replace lone surrogates in every string value of ``doc`` by U+FFFD; how many changed.
+
+    Iterative, not recursive: the document may be nested as deep as the parser allowed.
+    """
+    changed, stack = 0, [doc]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, (dict, list)):
+            continue
+        for k, v in (x.items() if isinstance(x, dict) else enumerate(x)):
+            if isinstance(v, str):
+                if not v.isascii() and _SURROGATE.search(v):
+                    x[k] = _SURROGATE.sub("\ufffd", v)   # same key: the dict does not resize
+                    changed += 1
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+    return changed
 
 
 def _loose_events(loose, label, notes):
@@ -340,14 +369,6 @@ def _loose_events(loose, label, notes):
         notes.append(f"skipped {bad} malformed event(s) of {len(events)}")
     if bad_args:
         notes.append(f"ignored malformed args of {bad_args} event(s)")
-    surrogates = 0
-    for e in good:
-        # Lone UTF-16 surrogates (from \ud800-style escapes) cannot be written out as UTF-8.
-        if not e.name.isascii() and _SURROGATE.search(e.name):
-            e.name = _SURROGATE.sub("\ufffd", e.name)
-            surrogates += 1
-    if surrogates:
-        notes.append(f"replaced unpaired UTF-16 surrogates in {surrogates} event name(s)")
     header.traceEvents = good
     return header
 
