@@ -316,7 +316,7 @@ def test_lone_surrogates_are_replaced():
     rep = ks.load(CORPUS / "long_name_binary.json")
     name = rep.kernels["name"].iloc[0]
     assert name == "\ufffd\u0001\u001b[31m\ufffd"
-    assert "replaced unpaired UTF-16 surrogates in 1 event name(s)" in rep.notes
+    assert "replaced unpaired UTF-16 surrogates in 1 string(s)" in rep.notes
 
 
 def test_huge_integers_do_not_become_wrong_numbers():
