@@ -307,10 +307,10 @@ def _config_entry(code: int, row, dev: dict, with_curves: bool) -> dict:
     d = dev.get(_int(row["device_index"]))
     dims = [_int(row[c]) for c in ("block_x", "block_y", "block_z")]
     regs, smem = _int(row["registers_per_thread"]), _int(row["shared_mem_bytes"])
-    if d is None or None in dims or regs is None or smem is None:
-        return entry
+    cc = (_int(d["compute_major"]), _int(d["compute_minor"])) if d is not None else (None, None)
+    if d is None or None in dims or regs is None or smem is None or None in cc:
+        return entry   # a damaged header (no compute capability) leaves occupancy unknown
     threads = dims[0] * dims[1] * dims[2]
-    cc = (int(d["compute_major"]), int(d["compute_minor"]))
     args = dict(compute_capability=cc, threads_per_block=threads, registers_per_thread=regs,
                 shared_mem_per_block=smem, device=d)
     cur = _safe(lambda: occupancy(**args), None)

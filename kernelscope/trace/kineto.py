@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from typing import Any, Union
 
 import msgspec
+import numpy as np
+import pandas as pd
 
 from ..errors import TraceError
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
@@ -83,6 +85,11 @@ class TraceFile(msgspec.Struct, gc=False):
 
 class _TypedFile(TraceFile, gc=False):
     traceEvents: Union[list[Event], msgspec.UnsetType] = msgspec.UNSET
+
+
+class _RawFile(TraceFile, gc=False):
+    # Each event as a zero-copy slice of the input, decoded later a chunk at a time.
+    traceEvents: Union[list[msgspec.Raw], msgspec.UnsetType] = msgspec.UNSET
 
 
 # Host-blocking synchronization calls, by runtime/driver API name.
@@ -217,8 +224,39 @@ def read_kineto(source, *, name=None) -> Trace:
         raw, label = _read_bytes(source, notes), name or os.fspath(source)
     raw = _utf8(raw, label, notes)
     with _no_gc():
-        doc, notes = _decode(raw, label, notes)
-        return build_trace(doc, label, notes)
+        try:
+            doc = msgspec.json.decode(raw, type=_RawFile)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            doc = None  # not the common shape: the careful path below says what is wrong
+        if doc is None or not isinstance(doc.traceEvents, list):
+            doc, notes = _decode(raw, label, notes)
+            return build_trace(doc, label, notes)
+        raws = doc.traceEvents
+        before = list(notes)
+        try:
+            # Decoding a chunk at a time keeps peak memory near the size of the tables built.
+            return _build(doc, _event_chunks(raws, label, notes), len(raws), label, notes)
+        except _CarefulPath:
+            del doc, raws
+            notes[:] = before
+            doc, notes = _decode(raw, label, notes)
+            return build_trace(doc, label, notes)
+
+
+class _CarefulPath(Exception):
+    """A chunk's text needs the lenient decoders (bad UTF-8, NaN literals, deep nesting)."""
+
+
+def _event_chunks(raws, label, notes):
+    for i in range(0, len(raws), CHUNK_EVENTS):
+        blob = b"[" + b",".join(raws[i:i + CHUNK_EVENTS]) + b"]"
+        try:
+            yield msgspec.json.decode(blob, type=list[Event])
+        except (msgspec.DecodeError, RecursionError):
+            raise _CarefulPath from None
+        except msgspec.ValidationError:
+            # Some event in this chunk has an unexpected shape: keep the rest of it.
+            yield _loose_events({"traceEvents": msgspec.json.decode(blob)}, label, notes).traceEvents
 
 
 _BOMS = ((b"\xef\xbb\xbf", None), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
@@ -412,37 +450,79 @@ _BUCKET = {"kernel": "kernels", "gpu_memcpy": "copies", "gpu_memset": "copies",
 
 
 _INF = float("inf")
+_BUCKET_CATS = {b: {c for c, v in _BUCKET.items() if v == b} for b in set(_BUCKET.values())}
 
 
 def build_trace(doc, label="<trace>", notes=None) -> Trace:
     """Columnar tables from a decoded trace document (see :func:`read_kineto`)."""
-    notes = list(notes or [])
     events = doc.traceEvents
     if events is msgspec.UNSET or events is None:
         raise TraceError(label, "not a torch.profiler trace: it has no 'traceEvents' list")
+    return _build(doc, [events], len(events), label, notes)
 
-    # List comprehensions, one per bucket, run several times faster than one loop with branches.
+
+# Events decoded at a time: large enough that per-chunk overhead is negligible, small enough
+# that a chunk's structs are a small part of peak memory.
+CHUNK_EVENTS = 65536
+_TABLES = {"kernels": KERNEL_COLUMNS, "copies": COPY_COLUMNS, "runtime": RUNTIME_COLUMNS,
+           "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "gsyncs": SYNC_COLUMNS}
+
+
+def _chunk_tables(events, bad_times):
+    """Per-bucket column tables (absolute times) for one chunk of decoded events."""
     xs = [e for e in events if e.ph == "X" and e.cat in _BUCKET]
-    buckets = {}
-    bad_times = 0
-    for b in set(_BUCKET.values()):
-        cats = {c for c, v in _BUCKET.items() if v == b}
+    out = {}
+    for b, cats in _BUCKET_CATS.items():
         evs = [e for e in xs if e.cat in cats]
         # NaN fails every comparison; negative, infinite or missing times cannot be placed.
         ok = [e for e in evs if e.ts is not None and e.dur is not None and -_INF < e.ts < _INF and 0 <= e.dur < _INF]
-        bad_times += len(evs) - len(ok)
-        buckets[b] = ok
-    if bad_times:
-        notes.append(f"skipped {bad_times} event(s) with a missing, negative or non-numeric time")
+        bad_times[0] += len(evs) - len(ok)
+        if not ok:
+            continue
+        if b == "span":
+            out[b] = (ok[0].ts, ok[0].dur)
+            continue
+        cols = _builders()[b](ok, 0.0)
+        schema = _TABLES[b]
+        out[b] = frame(cols, {c: schema[c] for c in cols})
+    return out
 
-    t_min = min((min(e.ts for e in evs) for b, evs in buckets.items() if evs and b != "span"), default=None)
-    span = buckets["span"]
+
+def _build(doc, chunks, n_events, label, notes) -> Trace:
+    # The same list object: chunk decoding appends its notes to it while we iterate.
+    notes = notes if notes is not None else []
+    parts = {b: [] for b in _TABLES}
+    span = None
+    bad_times = [0]
+    for events in chunks:
+        for b, t in _chunk_tables(events, bad_times).items():
+            if b == "span":
+                span = span or t
+            else:
+                parts[b].append(t)
+    if bad_times[0]:
+        notes.append(f"skipped {bad_times[0]} event(s) with a missing, negative or non-numeric time")
+    tables = {}
+    for b, schema in _TABLES.items():
+        ps = parts[b]
+        if len(ps) == 1:
+            tables[b] = ps[0]
+        elif ps:
+            tables[b] = pd.concat(ps, ignore_index=True)
+        else:
+            tables[b] = frame({}, {c: schema[c] for c in _builders()[b]([], 0.0)})
+    del parts
+
+    starts = [float(t["start_us"].min()) for t in tables.values() if len(t)]
+    t_min = min(starts) if starts else None
     # The profiler's own "Trace" event spans the recorded region.
-    span_start = span[0].ts if span else None
-    span_end = span[0].ts + span[0].dur if span else None
+    span_start = span[0] if span else None
+    span_end = span[0] + span[1] if span else None
     origin = span_start if span_start is not None else (t_min or 0.0)
     if t_min is not None and t_min < origin:
         origin = t_min
+    for t in tables.values():
+        t["start_us"] = t["start_us"] - origin
     base_ns = _num(doc.baseTimeNanoseconds, int) or 0
     meta = {
         "source": label,
@@ -458,48 +538,83 @@ def build_trace(doc, label="<trace>", notes=None) -> Trace:
         "notes": notes,
     }
 
-    devices = _devices(doc.deviceProperties)
-    rt = _runtime_table(buckets["runtime"], origin)
-    op_t = _op_table(buckets["ops"], origin)
-    fr = _frame_table(buckets["frames"], origin)
+    rt, ops, fr = tables["runtime"], tables["ops"], tables["frames"]
+    k, c = tables["kernels"], tables["copies"]
+    # Joins: correlation -> launching runtime call; External id -> enclosing CPU op (cpu_op rows
+    # win over annotations that share the id space).
+    cpu_first = np.argsort((ops["cat"] != "cpu_op").to_numpy(), kind="stable")
+    for t in (k, c):
+        _join_launch(t, rt, _lookup(rt["correlation"], t["correlation"]))
+        _join_op(t, ops, _lookup(ops["external_id"], t["external_id"], order=cpu_first))
+    if len(fr) and len(k):
+        k["source"] = _sources(k["launch_tid"].tolist(), k["launch_start_us"].tolist(),
+                               {col: fr[col].tolist() for col in ("name", "tid", "start_us", "duration_us")})
+    syncs = _sync_table(rt, tables["gsyncs"], ops, cpu_first)
 
-    # Joins: correlation -> launching runtime call; External id -> enclosing CPU op.
-    rt_by_corr = {}
-    for i, c in enumerate(rt["correlation"]):
-        if c is not None and c not in rt_by_corr:
-            rt_by_corr[c] = i
-    op_by_ext = {}
-    for i, (x, cat) in enumerate(zip(op_t["external_id"], op_t["cat"])):
-        # cpu_op rows win over annotations that share the id space.
-        if x is not None and (x not in op_by_ext or cat == "cpu_op"):
-            op_by_ext[x] = i
-
-    k = _kernel_table(buckets["kernels"], origin)
-    _join_launch(k, rt, rt_by_corr)
-    _join_op(k, op_t, op_by_ext)
-    if fr["name"]:
-        k["source"] = _sources(k["launch_tid"], k["launch_start_us"], fr)
-    c = _copy_table(buckets["copies"], origin)
-    _join_launch(c, rt, rt_by_corr)
-    _join_op(c, op_t, op_by_ext)
-    s = _sync_table(rt, buckets["gsyncs"], op_t, op_by_ext, origin)
-
-    if not k["name"] and not c["name"] and not op_t["name"] and not rt["name"]:
-        if not events:
+    if not len(k) and not len(c) and not len(ops) and not len(rt):
+        if not n_events:
             raise TraceError(label, "the trace holds no events" + (f" ({'; '.join(notes)})" if notes else ""))
         raise TraceError(label, "not a torch.profiler trace: none of its events are kernels, copies, "
                                 "runtime calls or CPU ops")
-    if not k["name"]:
+    if not len(k):
         notes.append("no GPU kernels were recorded (CPU-only trace)")
 
     trace = Trace(
-        kernels=frame(k, KERNEL_COLUMNS), copies=frame(c, COPY_COLUMNS),
-        runtime=frame(rt, RUNTIME_COLUMNS), ops=frame(op_t, OP_COLUMNS),
-        frames=frame(fr, FRAME_COLUMNS), syncs=frame(s, SYNC_COLUMNS),
-        devices=frame(devices, DEVICE_COLUMNS), meta=meta,
+        kernels=_complete(k, KERNEL_COLUMNS), copies=_complete(c, COPY_COLUMNS),
+        runtime=_complete(rt, RUNTIME_COLUMNS), ops=_complete(ops, OP_COLUMNS),
+        frames=_complete(fr, FRAME_COLUMNS), syncs=_complete(syncs, SYNC_COLUMNS),
+        devices=frame(_devices(doc.deviceProperties), DEVICE_COLUMNS), meta=meta,
     )
     _cover_span(trace)
     return trace
+
+
+def _complete(t, schema):
+    """The table with every schema column, in schema order (missing ones empty)."""
+    n = len(t)
+    for col, kind in schema.items():
+        if col not in t.columns:
+            t[col] = frame({col: [None] * n}, {col: kind})[col].to_numpy() if kind != "bool" else \
+                pd.array([False] * n, dtype="boolean")
+    t = t[list(schema)].reset_index(drop=True)
+    for col, kind in schema.items():
+        if kind == "object" and t[col].dtype != object:
+            t[col] = t[col].astype(object)   # pandas 3 may have inferred its string dtype
+        elif kind == "int64" and str(t[col].dtype) != "Int64":
+            t[col] = t[col].astype("Int64")  # concat with an all-missing part gives float64
+    return t
+
+
+_MISSING_KEY = np.iinfo(np.int64).min
+
+
+def _lookup(keys: pd.Series, query: pd.Series, order=None) -> np.ndarray:
+    """For each query value, the row of its first match in ``keys`` (in ``order``), else -1."""
+    if not len(keys) or not len(query):
+        return np.full(len(query), -1, dtype=np.int64)
+    kv = keys.to_numpy(dtype="int64", na_value=_MISSING_KEY)
+    pos = np.arange(len(kv)) if order is None else np.asarray(order)
+    kv = kv[pos]
+    keep = (kv != _MISSING_KEY) & ~pd.Series(kv).duplicated(keep="first").to_numpy()
+    index = pd.Index(kv[keep])
+    hit = index.get_indexer(query.to_numpy(dtype="int64", na_value=_MISSING_KEY))
+    return np.where(hit >= 0, pos[keep][np.maximum(hit, 0)], -1)
+
+
+def _take(values: np.ndarray, rows: np.ndarray, fill=None) -> pd.Series:
+    """values[rows] where rows >= 0, else ``fill``, as an object column."""
+    out = np.full(len(rows), fill, dtype=object)
+    m = rows >= 0
+    out[m] = values[rows[m]]
+    # Explicit object dtype: pandas 3 would infer its Arrow string dtype on assignment.
+    return pd.Series(out, dtype=object, copy=False)
+
+
+def _take_float(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    out = np.full(len(rows), np.nan)
+    m = rows >= 0
+    out[m] = values[rows[m]]
+    return out
 
 
 def _cover_span(trace):
@@ -667,61 +782,66 @@ def _frame_table(evs, origin):
     }
 
 
-def _sync_table(rt, gsyncs, op_t, op_by_ext, origin):
-    rows = {col: [] for col in SYNC_COLUMNS}
-    for i, name in enumerate(rt["name"]):
-        kind = SYNC_CALLS.get(name)
-        if kind is None:
-            continue
-        x = rt["external_id"][i]
-        j = op_by_ext.get(x) if x is not None else None
-        rows["name"].append(name)
-        rows["kind"].append(kind)
-        rows["tid"].append(rt["tid"][i])
-        rows["start_us"].append(rt["start_us"][i])
-        rows["duration_us"].append(rt["duration_us"][i])
-        rows["correlation"].append(rt["correlation"][i])
-        rows["external_id"].append(x)
-        rows["op"].append(op_t["name"][j] if j is not None else None)
-        rows["stream"].append(None)
-        rows["device_index"].append(None)
-    # Newer Kineto also records syncs on the GPU side (cat "cuda_sync"); keep them for the
-    # stream each one waited on.
-    for e in gsyncs:
-        x = e.args or _EMPTY_ARGS
-        ext = x.external_id
-        j = op_by_ext.get(ext) if ext is not None else None
-        rows["name"].append(e.name)
-        rows["kind"].append(x.sync_type or "gpu")
-        rows["tid"].append(e.tid)
-        rows["start_us"].append(e.ts - origin)
-        rows["duration_us"].append(float(e.dur))
-        rows["correlation"].append(x.correlation)
-        rows["external_id"].append(ext)
-        rows["op"].append(op_t["name"][j] if j is not None else None)
-        rows["stream"].append(x.stream)
-        rows["device_index"].append(x.device)
-    return rows
+def _sync_table(rt, gsyncs, ops, cpu_first):
+    """Host-blocking sync calls from the runtime table, plus GPU-side sync records."""
+    m = rt["name"].isin(list(SYNC_CALLS)).to_numpy()
+    r = rt[m]
+    host = pd.DataFrame({
+        "name": pd.Series(r["name"].to_numpy(), dtype=object),
+        "kind": pd.Series(r["name"].map(SYNC_CALLS).to_numpy(dtype=object), dtype=object),
+        "tid": pd.Series(r["tid"].to_numpy(), dtype=object), "start_us": r["start_us"].to_numpy(),
+        "duration_us": r["duration_us"].to_numpy(), "correlation": r["correlation"].array,
+        "external_id": r["external_id"].array,
+    })
+    parts = [host]
+    if len(gsyncs):
+        # Newer Kineto also records syncs on the GPU side (cat "cuda_sync"); keep them for the
+        # stream each one waited on.
+        parts.append(gsyncs)
+    s = pd.concat(parts, ignore_index=True) if len(parts) > 1 else host
+    s["op"] = _take(ops["name"].to_numpy(), _lookup(ops["external_id"], s["external_id"], order=cpu_first))
+    return s
 
 
-def _join_launch(t, rt, rt_by_corr):
-    idx = [rt_by_corr.get(c) if c is not None else None for c in t["correlation"]]
-    t["launch_api"] = [rt["name"][i] if i is not None else None for i in idx]
-    t["launch_start_us"] = [rt["start_us"][i] if i is not None else None for i in idx]
-    t["launch_duration_us"] = [rt["duration_us"][i] if i is not None else None for i in idx]
-    t["launch_tid"] = [rt["tid"][i] if i is not None else None for i in idx]
-    if "kernel_backend" in t:
-        t["graph_launch"] = [n in GRAPH_LAUNCH_CALLS if n else False for n in t["launch_api"]]
+def _gsync_table(evs, origin):
+    a = _argss(evs)
+    return {
+        "name": [e.name for e in evs],
+        "kind": [x.sync_type or "gpu" for x in a],
+        "tid": [e.tid for e in evs],
+        "start_us": [e.ts - origin for e in evs],
+        "duration_us": [e.dur for e in evs],
+        "correlation": [x.correlation for x in a],
+        "external_id": [x.external_id for x in a],
+        "stream": [x.stream for x in a],
+        "device_index": [x.device for x in a],
+    }
 
 
-def _join_op(t, op_t, op_by_ext):
-    idx = [op_by_ext.get(x) if x is not None else None for x in t["external_id"]]
-    t["op"] = [op_t["name"][i] if i is not None else None for i in idx]
-    t["op_index"] = idx
-    if "kernel_backend" in t:
+def _builders():
+    return {"kernels": _kernel_table, "copies": _copy_table, "runtime": _runtime_table,
+            "ops": _op_table, "frames": _frame_table, "gsyncs": _gsync_table}
+
+
+def _join_launch(t, rt, rows):
+    t["launch_api"] = _take(rt["name"].to_numpy(), rows)
+    t["launch_start_us"] = _take_float(rt["start_us"].to_numpy(), rows)
+    t["launch_duration_us"] = _take_float(rt["duration_us"].to_numpy(), rows)
+    t["launch_tid"] = _take(rt["tid"].to_numpy(), rows)
+    if "kernel_backend" in t.columns:
+        t["graph_launch"] = pd.array(np.isin(t["launch_api"].to_numpy(), GRAPH_LAUNCH_CALLS), dtype="boolean")
+
+
+def _join_op(t, ops, rows):
+    t["op"] = _take(ops["name"].to_numpy(), rows)
+    t["op_index"] = pd.array(np.where(rows >= 0, rows, 0), dtype="Int64")
+    t.loc[rows < 0, "op_index"] = pd.NA
+    if "kernel_backend" in t.columns:
         # Triton records its backend on the launching op's args; carry it to the kernel.
-        t["kernel_backend"] = [kb if kb else (op_t["kernel_backend"][i] if i is not None else None)
-                               for kb, i in zip(t["kernel_backend"], idx)]
+        from_op = _take(ops["kernel_backend"].to_numpy(), rows)
+        own = t["kernel_backend"].to_numpy(dtype=object)
+        t["kernel_backend"] = pd.Series(np.where(pd.isna(own) | (own == ""), from_op.to_numpy(), own),
+                                        dtype=object, index=t.index)
 
 
 _FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
