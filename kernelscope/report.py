@@ -185,7 +185,10 @@ class Report:
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = _clean_meta(d.get("meta"))
-        return cls(Trace(**tables, meta=meta), ncu=ncu)
+        trace = Trace(**tables, meta=meta)
+        from .trace.kineto import _cover_span
+        _cover_span(trace)   # a hand-edited span may not cover the recorded kernels
+        return cls(trace, ncu=ncu)
 
     # -- display -------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -623,7 +623,7 @@ def _cover_span(trace):
     The profiler's span always does in real recordings; in a damaged or hand-made trace it may
     not, and GPU busy time must never exceed the region's span.
     """
-    span = trace.meta["span_us"]
+    span = trace.meta.get("span_us")
     if span is None:
         return
     end = span
@@ -633,7 +633,7 @@ def _cover_span(trace):
     if end > span:
         trace.meta["span_us"] = end
         if end - span > 1.0:   # clocks of CPU and GPU events disagree by far less than 1 us
-            trace.meta["notes"].append(f"events end {end - span:.1f} us after the profiler's span; "
+            trace.meta.setdefault("notes", []).append(f"events end {end - span:.1f} us after the profiler's span; "
                                        "the span was widened to cover them")
 
 
