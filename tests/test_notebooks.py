@@ -1,0 +1,134 @@
+"""The tutorial notebooks: committed with outputs from a real GPU run, honest about their path
+without a GPU, shipping the H200 recordings they load, and wired to nbval with a sanitize file.
+
+nbval itself runs them (``python -m pytest`` collects ``example_notebooks/`` with ``--nbval-lax``);
+these tests check what nbval does not: where the stored outputs came from and what ships beside.
+"""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import kernelscope as ks
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_DIR = ROOT / "example_notebooks"
+NOTEBOOKS = sorted(NB_DIR.glob("0*.ipynb"))
+RECORDING = re.compile(r"recordings/0\d_[\w]+\.(?:ksreport\.json\.gz|pt\.trace\.json\.gz|csv)")
+
+
+def _read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _text(cell):
+    out = []
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "stream":
+            out.append(o["text"])
+        elif "data" in o:
+            out.append(o["data"].get("text/plain", ""))
+    return "".join(out)
+
+
+def test_five_tutorials():
+    assert [p.name for p in NOTEBOOKS] == [
+        "01_quickstart.ipynb", "02_occupancy.ipynb", "03_backends.ipynb", "04_gpu_busy.ipynb",
+        "05_compare_and_import.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_outputs_come_from_a_gpu_run(path):
+    nb = _read(path)
+    nbformat.validate(nb)
+    cells = _code(nb)
+    # Every code cell ran, in order, in one kernel, and none raised.
+    assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1))
+    errors = [o for c in cells for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    # The first cell says where it ran; the stored outputs are the live H200 path's.
+    assert _text(cells[0]).startswith("Live run on NVIDIA H200")
+    assert "No CUDA device here" not in "".join(_text(c) for c in cells)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_says_so_without_a_gpu(path):
+    nb = _read(path)
+    first = _code(nb)[0].source
+    assert "torch.cuda.is_available()" in first
+    assert 'print(f"No CUDA device here' in first or 'print("No CUDA device here' in first
+    source = "\n".join(c.source for c in _code(nb))
+    assert RECORDING.search(source) or "recordings/0" in source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_checked_cells_have_stored_output(path):
+    checked = [c for c in _code(_read(path)) if "# NBVAL_CHECK_OUTPUT" in c.source]
+    assert checked, "each tutorial checks at least one stable output"
+    for c in checked:
+        assert _text(c).strip(), c.source[:80]
+
+
+def test_recordings_ship_and_load():
+    files = sorted((NB_DIR / "recordings").iterdir())
+    assert len(files) >= 12
+    for f in files:
+        assert f.stat().st_size < 3_000_000, f"{f.name} is too large to ship"
+        if f.suffix == ".csv":
+            rep = ks.load_ncu(f)
+        else:
+            rep = ks.load(f)
+            assert rep.devices["name"].tolist() == ["NVIDIA H200"], f.name
+        assert len(rep.kernels) > 0, f.name
+
+
+def test_recorded_numbers():
+    rec = NB_DIR / "recordings"
+    loop = ks.load(rec / "04_loop.ksreport.json.gz").kernels
+    graph = ks.load(rec / "04_graph.ksreport.json.gz").kernels
+    # 500 iterations of y * 1.0001 + 0.5: two kernels each, launched one by one, then from one graph
+    assert len(loop) == 1000 and not loop["graph_launch"].any()
+    assert len(graph) == 1000 and graph["graph_launch"].all()
+    assert set(loop["backend"]) == {"ATen"}
+    # The bf16 GEMM uses more than 48 KB of shared memory: Kineto says 0 %, Nsight Compute 18.75 %.
+    occ = ks.load(rec / "02_occupancy.ksreport.json.gz").kernels
+    gemm = occ[occ["backend"] == "cuBLAS"]
+    assert len(gemm) == 1
+    assert gemm["shared_mem_bytes"].iloc[0] > 48 * 1024
+    assert gemm["kineto_est_occupancy"].iloc[0] == 0
+    assert gemm["theoretical_occupancy"].iloc[0] == pytest.approx(0.1875)
+    copies = ks.load(rec / "04_copies.ksreport.json.gz").copies
+    assert sorted(zip(copies["src_memory"], copies["dst_memory"], copies["bytes"])) == [
+        ("Device", "Pageable", 16 << 20), ("Pageable", "Device", 256 << 20), ("Pinned", "Device", 256 << 20)]
+
+
+def test_sanitize_file():
+    nbval = pytest.importorskip("nbval.plugin")
+    patterns = nbval.get_sanitize_patterns((NB_DIR / "sanitize.cfg").read_text())
+    assert len(patterns) >= 5
+
+    def sanitize(s):
+        for regex, replace in patterns:
+            s = re.sub(regex, replace, s)
+        return s
+
+    assert sanitize("took 12.5 us, then 3.20 ms and 1,204.7 us") == "took DURATION, then DURATION and DURATION"
+    assert sanitize("at 0x7f3a9c00 on 2026-11-30 01:02:03") == "at ADDRESS on TIMESTAMP"
+    assert sanitize("saved 12,581 bytes to /tmp/tmpab_c/x.json.gz") == "saved SIZE bytes to TMPPATH"
+    # Counts and labels stay: they are what the checked cells compare.
+    stable = "1000 kernels (2 distinct), 0 launched from a CUDA graph; backends: ATen, cuBLAS; 132 SMs"
+    assert sanitize(stable) == stable
+
+
+def test_nbval_wiring_and_readme():
+    ini = (ROOT / "pyproject.toml").read_text().split("[tool.pytest.ini_options]", 1)[1]
+    assert re.search(r'testpaths = \[[^\]]*"example_notebooks"', ini)
+    assert re.search(r'addopts = "[^"]*--nbval-lax', ini)
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        assert f"example_notebooks/{path.name}" in readme
