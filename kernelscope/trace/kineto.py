@@ -470,19 +470,32 @@ _TABLES = {"kernels": KERNEL_COLUMNS, "copies": COPY_COLUMNS, "runtime": RUNTIME
 
 def _chunk_tables(events, bad_times):
     """Per-bucket column tables (absolute times) for one chunk of decoded events."""
-    xs = [e for e in events if e.ph == "X" and e.cat in _BUCKET]
+    lists = {b: [] for b in _BUCKET_CATS}
+    # One pass with bound append methods: cheaper than a comprehension per bucket.
+    append = {c: lists[b].append for c, b in _BUCKET.items()}
+    for e in events:
+        if e.ph == "X":
+            a = append.get(e.cat)
+            if a is not None:
+                a(e)
     out = {}
-    for b, cats in _BUCKET_CATS.items():
-        evs = [e for e in xs if e.cat in cats]
-        # NaN fails every comparison; negative, infinite or missing times cannot be placed.
-        ok = [e for e in evs if e.ts is not None and e.dur is not None and -_INF < e.ts < _INF and 0 <= e.dur < _INF]
-        bad_times[0] += len(evs) - len(ok)
-        if not ok:
+    for b, evs in lists.items():
+        if not evs:
+            continue
+        # Missing times become NaN; NaN, infinite, negative or missing times cannot be placed.
+        ts = np.array([e.ts for e in evs], dtype=np.float64)
+        dur = np.array([e.dur for e in evs], dtype=np.float64)
+        good = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
+        if not good.all():
+            keep = np.flatnonzero(good)
+            bad_times[0] += len(evs) - len(keep)
+            evs, ts, dur = [evs[i] for i in keep.tolist()], ts[keep], dur[keep]
+        if not evs:
             continue
         if b == "span":
-            out[b] = (ok[0].ts, ok[0].dur)
+            out[b] = (float(ts[0]), float(dur[0]))
             continue
-        cols = _builders()[b](ok, 0.0)
+        cols = _builders()[b](evs, (ts, dur))
         schema = _TABLES[b]
         out[b] = frame(cols, {c: schema[c] for c in cols})
     return out
@@ -510,7 +523,7 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         elif ps:
             tables[b] = pd.concat(ps, ignore_index=True)
         else:
-            tables[b] = frame({}, {c: schema[c] for c in _builders()[b]([], 0.0)})
+            tables[b] = frame({}, {c: schema[c] for c in _builders()[b]([], (np.empty(0), np.empty(0)))})
     del parts
 
     starts = [float(t["start_us"].min()) for t in tables.values() if len(t)]
@@ -660,7 +673,7 @@ def _dims(vs, i):
     return [v[i] if v is not None and len(v) > i else None for v in vs]
 
 
-def _kernel_table(evs, origin):
+def _kernel_table(evs, times):
     a = _argss(evs)
     grids = [x.grid for x in a]
     blocks = [x.block for x in a]
@@ -669,8 +682,8 @@ def _kernel_table(evs, origin):
         "name": _interned([e.name for e in evs]),
         "device_index": dev,
         "stream": stream,
-        "start_us": [e.ts - origin for e in evs],
-        "duration_us": [e.dur for e in evs],
+        "start_us": times[0],
+        "duration_us": times[1],
         "correlation": [x.correlation for x in a],
         "external_id": [x.external_id for x in a],
         "grid_x": _dims(grids, 0), "grid_y": _dims(grids, 1), "grid_z": _dims(grids, 2),
@@ -689,7 +702,7 @@ def _copy_kind(name):
     return m.group(1), m.group(2), m.group(3)
 
 
-def _copy_table(evs, origin):
+def _copy_table(evs, times):
     a = _argss(evs)
     names = [e.name for e in evs]
     parsed = [_copy_kind(n) for n in names]
@@ -702,8 +715,8 @@ def _copy_table(evs, origin):
         "dst_memory": [p[2] for p in parsed],
         "device_index": dev,
         "stream": stream,
-        "start_us": [e.ts - origin for e in evs],
-        "duration_us": [e.dur for e in evs],
+        "start_us": times[0],
+        "duration_us": times[1],
         "bytes": [x.bytes for x in a],
         "bandwidth_gbps": [x.bandwidth for x in a],
         "correlation": [x.correlation for x in a],
@@ -711,30 +724,30 @@ def _copy_table(evs, origin):
     }
 
 
-def _runtime_table(evs, origin):
+def _runtime_table(evs, times):
     a = _argss(evs)
     return {
         "name": _interned([e.name for e in evs]),
         "cat": [e.cat for e in evs],
         "pid": [e.pid for e in evs],
         "tid": [e.tid for e in evs],
-        "start_us": [e.ts - origin for e in evs],
-        "duration_us": [e.dur for e in evs],
+        "start_us": times[0],
+        "duration_us": times[1],
         "correlation": [x.correlation for x in a],
         "external_id": [x.external_id for x in a],
         "cbid": [x.cbid for x in a],
     }
 
 
-def _op_table(evs, origin):
+def _op_table(evs, times):
     a = _argss(evs)
     return {
         "name": _interned([e.name for e in evs]),
         "cat": [e.cat for e in evs],
         "pid": [e.pid for e in evs],
         "tid": [e.tid for e in evs],
-        "start_us": [e.ts - origin for e in evs],
-        "duration_us": [e.dur for e in evs],
+        "start_us": times[0],
+        "duration_us": times[1],
         "external_id": [x.external_id for x in a],
         "input_dims": _decode_shared([x.input_dims for x in a]),
         "input_types": _decode_shared([x.input_types for x in a]),
@@ -746,22 +759,15 @@ def _op_table(evs, origin):
 
 def _decode_shared(raws):
     """Decode Raw JSON values, once per distinct text; equal values share one object (read-only)."""
-    cache = {}
-    out = []
-    for r in raws:
-        if r is None:
-            out.append(None)
-            continue
-        key = bytes(r)
-        v = cache.get(key, cache)
-        if v is cache:
+    keys = [None if r is None else bytes(r) for r in raws]
+    cache = dict.fromkeys(keys)
+    for key in cache:
+        if key is not None:
             try:
-                v = msgspec.json.decode(key)
+                cache[key] = msgspec.json.decode(key)
             except msgspec.DecodeError:
-                v = None
-            cache[key] = v
-        out.append(v)
-    return out
+                pass
+    return [cache[k] for k in keys]
 
 
 def _interned(names):
@@ -770,13 +776,13 @@ def _interned(names):
     return [cache.setdefault(n, n) for n in names]
 
 
-def _frame_table(evs, origin):
+def _frame_table(evs, times):
     a = _argss(evs)
     return {
         "name": [e.name for e in evs],
         "tid": [e.tid for e in evs],
-        "start_us": [e.ts - origin for e in evs],
-        "duration_us": [e.dur for e in evs],
+        "start_us": times[0],
+        "duration_us": times[1],
         "python_id": [x.python_id for x in a],
         "parent_id": [x.parent_id for x in a],
     }
@@ -803,14 +809,14 @@ def _sync_table(rt, gsyncs, ops, cpu_first):
     return s
 
 
-def _gsync_table(evs, origin):
+def _gsync_table(evs, times):
     a = _argss(evs)
     return {
         "name": [e.name for e in evs],
         "kind": [x.sync_type or "gpu" for x in a],
         "tid": [e.tid for e in evs],
-        "start_us": [e.ts - origin for e in evs],
-        "duration_us": [e.dur for e in evs],
+        "start_us": times[0],
+        "duration_us": times[1],
         "correlation": [x.correlation for x in a],
         "external_id": [x.external_id for x in a],
         "stream": [x.stream for x in a],
