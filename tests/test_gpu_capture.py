@@ -15,6 +15,8 @@ if not torch.cuda.is_available():
 
 import kernelscope as ks
 
+from .conftest import written_out_union
+
 OUT = os.environ.get("KS_GPU_OUT")
 
 
@@ -25,18 +27,7 @@ def _keep(rep, name):
 
 
 def _union_us(k):
-    iv = sorted(zip(k["start_us"].astype(float), (k["start_us"] + k["duration_us"]).astype(float)))
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in iv:
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
+    return written_out_union(zip(k["start_us"].astype(float), (k["start_us"] + k["duration_us"]).astype(float)))
 
 
 @pytest.fixture(scope="module")

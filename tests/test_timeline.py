@@ -18,7 +18,7 @@ from kernelscope.analysis.timeline import (activities, gaps_table, intersection_
 from kernelscope.report import Report
 from kernelscope.trace.model import Trace
 
-from .conftest import DATA
+from .conftest import DATA, written_out_union
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -38,19 +38,6 @@ def raw_gpu_intervals(name, cats=GPU_CATS):
     t0 = min(e["ts"] for e in ev)
     return sorted((e["ts"] - t0, e["ts"] - t0 + e["dur"], e["args"]["stream"], e["name"],
                    e["args"]["correlation"]) for e in ev)
-
-
-def written_out_union(intervals):
-    """Union length by a sweep over intervals sorted by start: the textbook way."""
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    return total + (cur_e - cur_s if cur_e is not None else 0.0)
 
 
 def written_out_busy(name):
