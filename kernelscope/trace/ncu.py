@@ -96,19 +96,10 @@ def read_ncu(path) -> pd.DataFrame:
 
 
 def _read_text(name: str) -> str:
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise TraceError(name, "no such file") from None
-    except IsADirectoryError:
-        raise TraceError(name, "is a directory, not an ncu CSV export") from None
-    if raw[:2] == b"\x1f\x8b":
-        import gzip
-        try:
-            raw = gzip.decompress(raw)
-        except OSError as e:
-            raise TraceError(name, f"damaged gzip file ({e})") from None
+    # The Kineto reader's file guards: pipes and devices refused, gzip decompressed under the
+    # KERNELSCOPE_MAX_TRACE_BYTES cap (a bomb must not exhaust memory).
+    from .kineto import _read_bytes
+    raw = _read_bytes(name)
     if b"\x00" in raw[:4096]:
         raise TraceError(name, "binary file, not a CSV export (an .ncu-rep? export it with "
                                "ncu --import FILE --csv --page details)")
