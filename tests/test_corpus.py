@@ -24,6 +24,8 @@ import pytest
 
 import kernelscope as ks
 
+from .conftest import written_out_union
+
 CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 DATA = Path(__file__).parent / "data"
@@ -94,21 +96,6 @@ def assert_inert(html: str):
     return "".join(p.text)
 
 
-def _busy_us(starts, ends) -> float:
-    """Length of the union of intervals, written out independently of the analysis code."""
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(zip(starts, ends)):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
-
-
 def check_report(rep, tmp_path, *, hostile=False):
     """Every view of a report works; the invariants hold; no text turns into markup."""
     text = repr(rep)
@@ -140,7 +127,7 @@ def check_report(rep, tmp_path, *, hostile=False):
         wall = rep.wall_time_us
         assert wall is not None and math.isfinite(wall)
         for _, d in timed.groupby("device", dropna=False):
-            busy = _busy_us(d["start_us"].tolist(), (d["start_us"] + d["duration_us"]).tolist())
+            busy = written_out_union(zip(d["start_us"].tolist(), (d["start_us"] + d["duration_us"]).tolist()))
             assert busy <= wall * (1 + 1e-9) + 1e-6, (busy, wall)
         try:
             from kernelscope.analysis.timeline import timeline
