@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 import threading
 from contextlib import contextmanager
 
@@ -151,7 +152,11 @@ class profile:
         p = torch.profiler.profile(activities=acts, record_shapes=self.record_shapes,
                                    with_flops=self.with_flops, with_stack=self.with_stack)
         try:
-            p.start()
+            with warnings.catch_warnings():
+                # torch 2.11 warns that events are cleared "at the end of each cycle"; a capture
+                # here is one cycle of its own profiler, so the warning only confuses cell output.
+                warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+                p.start()
         except RuntimeError as e:
             raise ProfilerBusyError(
                 f"torch.profiler could not start ({e}). If another profiler or tool holds CUPTI "
@@ -218,7 +223,9 @@ class profile:
                 # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
                 interrupted, partial = e, True
             finally:
-                self.torch_profiler.stop()
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+                    self.torch_profiler.stop()
         finally:
             with _lock:
                 _active = None
