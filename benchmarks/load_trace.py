@@ -74,15 +74,21 @@ def _child(tool: str, path: str) -> dict:
     return {"tool": tool, "wall_s": wall, "peak_mb": peak / 1024, "import_mb": base / 1024, **info}
 
 
-def run_tool(tool: str, path: pathlib.Path, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--child", tool, str(path)]
+def run_child(script: str, tool: str, path, timeout: float, **on_error) -> dict:
+    """Run ``script --child TOOL PATH`` in a fresh process (so its peak memory is its own) and
+    return the JSON dict it prints last; on failure ``{"tool", "error", **on_error}``."""
+    cmd = [sys.executable, script, "--child", tool, str(path)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"tool": tool, "wall_s": float("inf"), "error": f"timed out after {timeout:.0f} s"}
+        return {"tool": tool, "error": f"timed out after {timeout:.0f} s", **on_error}
     if p.returncode != 0:
-        return {"tool": tool, "wall_s": float("nan"), "error": p.stderr.strip().splitlines()[-1:]}
+        return {"tool": tool, "error": (p.stderr.strip().splitlines() or ["?"])[-1], **on_error}
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_tool(tool: str, path: pathlib.Path, timeout: float) -> dict:
+    return run_child(__file__, tool, path, timeout, wall_s=float("nan"))
 
 
 def main(argv=None):

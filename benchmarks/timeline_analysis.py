@@ -20,7 +20,6 @@ import logging
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,14 +67,8 @@ def _child(tool: str, path: str) -> dict:
 
 
 def run_tool(tool: str, path: pathlib.Path, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--child", tool, str(path)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"tool": tool, "error": f"timed out after {timeout:.0f} s"}
-    if p.returncode != 0:
-        return {"tool": tool, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    from load_trace import run_child  # one subprocess runner for the benchmarks
+    return run_child(__file__, tool, path, timeout)
 
 
 def agreement(timeout: float):
