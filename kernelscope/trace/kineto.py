@@ -573,7 +573,7 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         raise TraceError(label, "not a torch.profiler trace: none of its events are kernels, copies, "
                                 "runtime calls or CPU ops")
     if not len(k):
-        notes.append("no GPU kernels were recorded (CPU-only trace)")
+        notes.append("no GPU kernels were recorded")
 
     trace = Trace(
         kernels=_complete(k, KERNEL_COLUMNS), copies=_complete(c, COPY_COLUMNS),
