@@ -249,8 +249,12 @@ def test_unknown_names_fall_back_to_other():
     ("Custom_Cijk_Alik_Bljk_BBS_BH_Bias_AS_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_K1_MIWT4_16_WSGRB2_DTVA",
      "hipBLASLt GEMM 256x256 (MI16x16x1)"),
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "NCCL AllReduce Sum f32 RING LL"),
-    ("triton_red_fused_gelu_sum_0", "reduction gelu_sum (Triton)"),
-    ("triton_poi_fused__to_copy_add_mul_0", "pointwise to_copy_add_mul (Triton)"),
+    ("triton_red_fused_gelu_sum_0", "reduction: gelu + sum (Triton)"),
+    ("triton_poi_fused__to_copy_add_mul_0", "pointwise: to_copy + add + mul (Triton)"),
+    ("triton_per_fused__to_copy_add_native_layer_norm_transpose_view_14",
+     "persistent reduction: to_copy + add + native_layer_norm + transpose + view (Triton)"),
+    ("triton_red_fused_3", "reduction (Triton)"),
+    ("_helion_matmul", "Helion matmul (Triton)"),
     ("cupy_copy__float32_complex64", "CuPy copy"),
     ("cudapy::__main__::fast_matmul$241(Array<double, int=2, C, mutable, aligned>)", "Numba fast_matmul"),
     ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
@@ -460,3 +464,16 @@ def test_namespaces_name_the_library_inside_a_generic_op():
     assert classify("some_new_cusolver_kernel", op="aten::linalg_qr").backend == "cuSOLVER"
     assert classify("some_new_kernel", op="aten::linalg_vector_norm", launch_api="cudaLaunchKernel").backend \
         == "ATen"
+
+
+def test_inductor_kernels_say_their_kind_and_fused_ops_in_words():
+    from kernelscope.analysis.names import describe
+    k = ks.load(WILD / "vit_compiled.pt.trace.json.gz").kernels
+    tri = k[k["name"].str.startswith("triton_")].drop_duplicates("name")
+    kinds = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction"}
+    for name, short in zip(tri["name"], tri["short_name"]):
+        assert short.startswith(kinds[name.split("_")[1]]) and short.endswith("(Triton)"), short
+        assert describe(name).startswith("Inductor-generated Triton kernel: a ")
+    assert "fusing to_copy, add, native_layer_norm, transpose and view" in describe(
+        "triton_per_fused__to_copy_add_native_layer_norm_transpose_view_14")
+    assert "through Triton" in describe("_helion_add")

@@ -21,7 +21,7 @@ from typing import NamedTuple
 BACKENDS = (
     "cuBLAS", "cuDNN", "CUTLASS", "Triton", "Helion", "CuPy", "ATen", "NCCL", "FlashAttention",
     "FlashInfer", "cuFFT", "cuRAND", "CUB", "cuSOLVER", "cuSPARSE", "MAGMA", "XLA", "TensorRT",
-    "TensorRT-LLM", "TransformerEngine", "FBGEMM", "Apex", "DeepSpeed", "Liger", "Numba",
+    "TensorRT-LLM", "TransformerEngine", "FBGEMM", "Apex", "Liger", "Numba",
     "memcpy", "memset", "rocBLAS", "hipBLASLt", "MIOpen", "CK", "other",
 )
 
