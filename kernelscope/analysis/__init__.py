@@ -1,6 +1,7 @@
 """Pure functions over a Trace's tables: backends, occupancy, timeline, findings, diff."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 
@@ -22,4 +23,10 @@ def annotate_kernels(trace) -> pd.DataFrame:
     k["device_type"] = [dev_type.get(i, "CUDA") for i in k["device_index"].tolist()]
     k = annotate_backends(k, trace)
     k = annotate_occupancy(k, trace.devices)
+    if "reported_occupancy" in k.columns:
+        # A profiler's own theoretical occupancy (XLA's) fills in where ours cannot be computed.
+        ours = k["theoretical_occupancy"].notna()
+        k["occupancy_source"] = np.where(ours, "kernelscope", np.where(
+            k["reported_occupancy"].notna(), "XLA profiler (CUDA occupancy API on the recording GPU)", None))
+        k["theoretical_occupancy"] = k["theoretical_occupancy"].fillna(k["reported_occupancy"])
     return k

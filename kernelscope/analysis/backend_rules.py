@@ -16,6 +16,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# The one backend vocabulary (DESIGN.md's, plus the libraries real traces showed since): every
+# label a rule below gives, in display order. ``other`` means "no rule matched".
+BACKENDS = (
+    "cuBLAS", "cuDNN", "CUTLASS", "Triton", "Helion", "CuPy", "ATen", "NCCL", "FlashAttention",
+    "FlashInfer", "cuFFT", "cuRAND", "CUB", "cuSOLVER", "cuSPARSE", "MAGMA", "XLA", "TensorRT",
+    "TensorRT-LLM", "TransformerEngine", "FBGEMM", "Apex", "Liger", "Numba",
+    "memcpy", "memset", "rocBLAS", "hipBLASLt", "MIOpen", "CK", "other",
+)
+
 NO_OP = r"^$"
 # Ops whose kernels come from the BLAS library even when the name says CUTLASS (cuBLAS ships
 # CUTLASS-built kernels) or says nothing at all (splitKreduce, gemv2T, ...).
@@ -26,6 +35,11 @@ FLASH_OPS = r"^aten::(_flash_attention\w*|_scaled_dot_product_flash\w*)$"
 MEM_EFF_OPS = r"^aten::(_efficient_attention\w*|_scaled_dot_product_efficient\w*)$"
 FFT_OPS = r"^aten::(_fft\w*|fft_\w+|stft|istft)$"
 COMM_OPS = r"^(nccl:|c10d::|record_param_comms)"
+# torch.linalg's factorizations and solvers: on CUDA they call cuSOLVER (or MAGMA, caught by name).
+LINALG_OPS = (r"^aten::(_?linalg_(qr|svd|svdvals|eig\w*|cholesky\w*|lu\w*|solve\w*|inv\w*|lstsq|det|slogdet|"
+              r"ldl_\w+|householder_product)|cholesky\w*|_cholesky\w*|lu_\w+|_lu_\w+|triangular_solve|geqrf|orgqr|"
+              r"ormqr|inverse|_inverse_helper|svd|_svd_helper|qr|det|logdet|slogdet|_det_lu_based_helper|"
+              r"lstsq|eig|symeig|_symeig_helper)$")
 
 
 class Rule(NamedTuple):
@@ -55,7 +69,47 @@ RULES: tuple[Rule, ...] = (
     Rule("rocclr-copy", "memcpy", "__amd_rocclr_copyBuffer",
          "HIP runtime's blit kernels for hipMemcpy", name=r"^__amd_rocclr_copy", tensor_cores=False),
     Rule("inductor-name", "Triton", "triton_red_fused_gelu_sum_0",
-         "Inductor names its Triton kernels triton_<kind>_...", name=r"^triton_"),
+         "Inductor names its Triton kernels triton_<kind>_... (poi, red, per, tem, for, unk)",
+         name=r"^triton_(poi|red|per|tem|for|unk|mm|bmm)_"),
+    Rule("helion", "Helion", "_helion_matmul",
+         "a @helion.kernel: Helion compiles it to Triton and launches it through Triton's launcher, "
+         "naming it _helion_<function>", name=r"^_helion_"),
+    # Frameworks' own namespaces name the library even inside a generic ATen op (their kernels
+    # often carry cutlass:: or at:: types in their template arguments, so these come first).
+    Rule("tensorrt-llm", "TensorRT-LLM", "void tensorrt_llm::kernels::generalRmsNorm",
+         "TensorRT-LLM's kernels live in the tensorrt_llm:: namespace", name=r"tensorrt_llm::", tc_by_name=True),
+    Rule("tensorrt", "TensorRT", "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize32x32x64_stage6_warpsize2x2x1_"
+         "tensor16x8x16_aligna2_alignc2_execute_kernel_trt",
+         "TensorRT engines' kernels: tactics end in _kernel_trt, Myelin's fused kernels are __myl_*",
+         name=r"_kernel_trt$|^__myl_|^(sm\d+_)?trt_", tc_by_name=True),
+    Rule("transformer-engine", "TransformerEngine", "void transformer_engine::normalization::rmsnorm_fwd_tuned_kernel",
+         "NVIDIA Transformer Engine's kernels live in the transformer_engine:: namespace",
+         name=r"transformer_engine::", tc_by_name=True),
+    Rule("fbgemm", "FBGEMM", "void fbgemm_gpu::permute_2D_lengths_kernel",
+         "FBGEMM-GPU's kernels: the fbgemm_gpu:: namespace, and its generated table-batched "
+         "embedding kernels (split_embedding_*, dense_embedding_*)",
+         name=r"fbgemm_gpu::|fbgemm::|^(void )?(nvshmem_)?(split|dense|batched|ssd)_embedding\w*_kernel",
+         tc_by_name=True),
+    Rule("flashinfer", "FlashInfer", "BatchPrefillWithRaggedKVCacheKernel",
+         "FlashInfer's attention kernels: the flashinfer:: namespace and its Batch/Single Prefill/Decode kernels",
+         name=r"flashinfer::|^(void )?(Batch|Single)(Prefill|Decode)With\w*Kernel", tc_by_name=True),
+    Rule("apex", "Apex", "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, "
+         "float, float, float, float, float, adamMode_t, float>",
+         "NVIDIA Apex's fused optimizers and layer norm (multi_tensor_apply_kernel outside ATen's namespace, "
+         "cuApplyLayerNorm...); DeepSpeed's FusedAdam vendors the same kernel",
+         name=r"^(void )?multi_tensor_apply_kernel<|^(void )?cu(Apply(Layer|RMS)Norm|ComputePartGrad\w*|"
+              r"ComputeGrad(Input|GammaBeta)\w*)\b|apex::", tensor_cores=False),
+    Rule("liger", "Liger", "_rms_norm_forward_kernel",
+         "Liger Kernel's Triton kernels (liger_*, _rms_norm_/_swiglu_/_geglu_tanh_/_layer_norm_..._kernel)",
+         name=r"^(liger_\w+|_(rms_norm|swiglu|geglu_tanh|layer_norm|group_norm|jsd|tvd|kldiv|dyt|poly_norm|"
+              r"fused_add_rms_norm)_\w*kernel\w*|_triton_(rope|qwen2vl_mrope|llama4_rope))$"),
+    Rule("cusparse", "cuSPARSE", "void cusparse::csrmv_v3_kernel<std::integral_constant<bool, false>, int, int, "
+         "float, float, float, float, void>(cusparse::KernelCoeffs<float>, int const*, int const*, int const*, "
+         "float const*, int, int, int, float const*, float*, int*, float*)",
+         "cuSPARSE's kernels: the cusparse:: namespace (even inside aten::addmm) and its format conversions",
+         name=r"cusparse|^(void )?(convert_(Coo|Csr|Csc)To\w+_kernel|coo(mm|mv)_\w*kernel|csr2csc\w*|"
+              r"bsr(mm|mv|xmv|sv2|sm2|ilu02|ic02?)\w*|csric0\w*|csrsv2_\w+|prune_(csr|dense)_core|"
+              r"csrmm_alg\d|csrmv_v\d)\b", tc_by_name=True),
     Rule("cudnn-nontc", "cuDNN", "void cudnn::batchnorm_fwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 5, "
          "4, 1, 0, false, false, true, 2>(cudnn::NhwcBatchNormFwdParams<__half, float>)",
          "cuDNN's normalization and layout kernels run on the CUDA cores",
@@ -76,6 +130,32 @@ RULES: tuple[Rule, ...] = (
          "128x2_tn_align2>(cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_128x2_tn_align2::Params)",
          "cuBLAS ships CUTLASS-built kernels named cutlass_<sm>_...; CUTLASS's own library names omit the sm",
          name=r"cutlass_[1-9]\d+_(tensorop|wmma|simt|\w+gemm)", tc_by_name=True),
+    Rule("cublas-blas23", "cuBLAS", "void trsm_ln_kernel<float, 32u, 32u, 4u, true>(int, int, float const*, int, "
+         "float*, int, float, float const*, int, int*)",
+         "cuBLAS's level-2/3 and batched-LAPACK kernels whose arguments do not say cublas (trsm, trmm, trsv, "
+         "getrfBatched, MAGMA-derived bdmm/lds128 GEMMs, gemvNSP): their symbols are in libcublas/libcublasLt",
+         name=r"^(void )?(trsm_\w*kernel|kernel_trsm_\w+|dtrsv_init\w*|trsv_l[nt]_exec\w*|trmm\w*_kernel|"
+              r"magma_(bdmm|lds128_\w+|sgemmBiasEx)_\w*kernel|gemvNSP_kernel|batch_trsm_\w+kernel|"
+              r"[sdcz]gemm_largek\w*|batch_gemm_kernel\w*|laswp_kernel(_reverse)?|geqr2_batch_kernel\w*|"
+              r"geqrSolve_batch_kernel|getr[fi]_(1x|2x|panel|semiwarp|kernelWarp)|matinv_kernelWarp|"
+              r"rotm?g_\w*kernel_ref|symv_(lo|up)_direct_kernel)\b", tc_by_name=True),
+    Rule("cusolver", "cuSOLVER", "void geqr2_smem_domino_fast<float, float, 8, 512>(int, int, float*, int, "
+         "float*, int*, int*)",
+         "cuSOLVER's LAPACK kernels (geqr2, larft, potrf, getrf, syevj, gesvdj, sytrd, laed, ...): every "
+         "family here is a kernel symbol of libcusolver",
+         name=r"^(void )?(\(anonymous namespace\)::)?((batch_)?(geqr[2f]|larf[bgt]|lacpy|lascl|lansy|laswp_kernel2|orgqr|ormqr|potrf|"
+              r"getrf|getf2|getrs|gesvd[ajpb]?|gebd2|gebrd|labrd|sytrd\d?|syev[bdj]|steqr|stedc|laed\d|lasr|"
+              r"gehd2|gebal|ipiv|create_pivot|xxtrf\d?|xx_set_info|offA|FnrmA|syevj|pegasus|cuds_|"
+              r"gemmcn_skinny|svd_|colperm|column_rotate|row_rotate|setup_vhat|shift_householder|scale_max|"
+              r"copy_info_kernel|batch_eye_kernel|batch_symmetrize|cusolver|latrd|sytd2|ormql|lacgv|xlange|"
+              r"xlaset|lapack_|[ds]laed4|getf4|qr_|csrqr|glu_|iglu_|rfcsrsv2|spcsrsv2|sulu_|supernode_|"
+              r"LDinv_UDinv|unblocked_)\w*|merge_ker<|"
+              r"(merge_ker|epilogue|transpose|kernel)<\w*(sytrd|stedc|getrf\w*)_params)", tensor_cores=False),
+    Rule("magma", "MAGMA", "magma_iset_pointer_kernel(int**, int*, int, int, int, int)",
+         "MAGMA's kernels ([sdcz]<lapack>_kernel, magma_*/magmablas_*), as torch.linalg runs them when "
+         "its MAGMA backend is chosen", name=r"^(void )?(magma(blas)?_\w+|[sdcz](laswp|getf2|getrf|geqr2|potf2|gemm|lacpy|laset|"
+              r"transpose|swap|scal_[sdcz]ger[uc]?|displace_pointers|computecolumn|trsm|trtri)\w*_kernel\w*|"
+              r"kernel_[sdcz]set_pointer\w*)\b", tensor_cores=False),
     Rule("cublas-name", "cuBLAS",
          "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_alignc4_"
          "execute_kernel__5x_cublas",
@@ -105,11 +185,16 @@ RULES: tuple[Rule, ...] = (
     Rule("cufft", "cuFFT", "void vector_fft<4096u, EPT<16u>, 1u, 5u, (padding_t)70, (twiddle_t)0, "
          "(loadstore_modifier_t)2, (layout_t)0, unsigned int, float, HostConfigPlaceholder>(kernel_arguments_t"
          "<unsigned int>)", "cuFFT's kernel families",
-         name=r"(regular|vector|composite_\w*|bluestein\w*)_fft\b|cufft|[sd]pRadix\d|"
+         name=r"(regular|vector|composite_\w*|bluestein\w*)_fft(_\w+)?\b|cufft|[sd]pRadix\d|"
               r"(pre|post)processing_kernel\b|fft_\w*kernel", tensor_cores=False),
     Rule("curand", "cuRAND", "generate_seed_pseudo(__int64, __int64, __int64, curandOrdering, "
          "curandStateXORWOW*, unsigned int*)", "cuRAND's generator kernels",
          name=r"curand|generate_seed_pseudo|gen_sequenced\b", tensor_cores=False),
+    Rule("xla-fusion", "XLA", "input_reduce_fusion",
+         "XLA (JAX, TensorFlow) names its generated kernels after the HLO fusion (fusion_5, "
+         "loop_add_fusion, input_reduce_fusion, gemm_fusion_dot_general_1, wrapped_convert)",
+         name=r"^((loop|input)_\w+_)?fusion(_\d+)*$|^(gemm|triton_gemm|cudnn|triton_softmax)_fusion\w*$|"
+              r"^\w+_fusion(_\d+)*$|^wrapped_[a-z]\w*$", op=NO_OP, tc_by_name=True),
     Rule("cupy-name", "CuPy", "cupy_copy__float32_complex64",
          "CuPy names its generated kernels cupy_*/cupyx_*", name=r"^(void )?cupyx?_", tensor_cores=False),
     Rule("numba", "Numba", "cudapy::__main__::foo$241(Array<__int64, int=1, C, mutable, aligned>)",
@@ -129,6 +214,9 @@ RULES: tuple[Rule, ...] = (
          "MIOpen's kernels (OpenCL/HIP/asm solvers)",
          name=r"MIOpen|miopen|^naive_conv_|^igemm_|ConvAsm|gridwise_convolution|^Im2Col|^SubSample|"
               r"^transpose_NCHW2CNHW|^batched_transpose|^SubTensorOp|^Op[1-5]dTensorGeneric", tc_by_name=True),
+    Rule("xla-arg", "XLA", "sort_6_1",
+         "JAX's own profiler tagged it with an XLA HLO op (kernel_backend=xla) and no library rule above "
+         "matched: an XLA-generated kernel", kernel_backend=r"^xla$", tc_by_name=True),
     # -- the launching op decides (names above said nothing) ---------------------------------
     Rule("blas-op", "cuBLAS", "gemv2T_kernel_val",
          "a GEMM-like ATen op launched it and CUDA's BLAS is cuBLAS(Lt)", op=BLAS_OPS,
@@ -149,6 +237,10 @@ RULES: tuple[Rule, ...] = (
          tensor_cores=False),
     Rule("comm-op", "NCCL", "ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)",
          "a c10d/NCCL collective launched it", op=COMM_OPS, tensor_cores=False),
+    Rule("linalg-op", "cuSOLVER", "void kernel<getrf_wo_pivot_params_<float, 0, 256, 1, 64, 64, 68, 8, 1, 1> >"
+         "(int, int, void*, int, void*, int, int, int, int, int, int*)",
+         "a torch.linalg factorization or solve launched it and no name rule matched: torch calls cuSOLVER "
+         "for these on CUDA", op=LINALG_OPS, device_type=r"^(CUDA|)$", tensor_cores=False),
     Rule("aten-op", "ATen", "void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, "
          "false>(float*, float const*, int, int, int, bool const*, int, bool)",
          "an ATen op launched it through the CUDA runtime: PyTorch's own kernel",

@@ -102,15 +102,20 @@ def find_all(report) -> list:
     if tl is None:
         from .timeline import timeline
         tl = timeline(report)
+    from .empty_capture import empty_capture_findings
+    from .gemm_fallback import gemm_fallback_findings
     out = []
-    for rule in (host_findings, sync_findings, copy_findings, stream_findings, graph_findings,
-                 gpu_bound_findings, roofline_findings):
+    for rule in (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
+                 graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings):
         try:
             out.extend(rule(report, tl))
         except Exception as e:  # one broken rule must not hide the others or the report
             out.append(Finding("analysis_error", "info", f"could not run {rule.__name__}: {e!r}",
                                "This is a kernelscope bug; the other findings are unaffected.",
                                {"rule": rule.__name__}))
+    # A GEMM fallback says why its kernel is far from the roof: one finding for it, not two.
+    fell = {(f.evidence.get("op"), f.evidence.get("kernel")) for f in out if f.kind == "gemm_fallback"}
+    out = [f for f in out if not (f.kind == "roofline" and (f.evidence.get("op"), f.evidence.get("kernel")) in fell)]
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: (-f.cost_us, order.get(f.severity, 9)))
 

@@ -104,13 +104,80 @@ def _nccl(n):
         return "NCCL " + m.group(1).replace("_", " ")
 
 
+INDUCTOR_KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
+                  "for": "foreach", "unk": "unknown kind", "mm": "template", "bmm": "template"}
+# ATen op names of several words, so that Inductor's "fused_" list splits at op boundaries.
+_MULTI_WORD_OPS = sorted((
+    "native_layer_norm", "native_batch_norm", "native_group_norm", "layer_norm", "batch_norm", "group_norm",
+    "rms_norm", "to_copy", "scaled_dot_product_cudnn_attention", "scaled_dot_product_flash_attention",
+    "scaled_dot_product_efficient_attention", "prepare_softmax_online", "log_softmax", "constant_pad_nd",
+    "max_pool2d_with_indices", "avg_pool2d", "index_put", "index_select", "embedding_dense_backward",
+    "native_dropout", "threshold_backward", "convolution_backward", "native_batch_norm_backward",
+    "native_layer_norm_backward", "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward",
+    "unsafe_view", "all_reduce", "flex_attention_backward", "flex_attention", "new_zeros", "full_like",
+    "zeros_like", "ones_like", "scatter_add", "index_add", "sum_to_size", "masked_fill", "where_self",
+    "addmm", "bmm", "mm"), key=len, reverse=True)
+
+
+def inductor_ops(fused: str) -> list:
+    """The ATen ops an Inductor kernel fuses, from its name's ``fused_`` part.
+
+    >>> inductor_ops("_to_copy_add_native_layer_norm_transpose_view")
+    ['to_copy', 'add', 'native_layer_norm', 'transpose', 'view']
+    """
+    words, out, i = [w for w in fused.split("_") if w], [], 0
+    while i < len(words):
+        for op in _MULTI_WORD_OPS:
+            parts = op.split("_")
+            if words[i:i + len(parts)] == parts:
+                out.append(op)
+                i += len(parts)
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
 def _inductor(n):
-    m = re.match(r"triton_(poi|red|per|tem|for|mm|bmm)_(?:fused_)?(\w*?)(?:_\d+)?$", n)
+    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?\d+)?$", n)
     if m:
-        kind = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
-                "for": "foreach", "mm": "template", "bmm": "template"}[m.group(1)]
-        ops = m.group(2).strip("_") or m.group(1)
-        return f"{kind} {ops} (Triton)"
+        ops = inductor_ops(m.group(2))
+        return f"{INDUCTOR_KINDS[m.group(1)]}" + (f": {' + '.join(ops)}" if ops else "") + " (Triton)"
+
+
+def _helion(n):
+    m = re.match(r"_helion_(\w+)$", n)
+    if m:
+        return f"Helion {m.group(1)} (Triton)"
+
+
+def describe(name: str, backend: str | None = None) -> str:
+    """What a kernel is, in words, for the details panel ("" when the name says no more than itself).
+
+    >>> describe("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0")[:72]
+    'Inductor-generated Triton kernel: a persistent reduction (each row reduc'
+    """
+    if not isinstance(name, str):
+        return ""
+    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?\d+)?$", name)
+    if m:
+        kind = m.group(1)
+        what = {"poi": "a pointwise kernel (one output element per thread, no reduction)",
+                "red": "a reduction kernel (loops over the reduced dimension in blocks)",
+                "per": "a persistent reduction (each row reduced in one block, held in registers)",
+                "tem": "a template kernel (a GEMM or attention template, autotuned)",
+                "for": "a foreach kernel (one launch over a list of tensors)",
+                "unk": "a kernel of unknown kind"}.get(kind, "a template kernel (a GEMM template, autotuned)")
+        ops = inductor_ops(m.group(2))
+        fused = f" fusing {', '.join(ops[:-1]) + ' and ' + ops[-1] if len(ops) > 1 else ops[0]}" if ops else ""
+        return f"Inductor-generated Triton kernel: {what}{fused}."
+    if name.startswith("_helion_"):
+        return (f"A Helion kernel (@helion.kernel {name[len('_helion_'):]}): Helion compiles it to Triton and "
+                "launches it through Triton's launcher, so it reports as a Triton kernel would.")
+    if backend == "XLA":
+        return "An XLA-generated kernel (named after its HLO fusion)."
+    return ""
 
 
 def _cudnn_sdpa(n):
@@ -206,7 +273,7 @@ def _aten_foreach(n):
     return f"foreach {op or _aten_op(n[m.end():]) or 'op'} (multi-tensor)"
 
 
-_DECODERS = (_nvjet, _xmma, _arch_gemm, _tensile, _nccl, _inductor, _cudnn_sdpa, _numba, _cupy,
+_DECODERS = (_nvjet, _xmma, _arch_gemm, _tensile, _nccl, _inductor, _helion, _cudnn_sdpa, _numba, _cupy,
              _aten_elementwise, _aten_reduce, _aten_foreach, _wrapped, _cutlass)
 
 

@@ -13,6 +13,7 @@ import warnings
 import threading
 from contextlib import contextmanager
 
+from . import cupy_events
 from ..errors import TraceError
 
 REPEAT_MARK = "kernelscope.repeat."
@@ -113,6 +114,7 @@ class profile:
     def start(self):
         """Start recording. Raises :class:`ProfilerBusyError` if a recording is already active."""
         global _active
+        self._torch_was_imported = "torch" in sys.modules
         torch = _import_torch()
         with _lock:
             if _active is not None:
@@ -163,7 +165,10 @@ class profile:
                 "(torch.profiler, Nsight Systems/Compute, DCGM profiling), stop it and run again."
             ) from None
         self.torch_profiler = p
-        if has_cuda:
+        if has_cuda and cupy_events.wanted(getattr(self, "_torch_was_imported", True)):
+            self._events = cupy_events.start_events()
+            self._event_kind = "cupy"
+        elif has_cuda:
             self._events = [(s, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                             for s in _visible_streams(torch)]
             for s, start, _ in self._events:
@@ -186,6 +191,8 @@ class profile:
         if self._event_kind == "torch":
             pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             pair[0].record()
+        elif self._event_kind == "cupy":
+            pair = cupy_events.new_pair()
         self._repeats = max(self._repeats, i + 1)
         with torch.profiler.record_function(f"{REPEAT_MARK}{i}"):
             try:
@@ -214,10 +221,15 @@ class profile:
                 for s, _, end in self._events:
                     end.record(s)
                 if self._events:
-                    torch.cuda.synchronize()
                     s0 = self._events[0][1]
-                    starts = [s0.elapsed_time(st) for _, st, _ in self._events]
-                    ends = [s0.elapsed_time(en) for _, _, en in self._events]
+                    if self._event_kind == "cupy":
+                        cupy_events.synchronize()
+                        elapsed = cupy_events.elapsed_ms
+                    else:
+                        torch.cuda.synchronize()
+                        elapsed = type(s0).elapsed_time
+                    starts = [elapsed(s0, st) for _, st, _ in self._events]
+                    ends = [elapsed(s0, en) for _, _, en in self._events]
                     cuda_us = (max(ends) - min(starts)) * 1000.0
             except KeyboardInterrupt as e:
                 # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
@@ -256,6 +268,7 @@ class profile:
         meta.setdefault("notes", [])
         meta["notes"] = list(self._notes) + list(meta["notes"])
         meta["cuda_event_us"] = cuda_us
+        meta["cuda_event_source"] = self._event_kind
         meta["partial"] = bool(partial)
         meta["no_gpu"] = self._no_gpu
         meta["lean"] = self.lean
@@ -266,7 +279,8 @@ class profile:
         if self._repeat_events or self._repeats:
             from .repeats import per_repeat_totals
             n = self._repeats
-            ev = {i: a.elapsed_time(b) * 1000.0 for i, (a, b) in self._repeat_events}
+            elapsed = cupy_events.elapsed_ms if self._event_kind == "cupy" else (lambda a, b: a.elapsed_time(b))
+            ev = {i: elapsed(a, b) * 1000.0 for i, (a, b) in self._repeat_events}
             meta["repeats"] = {"n": n,
                                "per_kernel_total_us": per_repeat_totals(report.kernels, report.ops, n),
                                "cuda_event_us": [ev.get(i) for i in range(n)]}

@@ -110,6 +110,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         "findings": _findings(rep, problems),
         "backends": _records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
+        "name_notes": _name_notes(k),
         "configs": _occupancy_configs(k, rep.devices),
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
@@ -266,6 +267,21 @@ def _name_table(k: pd.DataFrame) -> list:
     short = dict(zip(first["name"].astype(str), first["short_name"].astype(str)))
     names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
     return [short.get(n, n) for n in names]
+
+
+def _name_notes(k: pd.DataFrame) -> list:
+    """Per kernel name (same order as ``names``): what the kernel is in words ("" when nothing to add),
+    and why its backend was chosen."""
+    if not len(k):
+        return []
+    from ..analysis.backend_rules import RULES
+    from ..analysis.names import describe
+    why = {r.id: r.why for r in RULES}
+    first = k.drop_duplicates("name")
+    info = {str(n): (describe(str(n), b), why.get(r, "")) for n, b, r in
+            zip(first["name"], first["backend"], first.get("backend_rule", [""] * len(first)))}
+    names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
+    return [{"about": info[n][0], "why": info[n][1]} for n in names]
 
 
 def _occupancy_configs(k: pd.DataFrame, devices: pd.DataFrame) -> list:

@@ -223,6 +223,9 @@ def read_kineto(source, *, name=None) -> Trace:
     else:
         raw, label = _read_bytes(source, notes), name or os.fspath(source)
     raw = _utf8(raw, label, notes)
+    from .perfetto import looks_like_jax, read_jax_bytes
+    if looks_like_jax(raw):     # JAX's own profiler: same Chrome JSON, its own event vocabulary
+        return read_jax_bytes(raw, label, notes)
     with _no_gc():
         try:
             doc = msgspec.json.decode(raw, type=_RawFile)
@@ -570,7 +573,7 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         raise TraceError(label, "not a torch.profiler trace: none of its events are kernels, copies, "
                                 "runtime calls or CPU ops")
     if not len(k):
-        notes.append("no GPU kernels were recorded (CPU-only trace)")
+        notes.append("no GPU kernels were recorded")
 
     trace = Trace(
         kernels=_complete(k, KERNEL_COLUMNS), copies=_complete(c, COPY_COLUMNS),

@@ -55,6 +55,9 @@ export const BACKEND_COLORS = {
   ATen: "#edc948", NCCL: "#b07aa1", FlashAttention: "#ff9da7", cuFFT: "#9c755f", cuRAND: "#bab0ac",
   CUB: "#8cd17d", Numba: "#86bcb6", memcpy: "#d37295", memset: "#fabfd2", rocBLAS: "#4e79a7",
   hipBLASLt: "#a0cbe8", MIOpen: "#ffbe7d", CK: "#499894", other: "#9d9d9d",
+  cuSOLVER: "#2f5d87", cuSPARSE: "#7f9fc7", MAGMA: "#1f3b57", XLA: "#8e6c8a", Helion: "#c44e52",
+  TensorRT: "#76b900", "TensorRT-LLM": "#4d7a00", TransformerEngine: "#9acd32", FBGEMM: "#d4a6c8",
+  Apex: "#b6992d", Liger: "#f1ce63", FlashInfer: "#d37295",
 };
 
 export function backendColor(b) {

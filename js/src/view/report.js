@@ -198,13 +198,15 @@ function renderDetails(el, model, names, opts = {}) {
     if (src) sources.add(src);
   }
   const nameCode = k.cols.name[f];
-  const kv = (rows) => h("table", { class: "ks-kv" }, h("tbody", {}, rows.filter(Boolean).map(([a, b]) =>
+  const kv = (rows) => h("table", { class: "ks-kv" }, h("tbody", {}, rows.filter((r) => r && r[1] !== null).map(([a, b]) =>
     h("tr", {}, h("th", { text: a }), h("td", { text: b ?? "-" })))));
   const info = h("div", { class: "ks-detail-block" },
     h("h4", { text: names.length > 1 ? `${names.length} kernels selected` : (model.header.names[nameCode] || names[0]) }),
     h("div", { class: "ks-fullname", text: names.length > 1 ? names.join("\n") : names[0] }),
     kv([
+      ["what it is", ((model.header.name_notes || [])[nameCode] || {}).about || null],
       ["backend", str(k, "backend", f)],
+      ["why this backend", ((model.header.name_notes || [])[nameCode] || {}).why || null],
       ["tensor cores", { 1: "yes", 0: "no" }[k.cols.tensor_cores ? k.cols.tensor_cores[f] : -1] || "unknown"],
       ["launches", fmtInt(idx.length)],
       ["total / mean", `${fmtUs(total)} / ${fmtUs(total / idx.length)}`],
