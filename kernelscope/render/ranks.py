@@ -18,6 +18,15 @@ from .view import VIEW_VERSION, _findings, _num, _records, pack_tables
 # Kernels listed per rank in the view (the costliest); rep.summary() has them all.
 KERNELS_PER_RANK = 30
 LANE_COLUMNS = [("rank", "i32"), ("kind", "str"), ("start_us", "f64"), ("end_us", "f64")]
+# The lanes' kinds as the view draws them: one band each per rank (colours: NCCL's and memcpy's
+# backend colours for communication and copies).
+LANE_KINDS = [
+    {"kind": "compute", "label": "compute", "color": "#4e79a7",
+     "title": "kernels other than NCCL's (union), measured by CUPTI"},
+    {"kind": "comm", "label": "communication", "color": "#b07aa1",
+     "title": "NCCL kernels (CUPTI) or host spans of gloo/MPI calls (union)"},
+    {"kind": "copy", "label": "copies", "color": "#d37295", "title": "memcpy and memset (union), measured by CUPTI"},
+]
 # Where each figure of the view comes from (shown as column titles).
 SOURCES = {
     "compute_us": "union of the rank's non-NCCL kernel intervals, measured by CUPTI",
@@ -168,7 +177,7 @@ def ranks_view_model(rep) -> tuple[dict, bytes]:
         "world_size": rep.world_size, "notes": [str(n) for n in rep.notes],
         "ranks": _records(rep.ranks), "steps": _records(rep.steps), "stragglers": _records(rep.stragglers),
         "comm": _records(rep.comm_summary()), "kernels": _records(top), "kernels_per_rank": KERNELS_PER_RANK,
-        "findings": _findings(rep), "sources": SOURCES,
+        "findings": _findings(rep), "sources": SOURCES, "lane_kinds": LANE_KINDS,
         "span": [_num(lanes["start_us"].min()) if len(lanes) else 0.0, _num(lanes["end_us"].max()) if len(lanes) else 1.0],
         "tables": tables, "nbytes": len(buf),
     }
