@@ -65,7 +65,6 @@ class RankSummary:
     collectives: pd.DataFrame
     overlap: dict
     lanes: dict = field(default_factory=dict)
-    findings: list = field(default_factory=list)
 
 
 def step_windows(ops: pd.DataFrame) -> pd.DataFrame:
@@ -123,14 +122,9 @@ def rank_summary(rep, *, source=None) -> RankSummary:
         "gpu_time_us": rep.gpu_time_us, "copies": int(len(rep.copies)), "partial": rep.partial,
         "notes": [str(n) for n in rep.notes],
     }
-    try:
-        own = [{"kind": f.kind, "severity": f.severity, "title": f.title, "cost_us": f.cost_us}
-               for f in rep.findings[:3]]
-    except Exception as e:  # noqa: BLE001 - a broken rule must not lose the rank
-        own = [{"kind": "analysis_error", "severity": "info", "title": f"findings failed: {e!r}", "cost_us": 0.0}]
     kernels = rep.summary()
     return RankSummary(info=info, kernels=kernels, steps=steps, collectives=comm, overlap=overlap,
-                       lanes={kind: _coarsen(*merged[kind]) for kind in LANE_KINDS}, findings=own)
+                       lanes={kind: _coarsen(*merged[kind]) for kind in LANE_KINDS})
 
 
 def _spans(start, dur):
@@ -414,7 +408,7 @@ def _rank_table(summaries, steps, overlap) -> pd.DataFrame:
             "compute_us": ov["compute_us"], "comm_us": ov["comm_us"], "exposed_comm_us": ov["exposed_comm_us"],
             "hidden_share": ov["hidden_share"], "launches": i["launches"], "gpu_time_us": i["gpu_time_us"],
             "collectives": int(len(s.collectives)), "wall_us": i.get("wall_us"),
-            "top_finding": s.findings[0]["title"] if s.findings else None, "source": i.get("source"),
+            "source": i.get("source"),
         })
     return pd.DataFrame(rows)
 

@@ -281,11 +281,11 @@ function rankTable(hd) {
   const src = hd.sources || {};
   return table([["rank"], ["host"], ["device"], ["steps"], ["step", "median step time"], ["compute", src.compute_us],
     ["comm", src.comm_us], ["exposed", src.exposed_comm_us], ["hidden", "share of communication compute hides"],
-    ["launches"], ["top finding of the rank"]],
+    ["launches"], ["trace"]],
   (hd.ranks || []).map((r) => h("tr", { "data-rank": String(r.rank) }, td(String(r.rank)), td(r.host ?? "-", false),
     td(r.device ?? "-", false), td(fmtInt(r.steps)), td(fmtUs(r.step_us)), td(fmtUs(r.compute_us)), td(fmtUs(r.comm_us)),
     td(fmtUs(r.exposed_comm_us)), td(fmtPct(r.hidden_share, 0)), td(fmtInt(r.launches)),
-    td(r.top_finding ?? "-", false, r.source ?? null))), "ks-rank-table");
+    td((r.source || "-").split("/").pop(), false, r.source ?? null))), "ks-rank-table");
 }
 
 function stepsTable(hd) {
