@@ -12,7 +12,7 @@ from .report import Report
 
 __version__ = "0.1.0"
 
-__all__ = ["Report", "TraceError", "compare", "load", "load_ncu", "occupancy", "profile"]
+__all__ = ["Report", "TraceError", "compare", "load", "load_ncu", "load_ranks", "occupancy", "profile"]
 
 
 def occupancy(*args, **kwargs):
@@ -35,6 +35,16 @@ def profile(*args, **kwargs):
     """
     from .capture import profile as _profile
     return _profile(*args, **kwargs)
+
+
+def load_ranks(source, client=None, **kwargs):
+    """Open the per-rank traces of a distributed run as one report across ranks.
+
+    >>> rep = ks.load_ranks("traces/")          # doctest: +SKIP
+    >>> rep.stragglers                          # doctest: +SKIP
+    """
+    from .ranks import load_ranks as _load_ranks
+    return _load_ranks(source, client=client, **kwargs)
 
 
 def compare(before, after, **kwargs):

@@ -15,3 +15,8 @@ class TraceError(ValueError):
         self.source = str(source)
         self.problem = problem
         super().__init__(f"{self.source}: {problem}")
+
+    def __reduce__(self):
+        # Rebuilt from (source, problem), so that an error raised in a worker process (the
+        # process pool or a Dask cluster of ks.load_ranks) reaches the caller intact.
+        return (type(self), (self.source, self.problem))

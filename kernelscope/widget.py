@@ -46,9 +46,20 @@ class ReportWidget(anywidget.AnyWidget):
         if isinstance(content, dict) and content.get("type") == "curves":
             entry = config_curves(self.report.kernels, self.report.devices, int(content.get("config", -1)))
             self.send({"type": "curves", "config": entry["config"], "entry": entry})
+        # A multi-rank report's rank selector asks for one rank's full report.
+        if isinstance(content, dict) and content.get("type") == "rank" and hasattr(self.report, "rank"):
+            rank = content.get("rank")
+            try:
+                header, buf = view_model(self.report.rank(int(rank)))
+            except Exception as e:  # noqa: BLE001 - the view says it could not open the rank
+                self.send({"type": "rank", "rank": rank, "header": None, "error": f"{type(e).__name__}: {e}"})
+                return
+            self.send({"type": "rank", "rank": rank, "header": header}, [buf])
 
     @property
     def selected(self) -> pd.DataFrame:
         """Launch rows (``report.kernels``) of the kernels selected in the table."""
-        k = self.report.kernels
+        k = getattr(self.report, "kernels", None)
+        if k is None:   # a multi-rank report: its kernels are per rank (report.rank(r))
+            return pd.DataFrame()
         return k[k["name"].isin(list(self.selection))]

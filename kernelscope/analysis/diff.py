@@ -95,15 +95,18 @@ class Comparison:
         return comparison_html(self)
 
 
-def compare(before, after, *, labels=("before", "after")) -> Comparison:
+def compare(before, after, *, labels=None) -> Comparison:
     """Compare two runs (Reports or paths ``ks.load`` opens): per-kernel time change, new and
-    gone kernels, per-backend totals, overall GPU and wall time; all per run.
+    gone kernels, per-backend totals, overall GPU and wall time; all per run. Two ranks of one
+    job (``rep.rank(0)``, ``rep.rank(1)`` of ``ks.load_ranks``) are labelled by their rank,
+    other runs "before" and "after", unless ``labels`` says otherwise.
 
     >>> c = compare("launch_bound.pt.trace.json.gz", "graphs.pt.trace.json.gz")   # doctest: +SKIP
     >>> c.metric("wall_us")["ratio"] < 1                                           # doctest: +SKIP
     True
     """
     before, after = _report(before), _report(after)
+    labels = labels or _rank_labels(before, after) or ("before", "after")
     nb, na = _n_repeats(before), _n_repeats(after)
     rb, ra = _repeat_lists(before), _repeat_lists(after)
     kernels = _match(_per_name(before, nb), _per_name(after, na), rb, ra)
@@ -130,6 +133,15 @@ def _report(x):
     if not hasattr(x, "kernels") or not hasattr(x, "meta"):
         raise TypeError(f"compare() takes Reports or trace/report paths, not {type(x).__name__}")
     return x
+
+
+def _rank_labels(before, after):
+    """("rank 0", "rank 1") for two different ranks of a distributed run, else None."""
+    ranks = [(r.meta.get("distributed") or {}).get("rank") if isinstance(r.meta.get("distributed"), dict) else None
+             for r in (before, after)]
+    if None in ranks or ranks[0] == ranks[1]:
+        return None
+    return tuple(f"rank {r}" for r in ranks)
 
 
 def _n_repeats(rep) -> int:

@@ -111,3 +111,22 @@ def peaks_table():
                           "host_link_gbps": p.host_link_gbps,
                           **{f"{k}_tflops": p.tflops.get(k) for k in precisions}, "source": p.source}
                          for p in PEAKS])
+
+
+# GPU-to-GPU link within one board, GB/s in one direction (half the bidirectional NVLink figure
+# of the datasheet): what NCCL's bus bandwidth between ranks of one host is measured against.
+# Models whose boards come with or without NVLink (PCIe cards, A100 40GB) are left out.
+PEER_LINK_GBPS = {
+    "V100 SXM2": 150.0, "A100 80GB SXM": 300.0, "H100 NVL": 300.0, "H100 SXM": 450.0,
+    "H200 NVL": 450.0, "H200 SXM": 450.0, "B200": 900.0, "GB200": 900.0,
+}
+
+
+def peer_link_gbps(name) -> float | None:
+    """The datasheet NVLink rate (GB/s, one direction) between GPUs of one board, or None.
+
+    >>> peer_link_gbps("NVIDIA H200"), peer_link_gbps("NVIDIA L4")
+    (450.0, None)
+    """
+    p = device_peaks(name)
+    return PEER_LINK_GBPS.get(p.model) if p is not None else None

@@ -83,6 +83,7 @@ class profile:
         self._no_gpu = False
         self._notes = []
         self._event_kind = None
+        self._rank = None       # this process's rank in a torch.distributed job, if any
 
     # -- context manager / decorator -------------------------------------------------------
     def __enter__(self):
@@ -165,6 +166,9 @@ class profile:
                 "(torch.profiler, Nsight Systems/Compute, DCGM profiling), stop it and run again."
             ) from None
         self.torch_profiler = p
+        self._rank = _rank_tag()
+        if self._rank is not None:
+            _tag_trace(p, self._rank)
         if has_cuda and cupy_events.wanted(getattr(self, "_torch_was_imported", True)):
             self._events = cupy_events.start_events()
             self._event_kind = "cupy"
@@ -273,6 +277,9 @@ class profile:
         meta["no_gpu"] = self._no_gpu
         meta["lean"] = self.lean
         meta["with_stack"] = self.with_stack
+        if self._rank is not None:
+            from ..trace.distributed import merge_rank_tag
+            meta["distributed"] = merge_rank_tag(meta.get("distributed"), self._rank)
         if error is not None:
             meta["error"] = f"{type(error).__name__}: {error}"[:500]
         report = Report(trace)
@@ -291,6 +298,36 @@ class profile:
                     f"{launches} launch call(s) recorded but no GPU activity: another tool may hold "
                     "CUPTI (Nsight Systems/Compute, DCGM profiling); stop it and run again")
         return report
+
+
+def _rank_tag():
+    """Rank, world size, backend, host and local rank of this process when torch.distributed
+    is initialized (a torchrun job), else None."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return None
+        tag = {"rank": int(dist.get_rank()), "world_size": int(dist.get_world_size()),
+               "backend": str(dist.get_backend())}
+    except (RuntimeError, ValueError, AttributeError):
+        return None
+    import os
+    import socket
+    local = os.environ.get("LOCAL_RANK", "")
+    tag["host"] = socket.gethostname()
+    tag["local_rank"] = int(local) if local.isdigit() else None
+    return tag
+
+
+def _tag_trace(p, tag):
+    """Write the rank tag into the trace header, so that a trace file saved from this recording
+    (``trace_path``, or Kineto's own export) says which rank and host it came from."""
+    import json
+    from ..trace.distributed import RANK_TAG
+    try:
+        p.add_metadata_json(RANK_TAG, json.dumps(tag))
+    except (RuntimeError, AttributeError):
+        pass  # an older torch without header metadata: meta["distributed"] still has the tag
 
 
 def _import_torch():

@@ -74,31 +74,12 @@ def view_model(rep) -> tuple[dict, bytes]:
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
     launch_spec = LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra]
 
-    chunks, offset = [], 0
-    tables = {}
     problems = []
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
     host = _host_spans(rep.ops, rep.runtime)
-    for tname, df, spec in (("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
-                            ("gaps", gaps, GAP_COLUMNS), ("host", host, HOST_COLUMNS)):
-        cols = []
-        for col, kind in spec:
-            arr, strings = _encode(df[col] if col in df.columns else None, kind, len(df))
-            pad = (-offset) % 8
-            if pad:
-                chunks.append(b"\0" * pad)
-                offset += pad
-            raw = arr.tobytes()
-            entry = {"name": col, "type": "i32" if kind == "str" else kind, "offset": offset,
-                     "length": int(len(arr))}
-            if strings is not None:
-                entry["strings"] = strings
-            cols.append(entry)
-            chunks.append(raw)
-            offset += len(raw)
-        tables[tname] = {"rows": int(len(df)), "columns": cols}
-    buf = b"".join(chunks)
+    tables, buf = pack_tables((("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
+                               ("gaps", gaps, GAP_COLUMNS), ("host", host, HOST_COLUMNS)))
 
     header = {
         "version": VIEW_VERSION,
@@ -121,6 +102,35 @@ def view_model(rep) -> tuple[dict, bytes]:
         "nbytes": len(buf),
     }
     return header, buf
+
+
+def pack_tables(items) -> tuple[dict, bytes]:
+    """``(name, DataFrame, [(column, kind), ...])`` triples as the header's table directory and
+    one buffer of 8-byte aligned typed-array columns (what ``js/src/view/data.js`` decodes).
+
+    >>> tables, buf = pack_tables([("t", pd.DataFrame({"x": [1.0]}), [("x", "f64")])])
+    >>> tables["t"]["rows"], len(buf)
+    (1, 8)
+    """
+    chunks, offset, tables = [], 0, {}
+    for tname, df, spec in items:
+        cols = []
+        for col, kind in spec:
+            arr, strings = _encode(df[col] if col in df.columns else None, kind, len(df))
+            pad = (-offset) % 8
+            if pad:
+                chunks.append(b"\0" * pad)
+                offset += pad
+            raw = arr.tobytes()
+            entry = {"name": col, "type": "i32" if kind == "str" else kind, "offset": offset,
+                     "length": int(len(arr))}
+            if strings is not None:
+                entry["strings"] = strings
+            cols.append(entry)
+            chunks.append(raw)
+            offset += len(raw)
+        tables[tname] = {"rows": int(len(df)), "columns": cols}
+    return tables, b"".join(chunks)
 
 
 def mime_payload(rep, model: tuple | None = None) -> dict:

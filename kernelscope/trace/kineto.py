@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from .distributed import rank_meta
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
 
@@ -56,6 +57,16 @@ class Args(msgspec.Struct, gc=False):
     python_id: Int = msgspec.field(default=None, name="Python id")
     parent_id: Int = msgspec.field(default=None, name="Python parent id")
     sync_type: Str = msgspec.field(default=None, name="cuda_sync_kind")
+    # Collective metadata torch records on NCCL kernels and record_param_comms ops.
+    collective: Str = msgspec.field(default=None, name="Collective name")
+    in_nelems: Int = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Int = msgspec.field(default=None, name="Out msg nelems")
+    group_size: Int = msgspec.field(default=None, name="Group size")
+    dtype: Str = None
+    pg_name: Str = msgspec.field(default=None, name="Process Group Name")
+    pg_desc: Str = msgspec.field(default=None, name="Process Group Description")
+    pg_ranks: msgspec.Raw = msgspec.field(default=None, name="Process Group Ranks")
+    seq: Int = msgspec.field(default=None, name="Seq")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -81,6 +92,8 @@ class TraceFile(msgspec.Struct, gc=False):
     record_shapes: Any = None
     traceName: Any = None
     distributedInfo: Any = None
+    kernelscopeRank: Any = None   # ks.profile()'s rank tag (trace/distributed.py)
+    host_name: Any = None         # newer torch writes the host into the header
 
 
 class _TypedFile(TraceFile, gc=False):
@@ -421,7 +434,7 @@ def _raw_shapes(ev):
     """In the lenient path, give the Raw-typed args fields the Raw values the typed path would."""
     args = ev.get("args") if isinstance(ev, dict) else None
     if isinstance(args, dict):
-        for key in ("Input Dims", "Input type"):
+        for key in ("Input Dims", "Input type", "Process Group Ranks"):
             if key in args and args[key] is not None:
                 try:
                     args[key] = msgspec.Raw(msgspec.json.encode(args[key]))
@@ -551,6 +564,7 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         "with_flops": bool(doc.with_flops) if doc.with_flops is not None else None,
         "record_shapes": bool(doc.record_shapes) if doc.record_shapes is not None else None,
         "trace_name": _text(doc.traceName) if doc.traceName is not None else None,
+        "distributed": rank_meta(doc.distributedInfo, doc.kernelscopeRank, doc.host_name),
         "notes": notes,
     }
 
@@ -695,7 +709,25 @@ def _kernel_table(evs, times):
         "shared_mem_bytes": [x.shared_memory for x in a],
         "kineto_est_occupancy": [x.est_occupancy for x in a],
         "kernel_backend": [x.kernel_backend for x in a],
+        "comm": _comm(a),
     }
+
+
+def _comm(a):
+    """The collective metadata of each event (a dict), None for the rest."""
+    return [None if x.collective is None else _comm_args(x) for x in a]
+
+
+def _comm_args(x):
+    ranks = None
+    if x.pg_ranks is not None:
+        try:
+            ranks = msgspec.json.decode(x.pg_ranks)
+        except msgspec.DecodeError:
+            ranks = None
+    return {"collective": x.collective, "in_nelems": x.in_nelems, "out_nelems": x.out_nelems,
+            "group_size": x.group_size, "dtype": x.dtype, "pg_name": x.pg_name, "pg_desc": x.pg_desc,
+            "pg_ranks": ranks if isinstance(ranks, (str, list)) else None, "seq": x.seq}
 
 
 def _copy_kind(name):
@@ -757,6 +789,7 @@ def _op_table(evs, times):
         "flops": [x.flops for x in a],
         "sequence": [x.sequence for x in a],
         "kernel_backend": [x.kernel_backend for x in a],
+        "comm": _comm(a),
     }
 
 

@@ -23,7 +23,7 @@ KERNEL_COLUMNS = {
     "launch_api": "object", "launch_start_us": "float64", "launch_duration_us": "float64",
     "launch_tid": "object", "graph_launch": "bool",
     "op": "object", "op_index": "int64", "source": "object",
-    "kernel_backend": "object",
+    "kernel_backend": "object", "comm": "object",
 }
 COPY_COLUMNS = {
     "kind": "object", "name": "object", "copy_kind": "object",
@@ -43,7 +43,7 @@ OP_COLUMNS = {
     "name": "object", "cat": "object", "pid": "object", "tid": "object",
     "start_us": "float64", "duration_us": "float64", "external_id": "int64",
     "input_dims": "object", "input_types": "object", "flops": "float64",
-    "sequence": "int64", "kernel_backend": "object",
+    "sequence": "int64", "kernel_backend": "object", "comm": "object",
 }
 FRAME_COLUMNS = {
     "name": "object", "tid": "object", "start_us": "float64", "duration_us": "float64",

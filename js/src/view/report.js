@@ -4,6 +4,7 @@ import { str, int, num } from "./data.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
+import { renderRanks } from "./ranks.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -13,6 +14,8 @@ const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Finding
  * Returns {setSelection(names), table, timeline}.
  */
 export function renderReport(el, model, opts = {}) {
+  // A multi-rank report (ks.load_ranks) has its own view; a rank opened from it is a report.
+  if (model.header.kind === "ranks") return renderRanks(el, model, { ...opts, renderRank: (sub, m) => renderReport(sub, m) });
   const t0 = performance.now();
   const onSelect = opts.onSelect || (() => {});
   const hd = model.header;
