@@ -186,8 +186,8 @@ class Report:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = _clean_meta(d.get("meta"))
         trace = Trace(**tables, meta=meta)
-        from .trace.kineto import _cover_span
-        _cover_span(trace)   # a hand-edited span may not cover the recorded kernels
+        from .trace.timebase import cover_span
+        cover_span(trace)   # a hand-edited span may not cover the recorded kernels
         return cls(trace, ncu=ncu)
 
     # -- display -------------------------------------------------------------------------

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 import kernelscope as ks
-from kernelscope.trace.kineto import is_user_frame, read_kineto
+from kernelscope.trace.kineto import read_kineto
+from kernelscope.trace.sources import is_user_frame
 
 from .conftest import DATA
 

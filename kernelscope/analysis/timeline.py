@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..trace.model import SYNC_CALLS
+
 # Causes of an idle gap, in words (the ``cause`` column of the gaps table).
 CAUSES = {
     "host": "waiting on the host: the next launch came after the GPU went idle",
@@ -211,8 +213,6 @@ def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame |
 
     >>> host_blocking(rep.syncs, rep.copies)[["name", "duration_us", "op"]]   # doctest: +SKIP
     """
-    from ..trace.kineto import SYNC_CALLS
-
     parts = []
     # Only host API calls: GPU-side "cuda_sync" records have no host interval to block.
     s = syncs[syncs["name"].isin(list(SYNC_CALLS))]
