@@ -19,6 +19,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..jsonable import jsonable
+
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
 
@@ -115,7 +117,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
         # Display options of %%kernelprofile (--top, --sort), when it set them.
-        "view": _plain(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
+        "view": jsonable(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
         "nbytes": len(buf),
     }
@@ -254,7 +256,7 @@ def _findings(rep, problems=None) -> list:
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
                     "detail": _str(get("detail")),
-                    "evidence": {str(a): _plain(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
+                    "evidence": {str(a): jsonable(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
     return out
 
 
@@ -331,7 +333,7 @@ def _config_entry(code: int, row, dev: dict, with_curves: bool) -> dict:
 def _occ_fields(o) -> dict:
     fields = ("active_blocks_per_sm", "occupancy", "block_limit_registers", "block_limit_shared_mem",
               "block_limit_warps", "block_limit_blocks", "block_limit_barriers", "reason")
-    out = {f: _plain(getattr(o, f, None)) for f in fields}
+    out = {f: jsonable(getattr(o, f, None)) for f in fields}
     out["limiters"] = [str(x) for x in (getattr(o, "limiters", ()) or ())]
     return out
 
@@ -409,7 +411,7 @@ def _roofline(rep, k, problems=None) -> dict | None:
             "(bytes: inputs read once, output written once).")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
-    return {"points": points, "ceilings": _plain(ceilings), "note": note}
+    return {"points": points, "ceilings": jsonable(ceilings), "note": note}
 
 
 def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
@@ -432,7 +434,7 @@ def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
 def _records(df) -> list:
     if df is None or not len(df):
         return []
-    return [{str(c): _plain(v) for c, v in r.items()} for r in df.to_dict("records")]
+    return [{str(c): jsonable(v) for c, v in r.items()} for r in df.to_dict("records")]
 
 
 def _safe(fn, default, problems=None, what=None):
@@ -444,22 +446,6 @@ def _safe(fn, default, problems=None, what=None):
         if problems is not None and what:
             problems.append(f"{what} unavailable: {type(e).__name__}: {e}")
         return default
-
-
-def _plain(v):
-    if v is None or v is pd.NA or isinstance(v, (str, bool)):
-        return v
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return _num(float(v))
-    if isinstance(v, dict):
-        return {str(a): _plain(b) for a, b in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray, pd.Series)):
-        return [_plain(x) for x in list(v)]
-    if pd.isna(v) if np.ndim(v) == 0 else False:
-        return None
-    return str(v)
 
 
 def _num(v):
