@@ -36,15 +36,14 @@ class Report:
         self.meta = trace.meta
         self.ncu = ncu
         self.kernels = _enrich_kernels(trace)
+        self.copies = _enrich_copies(trace)
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
 
     # -- tables -------------------------------------------------------------------------
-    @property
-    def copies(self) -> pd.DataFrame:
-        """memcpy and memset activity, one row each."""
-        return self.trace.copies
+    # ``kernels`` (one row per launch, with the analysis columns) and ``copies`` (memcpy and
+    # memset activity, one row each, with ``device``/``device_type``) are set on construction.
 
     @property
     def runtime(self) -> pd.DataFrame:
@@ -262,9 +261,14 @@ def _clean_meta(meta) -> dict:
 
 
 def _enrich_kernels(trace: Trace) -> pd.DataFrame:
-    """Kernels with the analysis columns of DESIGN.md added."""
+    """Kernels with the analysis columns added."""
     from .analysis import annotate_kernels
     return annotate_kernels(trace)
+
+
+def _enrich_copies(trace: Trace) -> pd.DataFrame:
+    from .analysis import annotate_copies
+    return annotate_copies(trace)
 
 
 def _table_to_json(df: pd.DataFrame) -> dict:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.model import SYNC_CALLS
+from .devices import annotate_devices
 
 # Causes of an idle gap, in words (the ``cause`` column of the gaps table).
 CAUSES = {
@@ -131,7 +132,6 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     >>> a = activities(rep.kernels, rep.copies)          # doctest: +SKIP
     >>> a[["kind", "stream", "start_us", "end_us"]]      # doctest: +SKIP
     """
-    labels = _device_labels(kernels)
     parts = []
     for kind_col, df in (("kernel", kernels), (None, copies)):
         if not len(df):
@@ -152,10 +152,9 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         t["graph_launch"] = (df["graph_launch"].fillna(False).astype(bool)
                              if "graph_launch" in df.columns else False)
         t["bytes"] = df["bytes"].astype("Int64") if "bytes" in df.columns else pd.NA
-        codes, uniq = pd.factorize(t["device_index"], use_na_sentinel=False)
-        names = np.array([labels.get(i, "cuda:?" if i is pd.NA else f"cuda:{i}") for i in uniq],
-                         dtype=object)
-        t["device"] = pd.Series(names[codes], index=t.index, dtype=object)
+        # The labels of Report.kernels/copies (analysis.devices); raw tables are labelled here.
+        t["device"] = (df["device"].astype(object) if "device" in df.columns
+                       else annotate_devices(t[["device_index"]].copy(), None)["device"])
         parts.append(t)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTIVITY_COLUMNS})
@@ -446,10 +445,3 @@ def timeline(report) -> Timeline:
         window["lead_in_us"] = window["start_us"]
     return Timeline(activities=acts, busy=busy, gaps=gaps, overlap=overlap_table(acts),
                     blocking=blocking, launch_stats=launch_stats(acts, gaps), window=window)
-
-
-def _device_labels(kernels: pd.DataFrame) -> dict:
-    if "device" not in kernels.columns or not len(kernels):
-        return {}
-    pairs = kernels[["device_index", "device"]].drop_duplicates()
-    return {i: d for i, d in zip(pairs["device_index"].tolist(), pairs["device"].tolist()) if i is not pd.NA}

@@ -68,10 +68,6 @@ def view_model(rep) -> tuple[dict, bytes]:
     k = rep.kernels.reset_index(drop=True)
     k = k.assign(config=_config_codes(k))
     copies = rep.copies.reset_index(drop=True)
-    if len(copies):
-        copies = copies.assign(device=[_device_label(i) for i in copies["device_index"].tolist()])
-    else:
-        copies = copies.assign(device=pd.Series([], dtype=object))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
     launch_spec = LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra]
@@ -206,10 +202,6 @@ def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)
-
-
-def _device_label(i) -> str:
-    return "cuda:?" if i is None or i is pd.NA else f"cuda:{i}"
 
 
 def _config_codes(k: pd.DataFrame) -> np.ndarray:
