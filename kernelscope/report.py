@@ -14,6 +14,7 @@ from functools import cached_property
 import msgspec
 import pandas as pd
 
+from .analysis import analyze_kernels, annotate_copies
 from .analysis.summary import kernel_summary
 from .errors import TraceError
 from .jsonable import jsonable
@@ -35,8 +36,9 @@ class Report:
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
-        self.kernels = _enrich_kernels(trace)
-        self.copies = _enrich_copies(trace)
+        # shapes: each distinct launch shape once, with its occupancy (kernels["shape"] is its row)
+        self.kernels, self.shapes = analyze_kernels(trace)
+        self.copies = annotate_copies(trace)
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
@@ -258,17 +260,6 @@ def _clean_meta(meta) -> dict:
     if bad:
         meta["notes"].append(f"ignored damaged meta field(s) of the report file: {', '.join(bad)}")
     return meta
-
-
-def _enrich_kernels(trace: Trace) -> pd.DataFrame:
-    """Kernels with the analysis columns added."""
-    from .analysis import annotate_kernels
-    return annotate_kernels(trace)
-
-
-def _enrich_copies(trace: Trace) -> pd.DataFrame:
-    from .analysis import annotate_copies
-    return annotate_copies(trace)
 
 
 def _table_to_json(df: pd.DataFrame) -> dict:

@@ -4,21 +4,33 @@ from __future__ import annotations
 import pandas as pd
 
 
-def annotate_kernels(trace) -> pd.DataFrame:
-    """The kernels table with the analysis columns added (a new frame): ``device``,
-    ``device_type``, ``short_name``, ``backend`` and the occupancy columns.
+def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the kernels table with the analysis columns added, as a new frame; the launch-shapes
+    table). Columns added: ``device``, ``device_type``, ``short_name``, ``backend``,
+    ``tensor_cores``, ``backend_rule``, the occupancy columns and ``shape`` (the launch's row of
+    the shapes table, :mod:`kernelscope.analysis.shapes`).
 
-    >>> k = annotate_kernels(ks.load("attention.pt.trace.json.gz").trace)   # doctest: +SKIP
-    >>> k[["short_name", "backend", "theoretical_occupancy"]]                 # doctest: +SKIP
+    >>> k, shapes = analyze_kernels(ks.load("attention.pt.trace.json.gz").trace)   # doctest: +SKIP
+    >>> k[["short_name", "backend", "theoretical_occupancy"]]                       # doctest: +SKIP
     """
     from .backends import annotate_backends
     from .devices import annotate_devices
     from .occupancy import annotate_occupancy
+    from .shapes import launch_shapes
 
     k = annotate_devices(trace.kernels.copy(), trace.devices)
     k = annotate_backends(k, trace)
-    k = annotate_occupancy(k, trace.devices)
-    return k
+    codes, shapes = launch_shapes(k, trace.devices)
+    k = annotate_occupancy(k, trace.devices, shapes=(codes, shapes))
+    return k, shapes
+
+
+def annotate_kernels(trace) -> pd.DataFrame:
+    """The kernels table with the analysis columns added (see :func:`analyze_kernels`).
+
+    >>> annotate_kernels(ks.load("attention.pt.trace.json.gz").trace)["backend"].unique()   # doctest: +SKIP
+    """
+    return analyze_kernels(trace)[0]
 
 
 def annotate_copies(trace) -> pd.DataFrame:
