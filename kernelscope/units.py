@@ -3,7 +3,7 @@
 A base module like :mod:`kernelscope.errors`: every layer may import it (the reader's error
 messages, the findings' text and the renderers all format with these). The browser's
 ``js/src/view/format.js`` formats the raw columns of the view the same way (``fmtUs``,
-``fmtBytes``); ``tests/test_layers.py`` checks that the two agree.
+``fmtBytes``); ``tests/test_vocabulary.py`` checks that the two agree.
 """
 from __future__ import annotations
 

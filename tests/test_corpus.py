@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 import kernelscope as ks
+from kernelscope.analysis import backend_rules
 
 from .conftest import written_out_union
 
@@ -30,9 +31,8 @@ CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 DATA = Path(__file__).parent / "data"
 
-# DESIGN.md's one backend vocabulary.
-BACKENDS = {"cuBLAS", "cuDNN", "CUTLASS", "Triton", "CuPy", "ATen", "NCCL", "FlashAttention", "cuFFT",
-            "cuRAND", "CUB", "Numba", "memcpy", "memset", "rocBLAS", "hipBLASLt", "MIOpen", "CK", "other"}
+# The one backend vocabulary.
+BACKENDS = set(backend_rules.BACKENDS)
 # The payloads' own marker: finding it inside a tag, an event-handler attribute or a script body
 # means input text became markup.
 MARK = "__ks_pwned"

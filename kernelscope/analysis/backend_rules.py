@@ -28,6 +28,21 @@ FFT_OPS = r"^aten::(_fft\w*|fft_\w+|stft|istft)$"
 COMM_OPS = r"^(nccl:|c10d::|record_param_comms)"
 
 
+# The backend vocabulary: every label a rule may give, with the colour every view draws it in
+# (tables, charts, the timeline; the browser gets this table in the view's payload). Adding a
+# backend is one line here (tests/test_backends.py checks that every rule's label is listed).
+BACKENDS: dict[str, str] = {
+    "cuBLAS": "#4e79a7", "cuDNN": "#f28e2b", "CUTLASS": "#59a14f", "Triton": "#e15759",
+    "CuPy": "#76b7b2", "ATen": "#edc948", "NCCL": "#b07aa1", "FlashAttention": "#ff9da7",
+    "cuFFT": "#9c755f", "cuRAND": "#bab0ac", "CUB": "#8cd17d", "Numba": "#86bcb6",
+    "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#4e79a7", "hipBLASLt": "#a0cbe8",
+    "MIOpen": "#ffbe7d", "CK": "#499894", "other": "#9d9d9d",
+}
+# Copies on the timeline: memcpy by direction, and memset.
+COPY_COLORS: dict[str, str] = {"HtoD": BACKENDS["memcpy"], "DtoH": "#b6992d", "DtoD": "#499894",
+                               "memset": BACKENDS["memset"]}
+
+
 class Rule(NamedTuple):
     id: str
     backend: str

@@ -22,7 +22,9 @@ import pandas as pd
 
 from .archs import KB, Arch, arch, parse_cc
 
-LIMITERS = ("registers", "shared_mem", "warps", "blocks", "barriers")
+# What can limit the blocks per SM, in the order limiters are listed, with the short form the
+# kernel table shows (the browser gets this table in the view's payload).
+LIMITERS = {"registers": "regs", "shared_mem": "smem", "warps": "warps", "blocks": "blocks", "barriers": "barriers"}
 _BIG = 1 << 30          # "no limit" (the calculator's INT_MAX), kept an int
 
 

@@ -11,6 +11,7 @@ separately as ``lead_in_us``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -18,14 +19,30 @@ import pandas as pd
 from ..trace.model import SYNC_CALLS
 from .devices import annotate_devices
 
-# Causes of an idle gap, in words (the ``cause`` column of the gaps table).
+
+class Cause(NamedTuple):
+    """An idle gap's cause: what it means, the word the timeline's legend uses (None: not in
+    the legend) and the colour of its idle spans."""
+
+    text: str
+    legend: str | None
+    color: str
+
+
+# Causes of an idle gap (the ``cause`` column of the gaps table). The browser gets this table
+# in the view's payload.
 CAUSES = {
-    "host": "waiting on the host: the next launch came after the GPU went idle",
-    "sync": "the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
-    "streams": "the next work was queued on another stream, waiting on a cross-stream dependency",
-    "queued": "the next work was already queued on the same stream (GPU-side launch latency)",
-    "unknown": "the next activity's launch call is not in the trace",
+    "host": Cause("waiting on the host: the next launch came after the GPU went idle",
+                  "host", "rgba(214,39,40,0.35)"),
+    "sync": Cause("the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
+                  "sync", "rgba(148,103,189,0.45)"),
+    "streams": Cause("the next work was queued on another stream, waiting on a cross-stream dependency",
+                     "another stream", "rgba(255,127,14,0.4)"),
+    "queued": Cause("the next work was already queued on the same stream (GPU-side launch latency)",
+                    "queued", "rgba(127,127,127,0.3)"),
+    "unknown": Cause("the next activity's launch call is not in the trace", None, "rgba(127,127,127,0.2)"),
 }
+
 # Host-blocking copy calls: with pageable host memory cudaMemcpyAsync is synchronous for the host
 # (the driver stages through a pinned buffer), which is documented CUDA behaviour.
 _BLOCKING_MEMORY = "Pageable"

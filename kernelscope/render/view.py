@@ -19,7 +19,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..analysis.backend_rules import BACKENDS, COPY_COLORS
+from ..analysis.occupancy import LIMITERS
 from ..analysis.shapes import shape_curves
+from ..analysis.timeline import CAUSES
+from ..trace.model import SYNC_CALLS
+from ..trace.ncu import COMPARED_METRICS
 from ..jsonable import jsonable
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
@@ -49,13 +54,34 @@ COPY_COLUMNS = [
     ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
     ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
 ]
-# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls.
+# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls
+# (kind "op", "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS).
 HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("kind", "str")]
 GAP_COLUMNS = [
     ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
+# Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
+HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
+
+
+def vocabulary() -> dict:
+    """The names and colours the browser draws with, from the Python tables that own them
+    (sent in every payload's header, so the JS holds no copy): backend colours and copy
+    directions (``analysis.backend_rules``), idle-gap causes (``analysis.timeline.CAUSES``),
+    occupancy limiters and their short forms (``analysis.occupancy.LIMITERS``), the Nsight
+    Compute metrics shown beside ours (``trace.ncu.COMPARED_METRICS``) and host span colours.
+
+    >>> vocabulary()["backends"]["cuBLAS"], vocabulary()["limiters"]["shared_mem"]
+    ('#4e79a7', 'smem')
+    """
+    return {
+        "backends": dict(BACKENDS), "copies": dict(COPY_COLORS), "host": dict(HOST_COLORS),
+        "causes": {c: {"text": x.text, "legend": x.legend, "color": x.color} for c, x in CAUSES.items()},
+        "limiters": dict(LIMITERS),
+        "ncu": [{"label": label, "column": col, "ours": ours} for label, col, ours in COMPARED_METRICS],
+    }
 _MISSING_INT = -1
 
 
@@ -102,6 +128,7 @@ def view_model(rep) -> tuple[dict, bytes]:
 
     header = {
         "version": VIEW_VERSION,
+        "vocabulary": vocabulary(),
         "title": _title(rep),
         "partial": bool(rep.partial),
         "notes": [str(n) for n in rep.notes] + problems,
@@ -200,7 +227,8 @@ def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
         parts.append(o[top].assign(kind="op"))
     if len(runtime):
         r = runtime[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
-        parts.append(r.assign(tid=r["tid"].astype(str), kind="runtime"))
+        kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
+        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind))
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)

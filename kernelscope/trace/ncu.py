@@ -58,6 +58,22 @@ _SPACES = str.maketrans("", "", " \u00a0\u202f\u2009")
 # Columns the merge copies onto Kineto kernels as ncu_* (measured by ncu, not recomputed).
 MERGE_SKIP = {"id", "process_id", "process_name", "host_name", "kernel_name", "context", "stream", "device",
               "cc", "block_x", "block_y", "block_z", "grid_x", "grid_y", "grid_z", "block_dims", "grid_dims"}
+# The ncu metrics the details panel shows first, beside kernelscope's own figure where there is
+# one: (label, merged column as merge_ncu names it, our kernels column or None). The browser
+# gets this table in the view's payload.
+COMPARED_METRICS = (
+    ("theoretical occupancy", "ncu_theoretical_occupancy_pct", "theoretical_occupancy"),
+    ("achieved occupancy", "ncu_achieved_occupancy_pct", None),
+    ("duration", "ncu_duration_ns", "duration_us"),
+    ("compute (SM) throughput", "ncu_compute_sm_throughput_pct", None),
+    ("memory throughput", "ncu_memory_throughput_pct", None),
+    ("DRAM throughput", "ncu_dram_throughput_pct", None),
+    ("L2 throughput", "ncu_l2_cache_throughput_pct", None),
+    ("L1/TEX throughput", "ncu_l1_per_tex_cache_throughput_pct", None),
+    ("block limit: registers", "ncu_block_limit_registers_blocks", "block_limit_registers"),
+    ("block limit: shared memory", "ncu_block_limit_shared_mem_blocks", "block_limit_shared_mem"),
+    ("block limit: warps", "ncu_block_limit_warps_blocks", "block_limit_warps"),
+)
 
 
 def read_ncu(path) -> pd.DataFrame:
