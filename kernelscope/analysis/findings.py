@@ -29,7 +29,7 @@ HOST_BOUND_MAX_BUSY = 0.5
 # ... and we blame the host when its late launches and syncs explain at least half of the idle.
 HOST_IDLE_MIN_SHARE = 0.5
 # Launch-bound means many short kernels: below ~100 launches the per-launch host cost adds up to
-# about a millisecond at most (9-11 us per bare launch on an H200, DESIGN.md)...
+# about a millisecond at most (9.9 us per bare launch on an H200, benchmarks/README.md)...
 LAUNCH_BOUND_MIN_LAUNCHES = 100
 # ...and a kernel shorter than one launch's host cost finishes before the next launch arrives.
 SHORT_KERNEL_US = 10.0
