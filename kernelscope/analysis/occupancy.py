@@ -501,6 +501,8 @@ def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame, shapes=None
         w = grid / (active * sms)
     k["waves"] = np.where(active > 0, w, np.nan)
     for c in ANNOTATION_COLUMNS[3:]:
-        k[c] = table[c].take(rows).reset_index(drop=True).set_axis(k.index).astype("Int64")
+        v = table[c].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+        miss = np.isnan(v)
+        k[c] = pd.Series(pd.arrays.IntegerArray(np.where(miss, 0, v).astype(np.int64), miss), index=k.index)
     k["shape"] = rows
     return k
