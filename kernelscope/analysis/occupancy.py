@@ -133,7 +133,6 @@ class Occupancy:
         occ_next = min(b * self.warps_per_block, self.max_warps_per_sm) / self.max_warps_per_sm
         if self.active_warps_per_sm >= self.max_warps_per_sm:
             return []
-        pct = f"{occ_next * 100:.4g}% occupancy"
         # The register and shared-memory changes, applied alone and together, through the
         # calculator: the occupancy they give is what the step promises.
         changes = {}

@@ -23,9 +23,9 @@ from ..analysis.backend_rules import BACKENDS, COPY_COLORS
 from ..analysis.occupancy import LIMITERS
 from ..analysis.shapes import shape_curves
 from ..analysis.timeline import CAUSES
+from ..jsonable import jsonable
 from ..trace.model import SYNC_CALLS
 from ..trace.ncu import COMPARED_METRICS
-from ..jsonable import jsonable
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
@@ -64,6 +64,7 @@ GAP_COLUMNS = [
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
 HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
+_MISSING_INT = -1
 
 
 def vocabulary() -> dict:
@@ -82,7 +83,6 @@ def vocabulary() -> dict:
         "limiters": dict(LIMITERS),
         "ncu": [{"label": label, "column": col, "ours": ours} for label, col, ours in COMPARED_METRICS],
     }
-_MISSING_INT = -1
 
 
 def view_model(rep) -> tuple[dict, bytes]:
