@@ -27,6 +27,11 @@ REPORT_VERSION = 1
 class Report:
     """One profiled run: kernels, copies, CPU ops, devices and findings.
 
+    ``kernels`` (one row per launch, with the analysis columns), ``copies`` (one row per
+    memcpy/memset, with ``device``/``device_type``) and ``shapes`` (one row per distinct launch
+    shape with its occupancy and advice; ``kernels["shape"]`` is the row) are computed on
+    construction; ``findings``, ``timeline``, ``backends`` and ``roofline`` on first use.
+
     >>> import kernelscope as ks
     >>> rep = ks.load("mlp_train.pt.trace.json.gz")         # doctest: +SKIP
     >>> rep.summary().head(3)                              # doctest: +SKIP
@@ -36,17 +41,13 @@ class Report:
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
-        # shapes: each distinct launch shape once, with its occupancy (kernels["shape"] is its row)
         self.kernels, self.shapes = analyze_kernels(trace)
         self.copies = annotate_copies(trace)
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
 
-    # -- tables -------------------------------------------------------------------------
-    # ``kernels`` (one row per launch, with the analysis columns) and ``copies`` (memcpy and
-    # memset activity, one row each, with ``device``/``device_type``) are set on construction.
-
+    # -- tables (kernels, copies and shapes are set on construction) ---------------------
     @property
     def runtime(self) -> pd.DataFrame:
         """CUDA runtime and driver API calls on the host."""
