@@ -5,7 +5,7 @@
 
 Side by side, best of ``--rounds``:
 - gunzip: ``gzip.decompress`` (what the reader used before) vs the capped streaming
-  ``kernelscope.trace.kineto._gunzip`` (output bounded by KERNELSCOPE_MAX_TRACE_BYTES).
+  ``kernelscope.trace.files.gunzip`` (output bounded by KERNELSCOPE_MAX_TRACE_BYTES).
 - the other guards on the happy path: the BOM/UTF-16 check and the span widening, as a share
   of a whole ``read_kineto``.
 """
@@ -37,7 +37,10 @@ def main():
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    from kernelscope.trace.kineto import _cover_span, _gunzip, _utf8, max_trace_bytes, read_kineto
+    from kernelscope.trace.decode import to_utf8
+    from kernelscope.trace.files import gunzip, max_trace_bytes
+    from kernelscope.trace.kineto import read_kineto
+    from kernelscope.trace.timebase import cover_span
 
     OUT.mkdir(exist_ok=True)
     path = OUT / f"mlp_train_{a.events}.json.gz"
@@ -48,13 +51,13 @@ def main():
     data = path.read_bytes()
     limit = max_trace_bytes()
     t_old, raw_old = best(lambda: gzip.decompress(data), a.rounds)
-    t_new, raw_new = best(lambda: _gunzip(data, str(path), limit), a.rounds)
+    t_new, raw_new = best(lambda: gunzip(data, str(path), limit), a.rounds)
     assert raw_old == raw_new
     print(f"gunzip {len(data) / 1e6:.1f} MB -> {len(raw_new) / 1e6:.1f} MB: gzip.decompress {t_old:.3f} s, "
-          f"capped _gunzip {t_new:.3f} s, ratio {t_new / t_old:.2f}")
+          f"capped gunzip {t_new:.3f} s, ratio {t_new / t_old:.2f}")
     t_read, trace = best(lambda: read_kineto(raw_new, name=str(path)), 1)
-    t_bom, _ = best(lambda: _utf8(raw_new, "x", []), a.rounds)
-    t_span, _ = best(lambda: _cover_span(trace), a.rounds)
+    t_bom, _ = best(lambda: to_utf8(raw_new, "x", []), a.rounds)
+    t_span, _ = best(lambda: cover_span(trace), a.rounds)
     print(f"read_kineto {t_read:.2f} s ({len(trace.kernels)} kernels); BOM check {t_bom * 1e3:.2f} ms "
           f"({t_bom / t_read:.2%}), span widening {t_span * 1e3:.1f} ms ({t_span / t_read:.2%})")
 

@@ -48,11 +48,15 @@ def load_ranks(source, client=None, **kwargs):
 
 
 def compare(before, after, **kwargs):
-    """Compare two reports: per-kernel time change, new and gone kernels.
+    """Compare two reports (Reports, or paths ``ks.load`` opens): per-kernel time change, new
+    and gone kernels, per-backend and overall totals, all per run.
 
-    >>> ks.compare(ks.load("before.json.gz"), ks.load("after.json.gz"))   # doctest: +SKIP
+    >>> ks.compare(ks.load("before.json.gz"), "after.json.gz")   # doctest: +SKIP
     """
-    from .analysis.diff import compare as _compare
+    import os
+
+    from .comparison import compare as _compare
+    before, after = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (before, after))
     return _compare(before, after, **kwargs)
 
 

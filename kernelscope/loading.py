@@ -1,59 +1,78 @@
 """Opening recordings: Kineto traces, our own report files, live profilers, ncu exports."""
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 
 import msgspec
 
 from .errors import TraceError
+from .report import REPORT_FORMAT, Report
+from .trace.decode import ForeignFormat, NotJSON
+from .trace.files import read_bytes
 
-_REPORT_MARK = b'"format":"kernelscope.report"'
+# What a saved report is named (Report.save does not insist, JupyterLab opens these as reports).
+_REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
 
 
 def load(source):
     """Open a recording as a :class:`~kernelscope.Report`.
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), a report saved
-    with ``Report.save``, or a stopped ``torch.profiler.profile`` object.
+    with ``Report.save``, or a stopped ``torch.profiler.profile`` object. Which kind of file it
+    is comes from its parsed top level (a saved report's ``"format"`` key), not from its name.
 
     >>> import kernelscope as ks
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")    # doctest: +SKIP
     >>> len(rep.kernels)                                 # doctest: +SKIP
     2000
     """
-    from .report import Report
     if hasattr(source, "export_chrome_trace") and hasattr(source, "profiler"):
         from .capture.live import trace_from_profiler
         return Report(trace_from_profiler(source))
     if not isinstance(source, (str, os.PathLike)):
         raise TraceError(repr(source)[:80], "expected a file path or a stopped torch.profiler.profile")
     path = os.fspath(source)
-    from .trace.kineto import _read_bytes, read_kineto
+    from .trace.kineto import read_kineto
     notes = []
-    raw = _read_bytes(path, notes)
-    if _REPORT_MARK in raw[:200]:
-        try:
-            d = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError) as e:
-            raise TraceError(path, f"the report file is damaged ({e})") from None
-        if not isinstance(d, dict):
-            raise TraceError(path, "the report file is damaged (its top level is not a JSON object)")
-        return Report.from_dict(d, source=path)
-    trace = read_kineto(raw, name=path)
+    raw = read_bytes(path, notes)
+    try:
+        trace = read_kineto(raw, name=path)
+    except ForeignFormat as e:
+        if e.format != REPORT_FORMAT:
+            raise
+        return _report(raw, path)
+    except NotJSON as e:
+        # No top level to read the kind from: a file named as a report is a damaged report.
+        if path.endswith(_REPORT_SUFFIXES):
+            raise TraceError(path, f"the report file is damaged ({e.problem})") from None
+        raise
     trace.meta["notes"][:0] = notes
     return Report(trace)
+
+
+def _report(raw: bytes, path: str) -> Report:
+    try:
+        d = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise TraceError(path, f"the report file is damaged ({e})") from None
+    return Report.from_dict(d, source=path)
 
 
 def load_ncu(path, *, kernels_report=None):
     """Open an Nsight Compute CSV export (``ncu --csv --page details`` or ``--page raw``).
 
-    Returns a Report whose kernels are ncu's launches; ``rep.ncu`` holds the tidy metrics.
-    Pass ``kernels_report`` (a Kineto Report of the same workload) to merge ncu's measured
-    metrics onto its kernels instead.
+    Without ``kernels_report``: a Report whose kernels are ncu's launches (name, grid, block,
+    registers, shared memory, duration, device), ``report.ncu`` the tidy table, and the ncu
+    metrics also on ``report.kernels`` as ``ncu_*`` columns. With ``kernels_report`` (a Kineto
+    Report of the same workload): that report with ncu's measured metrics merged onto its
+    kernels instead.
 
-    >>> ncu = ks.load_ncu("kernels.csv")                 # doctest: +SKIP
+    >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
+    >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
+    (7, 62.5)
     """
-    from .trace.ncu import load_ncu as _load_ncu
-    return _load_ncu(path, kernels_report=kernels_report)
+    from .trace.ncu import read_ncu, trace_from_ncu
+    table = read_ncu(path)
+    if kernels_report is not None:
+        return Report(kernels_report.trace, ncu=table)
+    return Report(trace_from_ncu(table, source=os.fspath(path)), ncu=table)

@@ -12,10 +12,12 @@ import os
 from functools import cached_property
 
 import msgspec
-import numpy as np
 import pandas as pd
 
+from .analysis import analyze_kernels, annotate_copies
+from .analysis.summary import kernel_summary
 from .errors import TraceError
+from .jsonable import jsonable
 from .trace.model import TABLES, Trace, frame
 
 REPORT_FORMAT = "kernelscope.report"
@@ -24,6 +26,11 @@ REPORT_VERSION = 1
 
 class Report:
     """One profiled run: kernels, copies, CPU ops, devices and findings.
+
+    ``kernels`` (one row per launch, with the analysis columns), ``copies`` (one row per
+    memcpy/memset, with ``device``/``device_type``) and ``shapes`` (one row per distinct launch
+    shape with its occupancy and advice; ``kernels["shape"]`` is the row) are computed on
+    construction; ``findings``, ``timeline``, ``backends`` and ``roofline`` on first use.
 
     >>> import kernelscope as ks
     >>> rep = ks.load("mlp_train.pt.trace.json.gz")         # doctest: +SKIP
@@ -34,17 +41,13 @@ class Report:
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
-        self.kernels = _enrich_kernels(trace)
+        self.kernels, self.shapes = analyze_kernels(trace)
+        self.copies = annotate_copies(trace)
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
 
-    # -- tables -------------------------------------------------------------------------
-    @property
-    def copies(self) -> pd.DataFrame:
-        """memcpy and memset activity, one row each."""
-        return self.trace.copies
-
+    # -- tables (kernels, copies and shapes are set on construction) ---------------------
     @property
     def runtime(self) -> pd.DataFrame:
         """CUDA runtime and driver API calls on the host."""
@@ -150,7 +153,7 @@ class Report:
     def to_dict(self) -> dict:
         """The report as plain JSON-able data (what :meth:`save` writes)."""
         tables = {name: _table_to_json(df) for name, df in self.trace.tables().items()}
-        out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "meta": _jsonable(self.meta),
+        out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "meta": jsonable(self.meta),
                "tables": tables}
         if self.ncu is not None:
             out["ncu"] = _table_to_json(self.ncu)
@@ -186,8 +189,8 @@ class Report:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = _clean_meta(d.get("meta"))
         trace = Trace(**tables, meta=meta)
-        from .trace.kineto import _cover_span
-        _cover_span(trace)   # a hand-edited span may not cover the recorded kernels
+        from .trace.timebase import cover_span
+        cover_span(trace)   # a hand-edited span may not cover the recorded kernels
         return cls(trace, ncu=ncu)
 
     # -- display -------------------------------------------------------------------------
@@ -260,41 +263,12 @@ def _clean_meta(meta) -> dict:
     return meta
 
 
-def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
-    """Per-kernel statistics over launches (see :meth:`Report.summary`).
-
-    >>> kernel_summary(rep.kernels).iloc[0]["launches"]        # doctest: +SKIP
-    """
-    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "share"]
-    keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
-    if not len(kernels):
-        return pd.DataFrame(columns=[by, *keep, *cols])
-    g = kernels.groupby(by, sort=False, dropna=False)
-    d = g["duration_us"]
-    out = pd.DataFrame({
-        "launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
-        "min_us": d.min(), "max_us": d.max(),
-    })
-    for c in keep:
-        out[c] = g[c].first()
-    total = kernels["duration_us"].sum()
-    out["share"] = out["total_us"] / total if total > 0 else 0.0
-    out = out.reset_index().sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
-    return out[[by, *keep, *cols]]
-
-
-def _enrich_kernels(trace: Trace) -> pd.DataFrame:
-    """Kernels with the analysis columns of DESIGN.md added."""
-    from .analysis import annotate_kernels
-    return annotate_kernels(trace)
-
-
 def _table_to_json(df: pd.DataFrame) -> dict:
     cols = {}
     for c in df.columns:
         s = df[c]
         if s.dtype == object:
-            cols[c] = [_jsonable(v) for v in s.tolist()]
+            cols[c] = [jsonable(v) for v in s.tolist()]
         else:
             cols[c] = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
                        for v in s.astype(object).tolist()]
@@ -306,21 +280,3 @@ def _table_from_json(t: dict) -> dict:
         return {}
     data = t["data"]
     return {c: data[c] for c in t["columns"]}
-
-
-def _jsonable(v):
-    if v is None or isinstance(v, (str, bool, int)):
-        return v
-    if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else v
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return _jsonable(float(v))
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_jsonable(x) for x in v]
-    if v is pd.NA:
-        return None
-    return str(v)

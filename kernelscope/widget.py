@@ -44,7 +44,7 @@ class ReportWidget(anywidget.AnyWidget):
     def _on_message(self, _widget, content, _buffers):
         # The browser asks for the occupancy curves of a launch shape it has none for.
         if isinstance(content, dict) and content.get("type") == "curves":
-            entry = config_curves(self.report.kernels, self.report.devices, int(content.get("config", -1)))
+            entry = config_curves(self.report, int(content.get("config", -1)))
             self.send({"type": "curves", "config": entry["config"], "entry": entry})
         # A multi-rank report's rank selector asks for one rank's full report.
         if isinstance(content, dict) and content.get("type") == "rank" and hasattr(self.report, "rank"):

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.diff import NO_REPEATS_NOTE, Comparison, _noise, comparison_html
+from kernelscope.analysis.diff import NO_REPEATS_NOTE, _noise
+from kernelscope.comparison import Comparison
+from kernelscope.render.compare import comparison_html
 from kernelscope.capture.repeats import per_repeat_totals
 from kernelscope.report import Report
 

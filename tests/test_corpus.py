@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.backend_rules import BACKENDS as _BACKENDS
+from kernelscope.analysis import backend_rules
 
 from .conftest import written_out_union
 
@@ -31,8 +31,8 @@ CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 DATA = Path(__file__).parent / "data"
 
-# DESIGN.md's one backend vocabulary.
-BACKENDS = set(_BACKENDS)
+# The one backend vocabulary.
+BACKENDS = set(backend_rules.BACKENDS)
 # The payloads' own marker: finding it inside a tag, an event-handler attribute or a script body
 # means input text became markup.
 MARK = "__ks_pwned"

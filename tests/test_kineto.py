@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 import kernelscope as ks
-from kernelscope.trace.kineto import is_user_frame, read_kineto
+from kernelscope.trace.kineto import read_kineto
+from kernelscope.trace.sources import is_user_frame
 
 from .conftest import DATA
 
@@ -48,7 +49,8 @@ def test_known_kernel_launch_config():
     assert flash.shared_mem_bytes == 232448
     assert flash.op == "aten::_cudnn_attention_forward"
     assert flash.device == "cuda:0" and flash.stream == 7
-    # Kineto's own estimate reads 0 for this >48 KB shared-memory kernel (see DESIGN.md).
+    # Kineto's own estimate reads 0 for this >48 KB shared-memory kernel (docs/architecture.md:
+    # "Where each number comes from").
     assert flash.kineto_est_occupancy == 0
 
 

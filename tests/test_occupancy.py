@@ -307,3 +307,23 @@ def test_live_device_matches_table_and_driver_calculator():
                 assert ours.active_blocks_per_sm == blocks.value, (maxrreg, threads, dyn)
                 checked += 1
     assert checked == 75
+
+
+def test_one_launch_shapes_table_feeds_every_view():
+    """rep.shapes holds each launch shape once; the kernels' columns and the view's occupancy
+    panel are read from it (they were computed twice, under two shape keys)."""
+    from kernelscope.render.view import decode_buffer, view_model
+    rep = ks.load(os.path.join(DATA, "mlp_train.pt.trace.json.gz"))
+    k, shapes = rep.kernels, rep.shapes.set_index("shape")
+    key = ["device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes"]
+    assert len(shapes) == len(k.drop_duplicates(key))
+    np.testing.assert_array_equal(k["theoretical_occupancy"].to_numpy(),
+                                  shapes.loc[k["shape"], "theoretical_occupancy"].to_numpy())
+    assert (k["occupancy_limiter"].to_numpy() == shapes.loc[k["shape"], "occupancy_limiter"].to_numpy()).all()
+    assert shapes["launches"].sum() == len(k)
+    header, buf = view_model(rep)
+    codes = decode_buffer(header, buf)["kernels"]["config"]
+    assert codes.tolist() == k["shape"].tolist()
+    for c in header["configs"]:
+        row = shapes.loc[c["config"]]
+        assert c["occupancy"] == row["theoretical_occupancy"] and c["hints"] == list(row["advice"])

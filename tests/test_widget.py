@@ -95,22 +95,32 @@ def test_occupancy_panel_data_matches_the_calculator(attention):
     for key, x in (("block", 384), ("registers", 168), ("smem", cfg["smem"])):
         pts = dict(map(tuple, cfg["curves"][key]))
         assert pts[x] == pytest.approx(0.1875), key
-    # Both limits bind, so lowering one alone does not help: no register/smem hint claims a gain.
-    assert not any("registers per thread" in h for h in cfg["hints"])
+    # Both limits bind, so lowering one alone does not help: each hint says so.
+    assert len(cfg["hints"]) == 2 and all("alone it gains nothing" in h for h in cfg["hints"])
+    # The same advice as the calculator's (one source: Occupancy.next_steps via rep.shapes).
+    shape = attention.shapes.set_index("shape").loc[code]
+    assert cfg["hints"] == list(shape["advice"])
 
 
 def test_occupancy_hints_name_what_raises_it(mlp):
-    from kernelscope.render.view import config_curves
+    import re
+
+    from kernelscope.analysis.occupancy import occupancy
     header, _ = view_model(mlp)
-    entries = [config_curves(mlp.kernels, mlp.devices, c["config"]) for c in header["configs"]]
-    hinted = [c for c in entries if c.get("hints")]
+    hinted = [c for c in header["configs"] if c.get("hints")]
     # layer_norm's 39 registers per thread cap it at 75%; 32 would give 100% (calculator).
-    assert "at most 32 registers per thread (now 39) would give 100%" in [h for c in hinted for h in c["hints"]]
+    assert any(h.startswith("registers: 39/thread") and h.endswith("use <= 32 registers/thread for 16 blocks "
+                                                                   "(100% occupancy)")
+               for c in hinted for h in c["hints"])
     for c in hinted:
         for h in c["hints"]:
-            assert "would give" in h
-            gain = float(h.rsplit("would give ", 1)[1].rstrip("%")) / 100
+            gain = float(re.search(r"\(([\d.]+)% occupancy\)", h).group(1)) / 100
             assert gain > c["occupancy"]
+            # What the hint promises is what the calculator gives with that change.
+            m = re.search(r"use <= (\d+) registers/thread", h)
+            if m and "alone" not in h:
+                assert occupancy(tuple(c["cc"]), c["threads"], int(m.group(1)), c["smem"]).occupancy == \
+                    pytest.approx(gain)
 
 
 def test_roofline_points_come_from_the_analysis(mlp):
@@ -205,8 +215,8 @@ def test_curves_on_request_match_the_saved_ones(mlp):
     saved = [c for c in header["configs"] if "curves" in c]
     missing = [c for c in header["configs"] if "curves" not in c and "occupancy" in c]
     assert len(saved) == 3 and missing            # only the costliest shapes carry curves
-    assert config_curves(mlp.kernels, mlp.devices, saved[0]["config"]) == saved[0]
-    entry = config_curves(mlp.kernels, mlp.devices, missing[0]["config"])
+    assert config_curves(mlp, saved[0]["config"]) == saved[0]
+    entry = config_curves(mlp, missing[0]["config"])
     assert entry["curves"]["registers"] and entry["occupancy"] == missing[0]["occupancy"]
 
 
@@ -243,4 +253,7 @@ def test_host_lanes_hold_the_outermost_ops(mlp):
                 want.append((tid, s))
             reach = max(reach, s + d)
     assert got == sorted(want) and len(got) == 60
-    assert sum(k == "runtime" for k in host["kind"]) == len(mlp.runtime)
+    assert sum(k in ("runtime", "sync") for k in host["kind"]) == len(mlp.runtime)
+    # The host-blocking calls are marked in Python (trace.model.SYNC_CALLS), not matched in the JS.
+    syncs = {n for n, k in zip(host["name"], host["kind"]) if k == "sync"}
+    assert syncs and syncs <= {"cudaStreamSynchronize", "cudaDeviceSynchronize"}

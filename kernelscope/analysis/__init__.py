@@ -5,28 +5,47 @@ import numpy as np
 import pandas as pd
 
 
-def annotate_kernels(trace) -> pd.DataFrame:
-    """The kernels table with DESIGN.md's analysis columns added (a new frame).
+def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the kernels table with the analysis columns added, as a new frame; the launch-shapes
+    table). Columns added: ``device``, ``device_type``, ``short_name``, ``backend``,
+    ``tensor_cores``, ``backend_rule``, the occupancy columns and ``shape`` (the launch's row of
+    the shapes table, :mod:`kernelscope.analysis.shapes`).
 
-    >>> k = annotate_kernels(ks.load("attention.pt.trace.json.gz").trace)   # doctest: +SKIP
-    >>> k[["short_name", "backend", "theoretical_occupancy"]]                 # doctest: +SKIP
+    >>> k, shapes = analyze_kernels(ks.load("attention.pt.trace.json.gz").trace)   # doctest: +SKIP
+    >>> k[["short_name", "backend", "theoretical_occupancy"]]                       # doctest: +SKIP
     """
     from .backends import annotate_backends
+    from .devices import annotate_devices
     from .occupancy import annotate_occupancy
+    from .shapes import launch_shapes
 
-    k = trace.kernels.copy()
-    dev_type = dict(zip(trace.devices["index"].tolist(), trace.devices["device_type"].tolist()))
-    k["device"] = [
-        f"{'rocm' if dev_type.get(i) == 'ROCm' else 'cuda'}:{i}" if i is not pd.NA else "cuda:?"
-        for i in k["device_index"].tolist()
-    ]
-    k["device_type"] = [dev_type.get(i, "CUDA") for i in k["device_index"].tolist()]
+    k = annotate_devices(trace.kernels.copy(), trace.devices)
     k = annotate_backends(k, trace)
-    k = annotate_occupancy(k, trace.devices)
+    codes, shapes = launch_shapes(k, trace.devices)
+    k = annotate_occupancy(k, trace.devices, shapes=(codes, shapes))
     if "reported_occupancy" in k.columns:
         # A profiler's own theoretical occupancy (XLA's) fills in where ours cannot be computed.
         ours = k["theoretical_occupancy"].notna()
         k["occupancy_source"] = np.where(ours, "kernelscope", np.where(
             k["reported_occupancy"].notna(), "XLA profiler (CUDA occupancy API on the recording GPU)", None))
         k["theoretical_occupancy"] = k["theoretical_occupancy"].fillna(k["reported_occupancy"])
-    return k
+    return k, shapes
+
+
+def annotate_kernels(trace) -> pd.DataFrame:
+    """The kernels table with the analysis columns added (see :func:`analyze_kernels`).
+
+    >>> annotate_kernels(ks.load("attention.pt.trace.json.gz").trace)["backend"].unique()   # doctest: +SKIP
+    """
+    return analyze_kernels(trace)[0]
+
+
+def annotate_copies(trace) -> pd.DataFrame:
+    """The copies table with ``device`` and ``device_type`` added (a new frame), labelled as
+    the kernels are.
+
+    >>> annotate_copies(ks.load("copies_streams.pt.trace.json.gz").trace)["device"].unique()  # doctest: +SKIP
+    array(['cuda:0'], dtype=object)
+    """
+    from .devices import annotate_devices
+    return annotate_devices(trace.copies.copy(), trace.devices)

@@ -16,15 +16,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-# The one backend vocabulary (DESIGN.md's, plus the libraries real traces showed since): every
-# label a rule below gives, in display order. ``other`` means "no rule matched".
-BACKENDS = (
-    "cuBLAS", "cuDNN", "CUTLASS", "Triton", "Helion", "CuPy", "ATen", "NCCL", "FlashAttention",
-    "FlashInfer", "cuFFT", "cuRAND", "CUB", "cuSOLVER", "cuSPARSE", "MAGMA", "XLA", "TensorRT",
-    "TensorRT-LLM", "TransformerEngine", "FBGEMM", "Apex", "Liger", "Numba",
-    "memcpy", "memset", "rocBLAS", "hipBLASLt", "MIOpen", "CK", "other",
-)
-
 NO_OP = r"^$"
 # Ops whose kernels come from the BLAS library even when the name says CUTLASS (cuBLAS ships
 # CUTLASS-built kernels) or says nothing at all (splitKreduce, gemv2T, ...).
@@ -40,6 +31,25 @@ LINALG_OPS = (r"^aten::(_?linalg_(qr|svd|svdvals|eig\w*|cholesky\w*|lu\w*|solve\
               r"ldl_\w+|householder_product)|cholesky\w*|_cholesky\w*|lu_\w+|_lu_\w+|triangular_solve|geqrf|orgqr|"
               r"ormqr|inverse|_inverse_helper|svd|_svd_helper|qr|det|logdet|slogdet|_det_lu_based_helper|"
               r"lstsq|eig|symeig|_symeig_helper)$")
+
+
+# The one backend vocabulary: every label a rule may give, in display order, with the colour
+# every view draws it in (tables, charts, the timeline; the browser gets this table in the view's
+# payload). ``other`` means "no rule matched". Adding a backend is one line here
+# (tests/test_backends.py checks that every rule's label is listed).
+BACKENDS: dict[str, str] = {
+    "cuBLAS": "#4e79a7", "cuDNN": "#f28e2b", "CUTLASS": "#59a14f", "Triton": "#e15759",
+    "Helion": "#c44e52", "CuPy": "#76b7b2", "ATen": "#edc948", "NCCL": "#b07aa1",
+    "FlashAttention": "#ff9da7", "FlashInfer": "#d37295", "cuFFT": "#9c755f", "cuRAND": "#bab0ac",
+    "CUB": "#8cd17d", "cuSOLVER": "#2f5d87", "cuSPARSE": "#7f9fc7", "MAGMA": "#1f3b57",
+    "XLA": "#8e6c8a", "TensorRT": "#76b900", "TensorRT-LLM": "#4d7a00", "TransformerEngine": "#9acd32",
+    "FBGEMM": "#d4a6c8", "Apex": "#b6992d", "Liger": "#f1ce63", "Numba": "#86bcb6",
+    "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#4e79a7", "hipBLASLt": "#a0cbe8",
+    "MIOpen": "#ffbe7d", "CK": "#499894", "other": "#9d9d9d",
+}
+# Copies on the timeline: memcpy by direction, and memset.
+COPY_COLORS: dict[str, str] = {"HtoD": BACKENDS["memcpy"], "DtoH": "#b6992d", "DtoD": "#499894",
+                               "memset": BACKENDS["memset"]}
 
 
 class Rule(NamedTuple):

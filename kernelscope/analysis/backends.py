@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .backend_rules import RULES, TENSOR_CORE_HINTS
+from .devices import annotate_devices
 from .names import short_name
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -157,11 +158,6 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
 _BREAKDOWN_COLUMNS = ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us"]
 
 
-def _device_types(report) -> dict:
-    d = report.devices
-    return dict(zip(d["index"].tolist(), d["device_type"].tolist())) if len(d) else {}
-
-
 def _gpu_rows(report) -> pd.DataFrame:
     """Kernels plus copies as (device, backend, op, duration) rows: memcpy/memset are backends too."""
     k = report.kernels
@@ -171,8 +167,9 @@ def _gpu_rows(report) -> pd.DataFrame:
                            "duration_us": k["duration_us"].astype(float).values})]
     c = report.copies
     if len(c):
-        types = _device_types(report)
-        cdev = [types.get(i, "CUDA") if i is not pd.NA else "CUDA" for i in c["device_index"].tolist()]
+        cdev = c["device_type"] if "device_type" in c.columns else \
+            annotate_devices(c[["device_index"]].copy(), report.devices)["device_type"]
+        cdev = cdev.fillna("CUDA").astype(object).values
         kind = c["kind"].where(c["kind"].isin(["memcpy", "memset"]), "memcpy")
         parts.append(pd.DataFrame({"device": cdev, "backend": kind.values, "op": c["op"].values,
                                    "duration_us": c["duration_us"].astype(float).values}))

@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..render.text import fmt_us
+from ..jsonable import jsonable
+from ..units import fmt_bytes, fmt_us
 from .peaks import device_peaks
+from .summary import kernel_summary
 from .timeline import covered_length, merge_intervals, union_length
 
 # -- thresholds (named so that a test or a reader can see what a word means) -------------------
@@ -27,7 +29,7 @@ HOST_BOUND_MAX_BUSY = 0.5
 # ... and we blame the host when its late launches and syncs explain at least half of the idle.
 HOST_IDLE_MIN_SHARE = 0.5
 # Launch-bound means many short kernels: below ~100 launches the per-launch host cost adds up to
-# about a millisecond at most (9-11 us per bare launch on an H200, DESIGN.md)...
+# about a millisecond at most (9.9 us per bare launch on an H200, benchmarks/README.md)...
 LAUNCH_BOUND_MIN_LAUNCHES = 100
 # ...and a kernel shorter than one launch's host cost finishes before the next launch arrives.
 SHORT_KERNEL_US = 10.0
@@ -73,7 +75,7 @@ class Finding:
         >>> Finding("x", "info", "t", "d").to_dict()["kind"]
         'x'
         """
-        return _plain(asdict(self))
+        return jsonable(asdict(self))
 
 
 def severity_for(cost_us: float, window_us: float | None) -> str:
@@ -309,7 +311,7 @@ def copy_findings(report, tl) -> list:
                     "gbps": _ratio(g["bytes"].fillna(0).sum(), g["duration_us"].sum() * 1e3)}
                    for k, g in pageable.groupby("name")]
         title = (f"{len(pageable)} cop{'ies' if len(pageable) != 1 else 'y'} used pageable host memory: "
-                 f"{_fmt_bytes(b.sum())} at {gbps:.1f} GB/s "
+                 f"{fmt_bytes(b.sum())} at {gbps:.1f} GB/s "
                  f"({gbps / link(dev_i):.0%} of the {link(dev_i):.0f} GB/s host link)")
         kinds = ", ".join(f"{x['count']}x {x['copy']}" for x in by_kind)
         detail = (f"Pageable copies ({kinds}) "
@@ -434,7 +436,6 @@ def gpu_bound_findings(report, tl) -> list:
             k = k[k["device"] == dev["device"]]
         top = []
         if len(k):
-            from ..report import kernel_summary
             s = kernel_summary(k).head(3)
             top = [{"kernel": r.short_name if "short_name" in s.columns else r.name,
                     "total_us": float(r.total_us), "share": float(r.share)} for r in s.itertuples()]
@@ -530,25 +531,3 @@ def _f(x):
     except (TypeError, ValueError):
         return None
     return None if x != x else x
-
-
-def _fmt_bytes(n) -> str:
-    n = float(n)
-    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _plain(v):
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        return None if v != v else float(v)
-    if v is pd.NA:
-        return None
-    return v

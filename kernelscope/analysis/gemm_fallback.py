@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from .findings import Finding, severity_for
-from ..render.text import fmt_us
+from ..units import fmt_us
 
 # Share of GPU kernel time below which a fallback is not worth a finding.
 MIN_SHARE = 0.02

@@ -22,7 +22,9 @@ import pandas as pd
 
 from .archs import KB, Arch, arch, parse_cc
 
-LIMITERS = ("registers", "shared_mem", "warps", "blocks", "barriers")
+# What can limit the blocks per SM, in the order limiters are listed, with the short form the
+# kernel table shows (the browser gets this table in the view's payload).
+LIMITERS = {"registers": "regs", "shared_mem": "smem", "warps": "warps", "blocks": "blocks", "barriers": "barriers"}
 _BIG = 1 << 30          # "no limit" (the calculator's INT_MAX), kept an int
 
 
@@ -70,6 +72,9 @@ class Occupancy:
     grid_blocks: int | None = None
     num_sms: int | None = None
     _arch: Arch | None = field(default=None, repr=False, compare=False)
+    # The keyword inputs of occupancy() besides the launch (device, carveout, barriers), so that
+    # next_steps can recompute the launch with one value changed.
+    _options: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def limiter(self) -> str:
@@ -97,9 +102,11 @@ class Occupancy:
         return g / (self.active_blocks_per_sm * n)
 
     def advice(self) -> tuple:
-        """What would raise occupancy by one step, per binding limiter, in words.
+        """What would raise occupancy, per binding limiter, in words (the texts of
+        :meth:`next_steps`; the report's details panel shows these).
 
-        Occupancy rises only when every binding limiter is relieved.
+        Occupancy rises only when every binding limiter is relieved; a step that gains nothing
+        alone says so.
 
         >>> occupancy((9, 0), 256, 128, 0).advice()[0]
         'registers: 128/thread allow 2 blocks (16 warps) per SM; use <= 80 registers/thread for 3 blocks (37.5% occupancy)'
@@ -108,38 +115,61 @@ class Occupancy:
 
     def next_steps(self) -> list:
         """Structured :meth:`advice`: one dict per binding limiter with ``limiter``,
-        ``target_blocks``, ``target_occupancy``, ``change`` (the value to reach) and ``text``."""
+        ``change`` (the value to reach: registers/thread, bytes/block or threads/block),
+        ``target_blocks`` and ``target_occupancy`` (what the calculator gives with that change;
+        with every binding limiter's change when they bind together), ``alone`` (whether this
+        change alone raises occupancy) and ``text``.
+
+        >>> [(s["change"], s["target_occupancy"]) for s in occupancy((9, 0), 128, 39, 24).next_steps()]
+        [(32, 1.0)]
+        """
         a = self._arch
         if a is None or self.reason is not None:
             return [] if self.reason is None else [{"limiter": self.limiter, "target_blocks": None,
                                                     "target_occupancy": None, "change": None,
-                                                    "text": self.reason}]
+                                                    "alone": None, "text": self.reason}]
         out = []
         b = self.active_blocks_per_sm + 1
         occ_next = min(b * self.warps_per_block, self.max_warps_per_sm) / self.max_warps_per_sm
         if self.active_warps_per_sm >= self.max_warps_per_sm:
             return []
-        pct = f"{occ_next * 100:.4g}% occupancy"
+        # The register and shared-memory changes, applied alone and together, through the
+        # calculator: the occupancy they give is what the step promises.
+        changes = {}
+        if "registers" in self.limiters:
+            changes["registers_per_thread"] = _max_regs_for_blocks(a, self.warps_per_block, b, self._regs_per_sm())
+        if "shared_mem" in self.limiters:
+            s = (self.shared_mem_config_bytes // b) // a.smem_alloc_unit * a.smem_alloc_unit
+            changes["shared_mem_per_block"] = max(s - a.smem_reserved_per_block, 0)
+        known = {k: v for k, v in changes.items() if v is not None}
+        both = self._changed(**known) if len(known) == len(changes) else None
         for lim in self.limiters:
-            step = {"limiter": lim, "target_blocks": b, "target_occupancy": occ_next}
+            step = {"limiter": lim, "target_blocks": b, "target_occupancy": occ_next, "alone": None}
+            if lim in ("registers", "shared_mem"):
+                key = "registers_per_thread" if lim == "registers" else "shared_mem_per_block"
+                step["change"] = changes[key]
+                result = self._changed(**{key: changes[key]}) if changes[key] is not None else None
+                result, step["alone"] = _promise(self, result, both)
+                if result is not None:
+                    step["target_blocks"], step["target_occupancy"] = result.active_blocks_per_sm, result.occupancy
+                gives = (f"for {step['target_blocks']} blocks ({step['target_occupancy'] * 100:.4g}% occupancy)"
+                         + ("" if step["alone"] or len(known) < 2 else
+                            f" together with the {' and '.join(x for x in self.limiters if x != lim)} step; "
+                            "alone it gains nothing"))
             if lim == "registers":
-                r = _max_regs_for_blocks(a, self.warps_per_block, b, self._regs_per_sm())
+                r = changes["registers_per_thread"]
                 if r is None:
                     text = (f"registers: {self.registers_per_thread}/thread allow {self.block_limit_registers} "
                             f"block(s) per SM; no register count fits {b} blocks of {self.threads_per_block} threads")
                 else:
                     text = (f"registers: {self.registers_per_thread}/thread allow {self.block_limit_registers} "
                             f"blocks ({self.block_limit_registers * self.warps_per_block} warps) per SM; "
-                            f"use <= {r} registers/thread for {b} blocks ({pct})")
-                step["change"] = r
+                            f"use <= {r} registers/thread {gives}")
             elif lim == "shared_mem":
-                s = (self.shared_mem_config_bytes // b) // a.smem_alloc_unit * a.smem_alloc_unit
-                s -= a.smem_reserved_per_block
-                step["change"] = max(s, 0)
+                s = changes["shared_mem_per_block"]
                 text = (f"shared_mem: {self.shared_mem_per_block} B/block ({self.allocated_shared_mem_per_block} B "
                         f"allocated) allow {self.block_limit_shared_mem} blocks in a "
-                        f"{self.shared_mem_config_bytes // KB} KB carveout; use <= {max(s, 0)} B/block "
-                        f"for {b} blocks ({pct})")
+                        f"{self.shared_mem_config_bytes // KB} KB carveout; use <= {s} B/block {gives}")
             elif lim == "warps":
                 t = (self.max_warps_per_sm // b) * a.warp_size
                 step["change"] = t
@@ -161,6 +191,24 @@ class Occupancy:
 
     def _regs_per_sm(self) -> int:
         return self._arch.regs_per_sm
+
+    def _changed(self, **launch) -> "Occupancy | None":
+        """This launch with some of threads_per_block/registers_per_thread/shared_mem_per_block
+        changed, through the calculator (None if it cannot tell)."""
+        args = {"threads_per_block": self.threads_per_block, "registers_per_thread": self.registers_per_thread,
+                "shared_mem_per_block": self.shared_mem_per_block, **launch}
+        try:
+            return occupancy(self.compute_capability, **args, **(self._options or {}))
+        except ValueError:
+            return None
+
+
+def _promise(o: Occupancy, alone, both):
+    """(what a step gives, whether it gives it alone): its own result when that raises
+    occupancy, else the result of every binding change together."""
+    if alone is not None and alone.occupancy > o.occupancy + 1e-12:
+        return alone, True
+    return (both if both is not None else alone), False
 
 
 def _regs_limit(a: Arch, warps_per_block: int, regs: int, regs_per_sm: int):
@@ -309,6 +357,8 @@ def occupancy(compute_capability, threads_per_block, registers_per_thread, share
         shared_mem_config_bytes=config, shared_mem_config_source=source, reason=reason,
         grid_blocks=None if grid_blocks is None else int(grid_blocks),
         num_sms=None if num_sms is None else int(num_sms), _arch=a,
+        _options={"shared_mem_config_bytes": shared_mem_config_bytes, "carveout_percent": carveout_percent,
+                  "barriers_per_block": barriers_per_block, "device": device},
     )
 
 
@@ -415,99 +465,43 @@ ANNOTATION_COLUMNS = ("theoretical_occupancy", "occupancy_limiter", "waves", "ac
                       "block_limit_blocks")
 
 
-def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFrame:
+def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame, shapes=None) -> pd.DataFrame:
     """Add theoretical occupancy columns to a kernels table (in place; returns it).
 
     Columns: ``theoretical_occupancy`` (0..1), ``occupancy_limiter`` (e.g. ``"registers"``,
-    ``"registers+shared_mem"``), ``waves``, ``active_blocks_per_sm`` and the four
-    ``block_limit_*``. Each kernel uses its device's compute capability and recorded
-    properties (``device_index`` joins ``devices.index``). Launches whose device or launch
-    parameters are unknown get NaN / None. Computed once per distinct launch shape.
+    ``"registers+shared_mem"``), ``waves``, ``active_blocks_per_sm``, the four
+    ``block_limit_*`` and ``shape`` (the launch's row in the launch-shapes table,
+    :func:`kernelscope.analysis.shapes.launch_shapes`, which computes each distinct shape once;
+    pass its result as ``shapes`` if it is already at hand). Each kernel uses its device's
+    compute capability and recorded properties (``device_index`` joins ``devices.index``).
+    Launches whose device or launch parameters are unknown get NaN / None.
 
     >>> k = annotate_occupancy(rep.trace.kernels.copy(), rep.devices)   # doctest: +SKIP
     """
+    from .shapes import launch_shapes
     k = kernels
+    codes, table = launch_shapes(k, devices) if shapes is None else shapes
     n = len(k)
-    dev = {}
-    for row in devices.to_dict("records") if len(devices) else []:
-        idx = row.get("index")
-        if idx is None or idx is pd.NA:
-            continue
-        try:
-            cc = (int(row["compute_major"]), int(row["compute_minor"]))
-            a = _with_device(arch(cc), row)
-        except (TypeError, ValueError):
-            continue    # not a CUDA device we can model (ROCm, unknown cc): leave NaN
-        sms = row.get("num_sms")
-        dev[int(idx)] = (cc, row, None if sms is None or sms is pd.NA else int(sms), a)
-
-    out = {c: np.full(n, np.nan) for c in ANNOTATION_COLUMNS if c != "occupancy_limiter"}
-    limiter = np.full(n, None, dtype=object)
-    if n:
-        cols = ["device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes"]
-        present = all(c in k.columns for c in cols)
-        if present:
-            # missing values become -1, which no launch has (negative sizes are not modelled)
-            arr = np.column_stack([pd.to_numeric(k[c], errors="coerce").astype("float64")
-                                   .to_numpy(na_value=np.nan) for c in cols])
-            arr = np.where(np.isfinite(arr), arr, -1).astype(np.int64)
-            # one hash factorize per column, combined into one code per launch shape
-            combined = np.zeros(n, dtype=np.int64)
-            for j in range(arr.shape[1]):
-                cj, uj = pd.factorize(arr[:, j])
-                combined = pd.factorize(combined * len(uj) + cj)[0]    # stays below n
-            codes = combined
-            _, first_pos = np.unique(codes, return_index=True)
-            rows = arr[first_pos]
-            uniques = [tuple(None if v < 0 else int(v) for v in row) for row in rows]
-            # one calculator call per distinct launch shape, then gathered by code
-            per = [_annotate_one(key, dev) for key in uniques]
-            m = len(per)
-            u = {c: np.full(m + 1, np.nan) for c in out}       # slot m: unknown shape
-            u_lim = np.full(m + 1, None, dtype=object)
-            sms = np.full(m + 1, np.nan)
-            for j, r in enumerate(per):
-                if r is None:
-                    continue
-                o, n_sm = r
-                u["theoretical_occupancy"][j] = o.occupancy
-                u["active_blocks_per_sm"][j] = o.active_blocks_per_sm
-                u["block_limit_registers"][j] = min(o.block_limit_registers, _BIG)
-                u["block_limit_shared_mem"][j] = o.block_limit_shared_mem
-                u["block_limit_warps"][j] = o.block_limit_warps
-                u["block_limit_blocks"][j] = o.block_limit_blocks
-                u_lim[j] = o.limiter
-                if n_sm:
-                    sms[j] = n_sm
-            idx = np.where(np.asarray(codes) >= 0, codes, m)
-            for c in out:
-                if c != "waves":
-                    out[c] = u[c][idx]
-            limiter = u_lim[idx]
-            grid = (k["grid_x"].astype("Float64") * k["grid_y"].astype("Float64")
-                    * k["grid_z"].astype("Float64")).to_numpy(dtype=float, na_value=np.nan)
-            active = out["active_blocks_per_sm"]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                w = grid / (active * sms[idx])
-            out["waves"] = np.where(active > 0, w, np.nan)
-    for c in ANNOTATION_COLUMNS:
-        if c == "occupancy_limiter":
-            k[c] = limiter
-        elif c in ("theoretical_occupancy", "waves"):
-            k[c] = out[c]
-        else:
-            k[c] = pd.array(np.where(np.isnan(out[c]), 0, out[c]).astype("int64"), dtype="Int64")
-            k.loc[np.isnan(out[c]), c] = pd.NA
+    if not n:
+        for c in ANNOTATION_COLUMNS:
+            k[c] = pd.Series([], dtype=object if c == "occupancy_limiter" else "float64", index=k.index)
+        for c in ANNOTATION_COLUMNS[3:]:
+            k[c] = k[c].astype("Int64")
+        k["shape"] = pd.Series([], dtype="int64", index=k.index)
+        return k
+    rows = np.asarray(codes)
+    k["theoretical_occupancy"] = table["theoretical_occupancy"].to_numpy(float)[rows]
+    k["occupancy_limiter"] = table["occupancy_limiter"].to_numpy(object)[rows]
+    active = table["active_blocks_per_sm"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+    sms = table["num_sms"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+    grid = (k["grid_x"].astype("Float64") * k["grid_y"].astype("Float64")
+            * k["grid_z"].astype("Float64")).to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = grid / (active * sms)
+    k["waves"] = np.where(active > 0, w, np.nan)
+    for c in ANNOTATION_COLUMNS[3:]:
+        v = table[c].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+        miss = np.isnan(v)
+        k[c] = pd.Series(pd.arrays.IntegerArray(np.where(miss, 0, v).astype(np.int64), miss), index=k.index)
+    k["shape"] = rows
     return k
-
-
-def _annotate_one(key, dev):
-    d, bx, by, bz, regs, smem = key
-    if any(v is None or pd.isna(v) for v in key) or int(d) not in dev:
-        return None
-    cc, row, sms, _ = dev[int(d)]
-    try:
-        o = occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row)
-    except ValueError:      # a damaged trace's negative sizes: no occupancy rather than no report
-        return None
-    return o, sms

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..render.text import fmt_us
+from ..units import fmt_us
 from .collectives import collectives
 from .findings import Finding, severity_for
 from .peaks import peer_link_gbps

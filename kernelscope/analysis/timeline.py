@@ -11,18 +11,38 @@ separately as ``lead_in_us``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-# Causes of an idle gap, in words (the ``cause`` column of the gaps table).
+from ..trace.model import SYNC_CALLS
+from .devices import annotate_devices
+
+
+class Cause(NamedTuple):
+    """An idle gap's cause: what it means, the word the timeline's legend uses (None: not in
+    the legend) and the colour of its idle spans."""
+
+    text: str
+    legend: str | None
+    color: str
+
+
+# Causes of an idle gap (the ``cause`` column of the gaps table). The browser gets this table
+# in the view's payload.
 CAUSES = {
-    "host": "waiting on the host: the next launch came after the GPU went idle",
-    "sync": "the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
-    "streams": "the next work was queued on another stream, waiting on a cross-stream dependency",
-    "queued": "the next work was already queued on the same stream (GPU-side launch latency)",
-    "unknown": "the next activity's launch call is not in the trace",
+    "host": Cause("waiting on the host: the next launch came after the GPU went idle",
+                  "host", "rgba(214,39,40,0.35)"),
+    "sync": Cause("the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
+                  "sync", "rgba(148,103,189,0.45)"),
+    "streams": Cause("the next work was queued on another stream, waiting on a cross-stream dependency",
+                     "another stream", "rgba(255,127,14,0.4)"),
+    "queued": Cause("the next work was already queued on the same stream (GPU-side launch latency)",
+                    "queued", "rgba(127,127,127,0.3)"),
+    "unknown": Cause("the next activity's launch call is not in the trace", None, "rgba(127,127,127,0.2)"),
 }
+
 # Host-blocking copy calls: with pageable host memory cudaMemcpyAsync is synchronous for the host
 # (the driver stages through a pinned buffer), which is documented CUDA behaviour.
 _BLOCKING_MEMORY = "Pageable"
@@ -129,7 +149,6 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     >>> a = activities(rep.kernels, rep.copies)          # doctest: +SKIP
     >>> a[["kind", "stream", "start_us", "end_us"]]      # doctest: +SKIP
     """
-    labels = _device_labels(kernels)
     parts = []
     for kind_col, df in (("kernel", kernels), (None, copies)):
         if not len(df):
@@ -150,10 +169,9 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         t["graph_launch"] = (df["graph_launch"].fillna(False).astype(bool)
                              if "graph_launch" in df.columns else False)
         t["bytes"] = df["bytes"].astype("Int64") if "bytes" in df.columns else pd.NA
-        codes, uniq = pd.factorize(t["device_index"], use_na_sentinel=False)
-        names = np.array([labels.get(i, "cuda:?" if i is pd.NA else f"cuda:{i}") for i in uniq],
-                         dtype=object)
-        t["device"] = pd.Series(names[codes], index=t.index, dtype=object)
+        # The labels of Report.kernels/copies (analysis.devices); raw tables are labelled here.
+        t["device"] = (df["device"].astype(object) if "device" in df.columns
+                       else annotate_devices(t[["device_index"]].copy(), None)["device"])
         parts.append(t)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTIVITY_COLUMNS})
@@ -211,8 +229,6 @@ def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame |
 
     >>> host_blocking(rep.syncs, rep.copies)[["name", "duration_us", "op"]]   # doctest: +SKIP
     """
-    from ..trace.kineto import SYNC_CALLS
-
     parts = []
     # Only host API calls: GPU-side "cuda_sync" records have no host interval to block.
     s = syncs[syncs["name"].isin(list(SYNC_CALLS))]
@@ -446,10 +462,3 @@ def timeline(report) -> Timeline:
         window["lead_in_us"] = window["start_us"]
     return Timeline(activities=acts, busy=busy, gaps=gaps, overlap=overlap_table(acts),
                     blocking=blocking, launch_stats=launch_stats(acts, gaps), window=window)
-
-
-def _device_labels(kernels: pd.DataFrame) -> dict:
-    if "device" not in kernels.columns or not len(kernels):
-        return {}
-    pairs = kernels[["device_index", "device"]].drop_duplicates()
-    return {i: d for i, d in zip(pairs["device_index"].tolist(), pairs["device"].tolist()) if i is not pd.NA}

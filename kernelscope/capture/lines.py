@@ -97,20 +97,20 @@ def line_sources(tids, times, ops: pd.DataFrame) -> list:
     >>> line_sources(k["launch_tid"], k["launch_start_us"], rep.ops)[:1]     # doctest: +SKIP
     ['<ipython-input-3-abc>(4): <module>']
     """
-    from ..trace.kineto import _sources
+    from ..trace.sources import innermost_frames
     times = [None if t is None or t is pd.NA or t != t else float(t) for t in list(times)]
     if not len(ops):
         return [None] * len(times)
     m = ops[ops["name"].astype(str).str.startswith(LINE_MARK)]
     fr = {"name": [n[len(LINE_MARK):] for n in m["name"]], "tid": m["tid"].tolist(),
           "start_us": m["start_us"].tolist(), "duration_us": m["duration_us"].tolist()}
-    out = _sources(list(tids), times, fr)
+    out = innermost_frames(list(tids), times, fr)
     # Work launched from other threads (autograd's backward, data loaders) has no line marks
     # of its own: it belongs to the line that was running when it launched, on any thread.
     miss = [i for i, s in enumerate(out) if s is None and times[i] is not None]
     if miss and len(m):
         fr["tid"] = [0] * len(fr["name"])
-        found = _sources([0] * len(miss), [times[i] for i in miss], fr)
+        found = innermost_frames([0] * len(miss), [times[i] for i in miss], fr)
         for i, s in zip(miss, found):
             out[i] = s
     return out

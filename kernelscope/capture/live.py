@@ -22,7 +22,8 @@ import tempfile
 import msgspec
 
 from ..errors import TraceError
-from ..trace.kineto import Args, Event, TraceFile, _no_gc, build_trace, read_kineto
+from ..trace.decode import Args, Event, TraceFile, no_gc
+from ..trace.kineto import build_trace, read_kineto
 from ..trace.model import Trace
 
 # Activity types whose correlation id is not an "External id" (the CPU op link); same rule as
@@ -116,7 +117,7 @@ def _from_activities(kr, name) -> Trace:
     empty = Args()
     notes = []
     bad_meta = 0
-    with _no_gc():
+    with no_gc():
         acts = kr.trace_activities()
         wanted = [a for a in acts if a.type() in _WANTED]
         # The region starts when the profiler started (what Kineto's own export uses).

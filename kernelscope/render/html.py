@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .text import fmt_us
+from ..units import fmt_us
 
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
 _NUM = _CELL + "text-align:right;font-variant-numeric:tabular-nums;"

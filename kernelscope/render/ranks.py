@@ -12,6 +12,7 @@ from html import escape
 import numpy as np
 import pandas as pd
 
+from ..units import fmt_bytes
 from .text import _clip, fmt_us
 from .view import VIEW_VERSION, _findings, _num, _records, pack_tables
 
@@ -41,15 +42,6 @@ SOURCES = {
 
 def _pct(x) -> str:
     return "-" if x is None or x != x else f"{x:.0%}"
-
-
-def _bytes(n) -> str:
-    if n is None or n != n:
-        return "-"
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def _gbps(x) -> str:
@@ -87,7 +79,7 @@ def ranks_text(rep, top: int = 8) -> str:
         for x in c.head(top).itertuples():
             algo = "/".join(v for v in (x.algorithm, x.protocol) if v and v != "-") or "-"
             lines.append(f"  {_clip(f'{x.backend} {x.kind} {x.dtype}', 22):<22} {_clip(algo, 10):<10} "
-                         f"{x.calls:>6.0f} {_bytes(x.bytes_per_call):>10} {fmt_us(x.time_us):>10} "
+                         f"{x.calls:>6.0f} {fmt_bytes(x.bytes_per_call):>10} {fmt_us(x.time_us):>10} "
                          f"{_gbps(x.busbw_gbps):>12} {_pct(x.busbw_of_link):>7}")
     if rep.findings:
         lines.append("")
@@ -139,7 +131,7 @@ def ranks_html(rep) -> str:
                    ("link", SOURCES["link_gbps"]), ("of link", "")],
                   [[(f"{x.backend} {x.kind} {x.dtype}", False),
                     ("/".join(v for v in (x.algorithm, x.protocol) if v and v != "-") or "-", False),
-                    (f"{x.calls:.0f}", True), (_bytes(x.bytes_per_call), True), (fmt_us(x.time_us), True),
+                    (f"{x.calls:.0f}", True), (fmt_bytes(x.bytes_per_call), True), (fmt_us(x.time_us), True),
                     (_gbps(x.busbw_gbps), True), (_gbps(x.link_gbps), True), (_pct(x.busbw_of_link), True)]
                    for x in c.head(20).itertuples()]) if len(c) else "<p>No collectives recorded.</p>"
     li = "".join(f"<li><b>[{_e(f.severity)}]</b> {_e(f.title)}<div style='{_MUTED}font-size:12px'>{_e(f.detail)}</div></li>"

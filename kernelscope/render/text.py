@@ -1,21 +1,9 @@
 """A report as plain text, for terminals and ``text/plain``."""
 from __future__ import annotations
 
+from ..units import fmt_us
 
-def fmt_us(us) -> str:
-    """A duration in microseconds, in the unit that reads best.
-
-    >>> fmt_us(1.5), fmt_us(2500), fmt_us(3_200_000)
-    ('1.5 us', '2.50 ms', '3.20 s')
-    """
-    if us is None or us != us:
-        return "-"
-    us = float(us)
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if abs(us) >= 1e3:
-        return f"{us / 1e3:.2f} ms"
-    return f"{us:.1f} us"
+__all__ = ["fmt_us", "report_text"]
 
 
 def _clip(s, n):

@@ -19,6 +19,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..analysis.backend_rules import BACKENDS, COPY_COLORS
+from ..analysis.occupancy import LIMITERS
+from ..analysis.shapes import shape_curves
+from ..analysis.timeline import CAUSES
+from ..jsonable import jsonable
+from ..trace.model import SYNC_CALLS
+from ..trace.ncu import COMPARED_METRICS
+
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
 
@@ -46,14 +54,35 @@ COPY_COLUMNS = [
     ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
     ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
 ]
-# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls.
+# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls
+# (kind "op", "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS).
 HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("kind", "str")]
 GAP_COLUMNS = [
     ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
+# Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
+HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
 _MISSING_INT = -1
+
+
+def vocabulary() -> dict:
+    """The names and colours the browser draws with, from the Python tables that own them
+    (sent in every payload's header, so the JS holds no copy): backend colours and copy
+    directions (``analysis.backend_rules``), idle-gap causes (``analysis.timeline.CAUSES``),
+    occupancy limiters and their short forms (``analysis.occupancy.LIMITERS``), the Nsight
+    Compute metrics shown beside ours (``trace.ncu.COMPARED_METRICS``) and host span colours.
+
+    >>> vocabulary()["backends"]["cuBLAS"], vocabulary()["limiters"]["shared_mem"]
+    ('#4e79a7', 'smem')
+    """
+    return {
+        "backends": dict(BACKENDS), "copies": dict(COPY_COLORS), "host": dict(HOST_COLORS),
+        "causes": {c: {"text": x.text, "legend": x.legend, "color": x.color} for c, x in CAUSES.items()},
+        "limiters": dict(LIMITERS),
+        "ncu": [{"label": label, "column": col, "ours": ours} for label, col, ours in COMPARED_METRICS],
+    }
 
 
 def view_model(rep) -> tuple[dict, bytes]:
@@ -64,12 +93,9 @@ def view_model(rep) -> tuple[dict, bytes]:
     (2000, 228000)
     """
     k = rep.kernels.reset_index(drop=True)
-    k = k.assign(config=_config_codes(k))
+    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
+    k = k.assign(config=k["shape"] if "shape" in k.columns else 0)
     copies = rep.copies.reset_index(drop=True)
-    if len(copies):
-        copies = copies.assign(device=[_device_label(i) for i in copies["device_index"].tolist()])
-    else:
-        copies = copies.assign(device=pd.Series([], dtype=object))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
     launch_spec = LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra]
@@ -83,6 +109,7 @@ def view_model(rep) -> tuple[dict, bytes]:
 
     header = {
         "version": VIEW_VERSION,
+        "vocabulary": vocabulary(),
         "title": _title(rep),
         "partial": bool(rep.partial),
         "notes": [str(n) for n in rep.notes] + problems,
@@ -92,12 +119,12 @@ def view_model(rep) -> tuple[dict, bytes]:
         "backends": _records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
-        "configs": _occupancy_configs(k, rep.devices),
+        "configs": _occupancy_configs(rep, k),
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
         # Display options of %%kernelprofile (--top, --sort), when it set them.
-        "view": _plain(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
+        "view": jsonable(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
         "nbytes": len(buf),
     }
@@ -211,27 +238,11 @@ def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
         parts.append(o[top].assign(kind="op"))
     if len(runtime):
         r = runtime[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
-        parts.append(r.assign(tid=r["tid"].astype(str), kind="runtime"))
+        kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
+        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind))
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)
-
-
-def _device_label(i) -> str:
-    return "cuda:?" if i is None or i is pd.NA else f"cuda:{i}"
-
-
-def _config_codes(k: pd.DataFrame) -> np.ndarray:
-    """One code per distinct (device, threads per block, registers, shared memory) launch shape."""
-    if not len(k):
-        return np.zeros(0, "<i4")
-    key = pd.DataFrame({
-        "d": k["device_index"].astype("float64"),
-        "t": (k["block_x"] * k["block_y"] * k["block_z"]).astype("float64"),
-        "r": k["registers_per_thread"].astype("float64"),
-        "s": k["shared_mem_bytes"].astype("float64"),
-    }).fillna(-1.0)
-    return key.groupby(["d", "t", "r", "s"], sort=False).ngroup().to_numpy().astype("<i4")
 
 
 def _title(rep) -> str:
@@ -265,7 +276,7 @@ def _findings(rep, problems=None) -> list:
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
                     "detail": _str(get("detail")),
-                    "evidence": {str(a): _plain(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
+                    "evidence": {str(a): jsonable(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
     return out
 
 
@@ -294,72 +305,61 @@ def _name_notes(k: pd.DataFrame) -> list:
     return [{"about": info[n][0], "why": info[n][1]} for n in names]
 
 
-def _occupancy_configs(k: pd.DataFrame, devices: pd.DataFrame) -> list:
-    """Per launch shape: the calculator's breakdown; for the costliest shapes also the curves
-    (the live widget asks for the others when one is selected: :func:`config_curves`)."""
-    if not len(k):
+def _occupancy_configs(rep, k: pd.DataFrame) -> list:
+    """Per launch shape (a row of ``rep.shapes``, the analysis's launch-shapes table): the
+    calculator's breakdown and advice; for the costliest shapes also the curves (the live widget
+    asks for the others when one is selected: :func:`config_curves`)."""
+    shapes = _shapes(rep, k)
+    if not len(k) or shapes is None or not len(shapes):
         return []
-    cost = k.groupby("config")["duration_us"].sum().sort_values(ascending=False)
-    with_curves = set(cost.index[:CURVE_KERNELS].tolist())
-    dev = _device_rows(devices)
-    return [_config_entry(int(code), row, dev, code in with_curves)
-            for code, row in k.drop_duplicates("config").set_index("config").sort_index().iterrows()]
+    with_curves = set(shapes.sort_values("total_us", ascending=False, kind="stable")["shape"][:CURVE_KERNELS].tolist())
+    return [_config_entry(r, rep.devices, r["shape"] in with_curves) for r in shapes.to_dict("records")]
 
 
-def config_curves(kernels: pd.DataFrame, devices: pd.DataFrame, config: int) -> dict:
-    """Occupancy breakdown, curves and hints of one launch shape (a ``config`` code of the view).
+def config_curves(rep, config: int) -> dict:
+    """Occupancy breakdown, advice and curves of one launch shape (a ``config`` code of the
+    view: the ``shape`` column of ``rep.kernels``).
 
-    >>> config_curves(rep.kernels, rep.devices, 0)["curves"]["block"][:2]   # doctest: +SKIP
+    >>> config_curves(rep, 0)["curves"]["block"][:2]   # doctest: +SKIP
     [[32, 0.5], [64, 1.0]]
     """
-    k = kernels.reset_index(drop=True)
-    codes = _config_codes(k)
-    rows = np.flatnonzero(codes == int(config))
+    shapes = _shapes(rep, rep.kernels)
+    rows = shapes[shapes["shape"] == int(config)] if shapes is not None else []
     if not len(rows):
         return {"config": int(config)}
-    return _config_entry(int(config), k.iloc[int(rows[0])], _device_rows(devices), True)
+    return _config_entry(rows.iloc[0].to_dict(), rep.devices, True)
 
 
-def _device_rows(devices: pd.DataFrame) -> dict:
-    return {int(r["index"]): r for r in devices.to_dict("records")} if len(devices) else {}
+def _shapes(rep, k):
+    shapes = getattr(rep, "shapes", None)
+    if shapes is None or "shape" not in k.columns:
+        return None
+    return shapes
 
 
-def _config_entry(code: int, row, dev: dict, with_curves: bool) -> dict:
-    entry = {"config": code}
-    try:
-        from ..analysis.occupancy import occupancy, occupancy_curves
-    except ImportError:
-        return entry
-    d = dev.get(_int(row["device_index"]))
-    dims = [_int(row[c]) for c in ("block_x", "block_y", "block_z")]
-    regs, smem = _int(row["registers_per_thread"]), _int(row["shared_mem_bytes"])
-    cc = (_int(d["compute_major"]), _int(d["compute_minor"])) if d is not None else (None, None)
-    if d is None or None in dims or regs is None or smem is None or None in cc:
+_SHAPE_FIELDS = ("active_blocks_per_sm", "block_limit_registers", "block_limit_shared_mem",
+                 "block_limit_warps", "block_limit_blocks", "block_limit_barriers", "reason")
+
+
+def _config_entry(shape: dict, devices: pd.DataFrame, with_curves: bool) -> dict:
+    entry = {"config": int(shape["shape"])}
+    occ = _num(shape.get("theoretical_occupancy"))
+    if occ is None:
         return entry   # a damaged header (no compute capability) leaves occupancy unknown
-    threads = dims[0] * dims[1] * dims[2]
-    args = dict(compute_capability=cc, threads_per_block=threads, registers_per_thread=regs,
-                shared_mem_per_block=smem, device=d)
-    cur = _safe(lambda: occupancy(**args), None)
-    if cur is None:
-        return entry
-    entry.update(threads=threads, registers=regs, smem=smem, cc=list(cc), **_occ_fields(cur))
+    entry.update(threads=_int(shape["threads_per_block"]), registers=_int(shape["registers_per_thread"]),
+                 smem=_int(shape["shared_mem_bytes"]),
+                 cc=[_int(shape["compute_major"]), _int(shape["compute_minor"])], occupancy=occ)
+    entry.update({f: jsonable(shape.get(f)) for f in _SHAPE_FIELDS})
+    entry["limiters"] = [str(x) for x in (shape.get("limiters") or ())]
+    entry["hints"] = [str(x) for x in (shape.get("advice") or ())]
     if with_curves:
-        curves = _safe(lambda: occupancy_curves(**args), None)
+        curves = _safe(lambda: shape_curves(shape, devices), None)
         if curves is not None:
             entry["curves"] = {key: _steps(curves[curves["vary"] == vary])
                                for key, vary in (("block", "threads_per_block"),
                                                  ("registers", "registers_per_thread"),
                                                  ("smem", "shared_mem_per_block"))}
-            entry["hints"] = _hints(entry)
     return entry
-
-
-def _occ_fields(o) -> dict:
-    fields = ("active_blocks_per_sm", "occupancy", "block_limit_registers", "block_limit_shared_mem",
-              "block_limit_warps", "block_limit_blocks", "block_limit_barriers", "reason")
-    out = {f: _plain(getattr(o, f, None)) for f in fields}
-    out["limiters"] = [str(x) for x in (getattr(o, "limiters", ()) or ())]
-    return out
 
 
 def _steps(c: pd.DataFrame) -> list:
@@ -374,40 +374,6 @@ def _steps(c: pd.DataFrame) -> list:
         keep[1:] |= o[1:] != o[:-1]
         keep |= cur
     return [[int(a), _num(b)] for a, b in zip(v[keep], o[keep])]
-
-
-def _hints(entry) -> list:
-    """What would raise occupancy: the nearest point on each curve that does better."""
-    cur = entry.get("occupancy")
-    if cur is None:
-        return []
-    curves = entry["curves"]
-    hints = []
-    # Step points are where occupancy changes; a value reaches a step's level up to the next step.
-    better = [(r, o) for r, o in _levels(curves["registers"]) if o > cur + 1e-9 and r < entry["registers"]]
-    if better:
-        r, o = max(better, key=lambda p: p[0])
-        hints.append(f"at most {r} registers per thread (now {entry['registers']}) would give {o:.0%}")
-    better = [(s, o) for s, o in _levels(curves["smem"]) if o > cur + 1e-9 and s < entry["smem"]]
-    if better:
-        s, o = max(better, key=lambda p: p[0])
-        hints.append(f"at most {s / 1024:.1f} KB shared memory per block (now {entry['smem'] / 1024:.1f} KB) "
-                     f"would give {o:.0%}")
-    best = max((p for p in curves["block"] if p[1] is not None),
-               key=lambda p: (p[1], -abs(p[0] - entry["threads"])), default=None)
-    if best and best[1] > cur + 1e-9:
-        hints.append(f"{best[0]} threads per block (now {entry['threads']}) would give {best[1]:.0%}")
-    return hints
-
-
-def _levels(points):
-    """(largest value at that level, level) for each step of a non-increasing step curve."""
-    out = []
-    for (x, y), nxt in zip(points, points[1:] + [None]):
-        if y is None:
-            continue
-        out.append(((nxt[0] - 1) if nxt else x, y))
-    return out
 
 
 def _roofline(rep, k, problems=None) -> dict | None:
@@ -435,7 +401,7 @@ def _roofline(rep, k, problems=None) -> dict | None:
             "(bytes: inputs read once, output written once).")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
-    return {"points": points, "ceilings": _plain(ceilings), "note": note}
+    return {"points": points, "ceilings": jsonable(ceilings), "note": note}
 
 
 def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
@@ -458,7 +424,7 @@ def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
 def _records(df) -> list:
     if df is None or not len(df):
         return []
-    return [{str(c): _plain(v) for c, v in r.items()} for r in df.to_dict("records")]
+    return [{str(c): jsonable(v) for c, v in r.items()} for r in df.to_dict("records")]
 
 
 def _safe(fn, default, problems=None, what=None):
@@ -470,22 +436,6 @@ def _safe(fn, default, problems=None, what=None):
         if problems is not None and what:
             problems.append(f"{what} unavailable: {type(e).__name__}: {e}")
         return default
-
-
-def _plain(v):
-    if v is None or v is pd.NA or isinstance(v, (str, bool)):
-        return v
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return _num(float(v))
-    if isinstance(v, dict):
-        return {str(a): _plain(b) for a, b in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray, pd.Series)):
-        return [_plain(x) for x in list(v)]
-    if pd.isna(v) if np.ndim(v) == 0 else False:
-        return None
-    return str(v)
 
 
 def _num(v):

@@ -69,6 +69,18 @@ TABLES = {
 }
 # Integers use pandas' nullable Int64 so that "not recorded" stays distinct from 0.
 
+# Host-blocking synchronization calls, by runtime/driver API name, and the kind of each: the
+# host calls of the ``syncs`` table (the rest of it are GPU-side sync records).
+SYNC_CALLS = {
+    "cudaDeviceSynchronize": "device", "cudaStreamSynchronize": "stream",
+    "cudaEventSynchronize": "event", "cuCtxSynchronize": "device",
+    "cuStreamSynchronize": "stream", "cuEventSynchronize": "event",
+    "hipDeviceSynchronize": "device", "hipStreamSynchronize": "stream",
+    "hipEventSynchronize": "event",
+}
+# Launch calls that replay a CUDA graph (``graph_launch`` of the kernels they launched).
+GRAPH_LAUNCH_CALLS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+
 
 def frame(columns: dict, schema: dict) -> pd.DataFrame:
     """Build a table from column lists, adding missing columns of ``schema`` as empty.

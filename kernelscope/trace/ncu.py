@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from .files import read_bytes
+from .model import DEVICE_COLUMNS, KERNEL_COLUMNS, TABLES, Trace, frame
 
 ID_COLUMNS = {"ID": "id", "Process ID": "process_id", "Process Name": "process_name", "Host Name": "host_name",
               "Kernel Name": "kernel_name", "Kernel Time": "kernel_time", "Context": "context",
@@ -56,6 +58,22 @@ _SPACES = str.maketrans("", "", " \u00a0\u202f\u2009")
 # Columns the merge copies onto Kineto kernels as ncu_* (measured by ncu, not recomputed).
 MERGE_SKIP = {"id", "process_id", "process_name", "host_name", "kernel_name", "context", "stream", "device",
               "cc", "block_x", "block_y", "block_z", "grid_x", "grid_y", "grid_z", "block_dims", "grid_dims"}
+# The ncu metrics the details panel shows first, beside kernelscope's own figure where there is
+# one: (label, merged column as merge_ncu names it, our kernels column or None). The browser
+# gets this table in the view's payload.
+COMPARED_METRICS = (
+    ("theoretical occupancy", "ncu_theoretical_occupancy_pct", "theoretical_occupancy"),
+    ("achieved occupancy", "ncu_achieved_occupancy_pct", None),
+    ("duration", "ncu_duration_ns", "duration_us"),
+    ("compute (SM) throughput", "ncu_compute_sm_throughput_pct", None),
+    ("memory throughput", "ncu_memory_throughput_pct", None),
+    ("DRAM throughput", "ncu_dram_throughput_pct", None),
+    ("L2 throughput", "ncu_l2_cache_throughput_pct", None),
+    ("L1/TEX throughput", "ncu_l1_per_tex_cache_throughput_pct", None),
+    ("block limit: registers", "ncu_block_limit_registers_blocks", "block_limit_registers"),
+    ("block limit: shared memory", "ncu_block_limit_shared_mem_blocks", "block_limit_shared_mem"),
+    ("block limit: warps", "ncu_block_limit_warps_blocks", "block_limit_warps"),
+)
 
 
 def read_ncu(path) -> pd.DataFrame:
@@ -98,8 +116,7 @@ def read_ncu(path) -> pd.DataFrame:
 def _read_text(name: str) -> str:
     # The Kineto reader's file guards: pipes and devices refused, gzip decompressed under the
     # KERNELSCOPE_MAX_TRACE_BYTES cap (a bomb must not exhaust memory).
-    from .kineto import _read_bytes
-    raw = _read_bytes(name)
+    raw = read_bytes(name)
     if b"\x00" in raw[:4096]:
         raise TraceError(name, "binary file, not a CSV export (an .ncu-rep? export it with "
                                "ncu --import FILE --csv --page details)")
@@ -264,33 +281,13 @@ def _with_unit(base: str, unit: str) -> str:
     return f"{base}_{suffix}"
 
 
-# -- building a Report -----------------------------------------------------------------------
-def load_ncu(path, kernels_report=None):
-    """Open an ncu CSV export as a :class:`~kernelscope.Report`.
-
-    Without ``kernels_report``: a Report whose kernels are ncu's launches (name, grid, block,
-    registers, shared memory, duration, device), ``report.ncu`` the tidy table, and the ncu
-    metrics also on ``report.kernels`` as ``ncu_*`` columns. With ``kernels_report`` (a Kineto
-    Report of the same workload): that report with ncu's metrics merged onto its kernels.
-
-    >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
-    >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
-    (7, 62.5)
-    """
-    from ..report import Report
-    table = read_ncu(path)
-    if kernels_report is not None:
-        return Report(kernels_report.trace, ncu=table)
-    return Report(trace_from_ncu(table, source=os.fspath(path)), ncu=table)
-
-
+# -- a Trace of ncu's launches -----------------------------------------------------------------
 def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
     """A Trace whose kernels are the launches of a tidy ncu table (so the usual views work).
 
     ncu serializes and replays kernels, so there is no timeline: ``start_us`` places the
     launches back to back in ID order.
     """
-    from .model import DEVICE_COLUMNS, KERNEL_COLUMNS, TABLES, Trace, frame
     n = len(t)
 
     def col(*names):

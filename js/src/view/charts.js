@@ -1,6 +1,6 @@
 // Vega-Lite charts (bundled vega-embed, no CDN): backends, occupancy curves, roofline.
 import embed from "vega-embed";
-import { BACKEND_COLORS } from "./format.js";
+import { backendColor } from "./format.js";
 
 const OPTS = { actions: false, renderer: "svg", config: {
   background: null, axis: { labelFontSize: 10, titleFontSize: 11 }, legend: { labelFontSize: 10 },
@@ -27,7 +27,7 @@ export async function show(el, spec) {
 /** The backend colour scale over the labels present (so legends list only those). */
 function colorScale(labels) {
   const domain = [...new Set(labels.filter(Boolean))];
-  return { domain, range: domain.map((b) => BACKEND_COLORS[b] || BACKEND_COLORS.other) };
+  return { domain, range: domain.map(backendColor) };
 }
 
 export function backendSpec(backends) {

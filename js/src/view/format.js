@@ -1,4 +1,5 @@
-// Number formatting shared by every panel (mirrors kernelscope.render.text.fmt_us).
+// Number formatting shared by every panel (mirrors kernelscope.units: fmt_us, fmt_bytes), and
+// the vocabulary the view draws with.
 
 export function fmtUs(us) {
   if (us === null || us === undefined || Number.isNaN(us)) return "-";
@@ -49,17 +50,28 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-// One colour per backend label of DESIGN.md, the same in every chart and the timeline.
-export const BACKEND_COLORS = {
-  cuBLAS: "#4e79a7", cuDNN: "#f28e2b", CUTLASS: "#59a14f", Triton: "#e15759", CuPy: "#76b7b2",
-  ATen: "#edc948", NCCL: "#b07aa1", FlashAttention: "#ff9da7", cuFFT: "#9c755f", cuRAND: "#bab0ac",
-  CUB: "#8cd17d", Numba: "#86bcb6", memcpy: "#d37295", memset: "#fabfd2", rocBLAS: "#4e79a7",
-  hipBLASLt: "#a0cbe8", MIOpen: "#ffbe7d", CK: "#499894", other: "#9d9d9d",
-  cuSOLVER: "#2f5d87", cuSPARSE: "#7f9fc7", MAGMA: "#1f3b57", XLA: "#8e6c8a", Helion: "#c44e52",
-  TensorRT: "#76b900", "TensorRT-LLM": "#4d7a00", TransformerEngine: "#9acd32", FBGEMM: "#d4a6c8",
-  Apex: "#b6992d", Liger: "#f1ce63", FlashInfer: "#d37295",
-};
+// The vocabulary (backend colours, copy and host colours, idle-gap causes, occupancy limiters,
+// the Nsight Compute metrics shown beside ours) is not copied here: Python sends it in the
+// payload header (kernelscope.render.view.vocabulary) and renderReport installs it.
+let VOCAB = {};
+// What a name missing from the vocabulary (or a payload written before it travelled) is drawn in.
+export const NEUTRAL = "#999";
+
+export function useVocabulary(v) {
+  VOCAB = v && typeof v === "object" ? v : {};
+}
+
+/** One table of the vocabulary: backends, copies, host, causes, limiters ({}), ncu ([]). */
+export function vocab(key) {
+  return VOCAB[key] || (key === "ncu" ? [] : {});
+}
 
 export function backendColor(b) {
-  return BACKEND_COLORS[b] || BACKEND_COLORS.other;
+  const c = vocab("backends");
+  return c[b] || c.other || NEUTRAL;
+}
+
+export function causeColor(cause) {
+  const c = vocab("causes");
+  return (c[cause] || c.unknown || {}).color || NEUTRAL;
 }

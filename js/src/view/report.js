@@ -1,5 +1,5 @@
 // The report view shared by the anywidget and the JupyterLab MIME renderer / file viewer.
-import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor } from "./format.js";
+import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, useVocabulary, vocab } from "./format.js";
 import { str, int, num } from "./data.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
@@ -19,6 +19,7 @@ export function renderReport(el, model, opts = {}) {
   const t0 = performance.now();
   const onSelect = opts.onSelect || (() => {});
   const hd = model.header;
+  useVocabulary(hd.vocabulary);
   el.textContent = "";
   const root = h("div", { class: "ks-root", "data-kernelscope-version": String(hd.version) });
   el.append(root);
@@ -288,20 +289,6 @@ function occupancyBlock(cfg, k, f) {
   return block;
 }
 
-// Nsight Compute metrics shown beside ours first (column names of kernelscope.trace.ncu).
-const NCU_FIRST = [
-  ["theoretical occupancy", "ncu_theoretical_occupancy_pct", "theoretical_occupancy"],
-  ["achieved occupancy", "ncu_achieved_occupancy_pct", null],
-  ["duration", "ncu_duration_ns", "duration_us"],
-  ["compute (SM) throughput", "ncu_compute_sm_throughput_pct", null],
-  ["memory throughput", "ncu_memory_throughput_pct", null],
-  ["DRAM throughput", "ncu_dram_throughput_pct", null],
-  ["L2 throughput", "ncu_l2_cache_throughput_pct", null],
-  ["L1/TEX throughput", "ncu_l1_per_tex_cache_throughput_pct", null],
-  ["block limit: registers", "ncu_block_limit_registers_blocks", "block_limit_registers"],
-  ["block limit: shared memory", "ncu_block_limit_shared_mem_blocks", "block_limit_shared_mem"],
-  ["block limit: warps", "ncu_block_limit_warps_blocks", "block_limit_warps"],
-];
 
 /** An ncu metric in its unit (the column name's suffix says which). */
 function fmtNcu(col, v) {
@@ -330,7 +317,8 @@ function ncuBlock(model, idx) {
     if (key && key.startsWith("block_limit_")) return cfg[key] ?? "-";
     return "";
   };
-  const first = NCU_FIRST.filter(([, c]) => have.has(c));
+  // The ncu metrics shown beside ours first: kernelscope.trace.ncu.COMPARED_METRICS, from the payload.
+  const first = vocab("ncu").map((m) => [m.label, m.column, m.ours]).filter(([, c]) => have.has(c));
   const stalls = cols.filter((c) => /stall/i.test(c));
   const rest = cols.filter((c) => !first.some(([, f]) => f === c) && !stalls.includes(c));
   const head = h("tr", {}, h("th", { text: "" }), h("th", { text: "kernelscope" }), h("th", { text: "Nsight Compute" }));

@@ -1,7 +1,7 @@
 // The kernel table: one row per kernel name (per group), expandable to its launches.
 // Aggregation runs over the launch columns in one pass; only the visible rows are in the DOM
 // (fixed row height), so 100k launches scroll as smoothly as 100.
-import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor } from "./format.js";
+import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, vocab } from "./format.js";
 import { str, int, num } from "./data.js";
 
 export const ROW_H = 24;
@@ -24,11 +24,11 @@ export const COLUMNS = [
 // The kernel column takes the room left; the others keep their width.
 const TEMPLATE = COLUMNS.map((c) => (c.flex ? `minmax(${c.width}px, 1fr)` : `${c.width}px`)).join(" ");
 export const MIN_WIDTH = COLUMNS.reduce((a, c) => a + c.width, 0);
-const LIMITER_SHORT = { registers: "regs", shared_mem: "smem", warps: "warps", blocks: "blocks", barriers: "barriers" };
-
-/** A limiter such as "registers+shared_mem" in a few letters for the table cell. */
+/** A limiter such as "registers+shared_mem" in a few letters for the table cell (the short
+ * forms of kernelscope.analysis.occupancy.LIMITERS, from the payload). */
 function shortLimiter(lim) {
-  return lim ? lim.split("+").map((x) => LIMITER_SHORT[x] || x).join("+") : "";
+  const short = vocab("limiters");
+  return lim ? lim.split("+").map((x) => short[x] || x).join("+") : "";
 }
 
 /** Per-(group, kernel name) statistics over the launches. */
@@ -352,6 +352,5 @@ function fmtOpt(v) { return v === null ? "-" : String(v); }
 
 function smemText(b) {
   if (b === null) return "-";
-  if (b === 0) return "0";
-  return b < 1024 ? `${b} B` : `${(b / 1024).toFixed(b < 10240 ? 1 : 0)} KB`;
+  return b === 0 ? "0" : fmtBytes(b);
 }

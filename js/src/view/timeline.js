@@ -1,16 +1,14 @@
 // The timeline: one lane per device/stream holding kernels and copies, plus a lane per device
 // that shows where that GPU was idle (gaps). Canvas, drawn from the typed-array columns and
 // culled by binary search, so 100k launches redraw on every wheel/drag event.
-import { h, fmtUs, fmtBytes, backendColor } from "./format.js";
+import { h, fmtUs, fmtBytes, backendColor, causeColor, vocab, NEUTRAL } from "./format.js";
 import { str, int } from "./data.js";
 
 const LANE_H = 18;
 const LABEL_W = 112;
 const AXIS_H = 20;
-// Idle-gap causes of kernelscope.analysis.timeline.CAUSES.
-const GAP_COLORS = { host: "rgba(214,39,40,0.35)", sync: "rgba(148,103,189,0.45)", streams: "rgba(255,127,14,0.4)",
-  queued: "rgba(127,127,127,0.3)", unknown: "rgba(127,127,127,0.2)" };
-const COPY_COLORS = { HtoD: "#d37295", DtoH: "#b6992d", DtoD: "#499894", memset: "#fabfd2" };
+// Colours of idle-gap causes (kernelscope.analysis.timeline.CAUSES), copies and host spans come
+// from the payload's vocabulary (format.js: vocab).
 
 /** Lanes: items of each (device, stream), sorted by start; idle gaps per device. */
 export function buildLanes(model) {
@@ -240,7 +238,7 @@ export class Timeline {
       if (row.kind === "gaps") {
         const gt = this.model.tables.gaps;
         for (const g of row.g.gaps) {
-          ctx.fillStyle = GAP_COLORS[str(gt, "cause", g.i)] || GAP_COLORS.unknown;
+          ctx.fillStyle = causeColor(str(gt, "cause", g.i));
           if (g.e < a || g.s > b) continue;
           const x0 = LABEL_W + Math.max(0, (g.s - a) * sx), x1 = LABEL_W + Math.min(w, (g.e - a) * sx);
           ctx.fillRect(x0, y + 3, Math.max(1, x1 - x0), LANE_H - 6);
@@ -257,8 +255,8 @@ export class Timeline {
         const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
         const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
         const color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
-          : it.t === "host" ? hostColor(str(ht, "name", it.i), str(ht, "kind", it.i))
-          : (COPY_COLORS[str(ct, "copy_kind", it.i)] || COPY_COLORS[str(ct, "kind", it.i)] || "#999");
+          : it.t === "host" ? hostColor(str(ht, "kind", it.i))
+          : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
         // Many launches in one pixel column: draw it once.
         if (Math.floor(x1) <= lastX && color === lastColor) continue;
         ctx.fillStyle = color;
@@ -277,19 +275,24 @@ export class Timeline {
 function legend() {
   const item = (color, label) => h("span", { class: "ks-legend-item" },
     h("span", { class: "ks-swatch", style: `background:${color}` }), label);
+  const causes = Object.entries(vocab("causes")).filter(([, c]) => c.legend);
   return h("div", { class: "ks-legend" },
-    "kernels: backend colours · copies: ", item(COPY_COLORS.HtoD, "HtoD"), item(COPY_COLORS.DtoH, "DtoH"),
-    item(COPY_COLORS.DtoD, "DtoD"), item(COPY_COLORS.memset, "memset"),
-    " · host: ", item(hostColor("", "op"), "CPU op"), item(hostColor("cudaLaunchKernel", "runtime"), "CUDA API"),
-    item(hostColor("cudaStreamSynchronize", "runtime"), "synchronize"),
-    " · GPU idle, waiting on: ", item(GAP_COLORS.host, "host"), item(GAP_COLORS.sync, "sync"),
-    item(GAP_COLORS.streams, "another stream"), item(GAP_COLORS.queued, "queued"));
+    "kernels: backend colours · copies: ", Object.keys(vocab("copies")).map((k) => item(copyColor(k, k), k)),
+    " · host: ", item(hostColor("op"), "CPU op"), item(hostColor("runtime"), "CUDA API"),
+    item(hostColor("sync"), "synchronize"),
+    " · GPU idle, waiting on: ", causes.map(([, c]) => item(c.color, c.legend)));
 }
 
-/** Host spans: ops in slate, launch calls in grey, synchronizations (the host blocked) in purple. */
-function hostColor(name, kind) {
-  if (kind === "op") return "#8c9bb0";
-  return name && /Synchronize/.test(name) ? "#9467bd" : "#c4c4c4";
+/** Host spans by kind: "op", "runtime" or "sync" (a host-blocking call; marked by Python). */
+function hostColor(kind) {
+  const c = vocab("host");
+  return c[kind] || c.runtime || NEUTRAL;
+}
+
+/** A copy by direction (HtoD, DtoH, DtoD), else by kind (memset). */
+function copyColor(copyKind, kind) {
+  const c = vocab("copies");
+  return c[copyKind] || c[kind] || NEUTRAL;
 }
 
 function niceStep(x) {

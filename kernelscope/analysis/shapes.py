@@ -1,0 +1,158 @@
+"""The launch-shapes table: each distinct launch shape once, with its occupancy and advice.
+
+A launch shape is what the occupancy calculator reads: device, block (x, y, z), registers per
+thread and shared memory per block. A 100k-launch trace has a few hundred. The calculator runs
+once per shape; ``Report.kernels`` gets its columns through the ``shape`` code (the shape's row
+here), and every view reads this table: the kernel table's occupancy column, the details panel's
+breakdown and advice (``Occupancy.next_steps``) and its occupancy curves.
+
+>>> rep = ks.load("mlp_train.pt.trace.json.gz")                       # doctest: +SKIP
+>>> rep.shapes[["threads_per_block", "registers_per_thread", "theoretical_occupancy", "advice"]]  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .archs import arch
+from .occupancy import _BIG, _with_device, occupancy, occupancy_curves
+
+# The columns of a kernels table that make a launch shape, in the order of the code.
+SHAPE_KEY = ("device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes")
+# The launch-shapes table's columns (one row per shape; ``shape`` is the row's code).
+SHAPE_COLUMNS = {
+    "shape": "int64", "device_index": "Int64", "block_x": "Int64", "block_y": "Int64", "block_z": "Int64",
+    "threads_per_block": "Int64", "registers_per_thread": "Int64", "shared_mem_bytes": "Int64",
+    "compute_major": "Int64", "compute_minor": "Int64", "num_sms": "Int64",
+    "launches": "int64", "total_us": "float64",
+    "theoretical_occupancy": "float64", "occupancy_limiter": "object", "limiters": "object",
+    "active_blocks_per_sm": "Int64", "block_limit_registers": "Int64", "block_limit_shared_mem": "Int64",
+    "block_limit_warps": "Int64", "block_limit_blocks": "Int64", "block_limit_barriers": "Int64",
+    "reason": "object", "advice": "object",
+}
+
+
+def shape_codes(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(code per launch, one row of :data:`SHAPE_KEY` values per code): codes number the
+    distinct shapes in order of first launch; a missing or negative value is -1.
+
+    >>> k = pd.DataFrame({c: [0, 0, 0] for c in SHAPE_KEY}).assign(block_x=[128, 256, 128])
+    >>> shape_codes(k)[0].tolist()
+    [0, 1, 0]
+    """
+    n = len(kernels)
+    if not n or not all(c in kernels.columns for c in SHAPE_KEY):
+        return np.zeros(n, dtype=np.int64), np.full((1 if n else 0, len(SHAPE_KEY)), -1, dtype=np.int64)
+    # missing values become -1, which no launch has (negative sizes are not modelled)
+    arr = np.column_stack([pd.to_numeric(kernels[c], errors="coerce").astype("float64")
+                           .to_numpy(na_value=np.nan) for c in SHAPE_KEY])
+    arr = np.where(np.isfinite(arr) & (np.abs(arr) < 2**62), arr, -1).astype(np.int64)
+    # one hash factorize per column, combined into one code per launch shape
+    combined = np.zeros(n, dtype=np.int64)
+    for j in range(arr.shape[1]):
+        cj, uj = pd.factorize(arr[:, j])
+        combined = pd.factorize(combined * len(uj) + cj)[0]    # stays below n
+    _, first = np.unique(combined, return_index=True)
+    return combined.astype(np.int64), arr[first]
+
+
+def _devices(devices: pd.DataFrame) -> dict:
+    """{index: (compute capability, properties row, SMs)} of the devices the calculator models."""
+    out = {}
+    for row in devices.to_dict("records") if devices is not None and len(devices) else []:
+        idx = row.get("index")
+        if idx is None or idx is pd.NA:
+            continue
+        try:
+            cc = (int(row["compute_major"]), int(row["compute_minor"]))
+            _with_device(arch(cc), row)
+        except (TypeError, ValueError):
+            continue    # not a CUDA device we can model (ROCm, unknown cc): occupancy unknown
+        sms = row.get("num_sms")
+        out[int(idx)] = (cc, row, None if sms is None or sms is pd.NA else int(sms))
+    return out
+
+
+def _occupancy_of(key, dev):
+    d, bx, by, bz, regs, smem = key
+    if any(v < 0 for v in key) or int(d) not in dev:
+        return None
+    cc, row, _ = dev[int(d)]
+    try:
+        return occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row)
+    except ValueError:      # a damaged trace's sizes: no occupancy rather than no report
+        return None
+
+
+def launch_shapes(kernels: pd.DataFrame, devices: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """(the ``shape`` code of each launch, the launch-shapes table: one row per code).
+
+    Table columns (:data:`SHAPE_COLUMNS`): the shape, its device's compute capability and SMs,
+    ``launches`` and ``total_us`` (its launches' summed duration), and the calculator's answer:
+    ``theoretical_occupancy``, ``occupancy_limiter``, ``limiters``, ``active_blocks_per_sm``,
+    the ``block_limit_*``, ``reason`` (why a launch is impossible) and ``advice`` (the texts of
+    :meth:`~kernelscope.analysis.occupancy.Occupancy.next_steps`). Unknown where the device or
+    the launch parameters are not recorded.
+
+    >>> codes, shapes = launch_shapes(rep.trace.kernels, rep.devices)      # doctest: +SKIP
+    """
+    codes, keys = shape_codes(kernels)
+    dev = _devices(devices)
+    m = len(keys)
+    cols = {c: [None] * m for c in SHAPE_COLUMNS}
+    cols["shape"] = list(range(m))
+    dur = kernels["duration_us"].astype(float).to_numpy() if m else np.zeros(0)
+    cols["launches"] = np.bincount(codes, minlength=m).tolist() if m else []
+    cols["total_us"] = np.bincount(codes, weights=np.nan_to_num(dur), minlength=m).tolist() if m else []
+    for j, key in enumerate(keys.tolist()):
+        for c, v in zip(SHAPE_KEY, key):
+            cols[c][j] = None if v < 0 else v
+        bx, by, bz = key[1:4]
+        if min(bx, by, bz) >= 0 and bx * by * bz < 2**62:     # hostile sizes stay unknown
+            cols["threads_per_block"][j] = bx * by * bz
+        if key[0] >= 0 and key[0] in dev:
+            (major, minor), _, sms = dev[key[0]]
+            cols["compute_major"][j], cols["compute_minor"][j], cols["num_sms"][j] = major, minor, sms
+        o = _occupancy_of(key, dev)
+        if o is None:
+            continue
+        cols["theoretical_occupancy"][j] = o.occupancy
+        cols["occupancy_limiter"][j] = o.limiter
+        cols["limiters"][j] = tuple(o.limiters)
+        cols["active_blocks_per_sm"][j] = o.active_blocks_per_sm
+        cols["block_limit_registers"][j] = min(o.block_limit_registers, _BIG)
+        cols["block_limit_shared_mem"][j] = min(o.block_limit_shared_mem, _BIG)
+        cols["block_limit_warps"][j] = o.block_limit_warps
+        cols["block_limit_blocks"][j] = o.block_limit_blocks
+        cols["block_limit_barriers"][j] = o.block_limit_barriers
+        cols["reason"][j] = o.reason
+        cols["advice"][j] = o.advice()
+    table = pd.DataFrame({c: _column(cols[c], kind) for c, kind in SHAPE_COLUMNS.items()})
+    return codes, table
+
+
+def _column(values, kind):
+    if kind == "object":
+        return pd.Series(values, dtype=object)
+    if kind == "float64":
+        return pd.Series([np.nan if v is None else v for v in values], dtype="float64")
+    return pd.Series(pd.array(values, dtype=kind))
+
+
+def shape_curves(shape: dict, devices: pd.DataFrame) -> pd.DataFrame | None:
+    """Occupancy curves (:func:`~kernelscope.analysis.occupancy.occupancy_curves`) of one row
+    of the launch-shapes table, on its recorded device; None where occupancy is unknown.
+
+    >>> shape_curves(rep.shapes.iloc[0].to_dict(), rep.devices)          # doctest: +SKIP
+    """
+    if shape.get("theoretical_occupancy") is None or shape["theoretical_occupancy"] != shape["theoretical_occupancy"]:
+        return None
+    dev = _devices(devices).get(int(shape["device_index"]))
+    if dev is None:
+        return None
+    cc, row, _ = dev
+    try:
+        return occupancy_curves(cc, int(shape["threads_per_block"]), int(shape["registers_per_thread"]),
+                                int(shape["shared_mem_bytes"]), device=row)
+    except ValueError:
+        return None

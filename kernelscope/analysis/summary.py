@@ -1,0 +1,27 @@
+"""Per-kernel statistics over launches: the table behind ``Report.summary()``."""
+from __future__ import annotations
+
+import pandas as pd
+
+
+def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
+    """Per-kernel statistics over launches (see :meth:`Report.summary`).
+
+    >>> kernel_summary(rep.kernels).iloc[0]["launches"]        # doctest: +SKIP
+    """
+    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "share"]
+    keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
+    if not len(kernels):
+        return pd.DataFrame(columns=[by, *keep, *cols])
+    g = kernels.groupby(by, sort=False, dropna=False)
+    d = g["duration_us"]
+    out = pd.DataFrame({
+        "launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
+        "min_us": d.min(), "max_us": d.max(),
+    })
+    for c in keep:
+        out[c] = g[c].first()
+    total = kernels["duration_us"].sum()
+    out["share"] = out["total_us"] / total if total > 0 else 0.0
+    out = out.reset_index().sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+    return out[[by, *keep, *cols]]

@@ -1,0 +1,69 @@
+"""One place for each fact: the browser gets the vocabulary from Python, and holds no copy."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import kernelscope as ks
+from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS, RULES
+from kernelscope.analysis.occupancy import LIMITERS
+from kernelscope.analysis.timeline import CAUSES
+from kernelscope.render.view import HOST_COLORS, mime_payload, vocabulary
+from kernelscope.trace.ncu import COMPARED_METRICS
+from kernelscope.units import fmt_bytes, fmt_us
+
+ROOT = Path(__file__).parent.parent
+JS = ROOT / "js" / "src"
+DATA = Path(__file__).parent / "data"
+
+
+def _js_text() -> str:
+    return "\n".join(p.read_text() for p in sorted(JS.rglob("*.js")))
+
+
+def test_every_rule_names_a_backend_of_the_vocabulary():
+    assert {r.backend for r in RULES} <= set(BACKENDS)
+    assert "other" in BACKENDS
+
+
+def test_the_payload_carries_the_vocabulary():
+    header = mime_payload(ks.load(DATA / "mlp_train.pt.trace.json.gz"))["header"]
+    v = header["vocabulary"]
+    assert v == json.loads(json.dumps(vocabulary()))
+    assert v["backends"] == BACKENDS and v["copies"] == COPY_COLORS and v["host"] == HOST_COLORS
+    assert list(v["causes"]) == list(CAUSES) and v["causes"]["sync"]["color"] == CAUSES["sync"].color
+    assert v["limiters"] == LIMITERS
+    assert [(m["label"], m["column"], m["ours"]) for m in v["ncu"]] == list(COMPARED_METRICS)
+
+
+def test_the_js_holds_no_copy_of_the_vocabulary():
+    """Adding a backend (or a cause, a limiter, an ncu metric) is a change in Python only."""
+    js = _js_text()
+    colors = set(BACKENDS.values()) | set(COPY_COLORS.values()) | set(HOST_COLORS.values())
+    colors |= {c.color for c in CAUSES.values()}
+    found = sorted(c for c in colors if c.lower() in js.lower())
+    assert not found, f"colours of the Python vocabulary copied into js/src: {found}"
+    for label in ("cuBLAS", "hipBLASLt", "FlashAttention"):
+        assert not re.search(rf"\b{label}\b", js), label
+    for _, column, _ in COMPARED_METRICS:
+        assert column not in js, column
+    assert 'shared_mem: "smem"' not in js and "Synchronize/" not in js
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_js_formats_numbers_as_python_does():
+    """format.js's fmtUs/fmtBytes format the view's raw columns the way kernelscope.units does."""
+    us = [0.0, 1.5, 999.94, 1000.0, 2500, 3_200_000, -4.0, 12_345_678.9]
+    sizes = [0, 1, 512, 1023, 1024, 67584, 4_194_304, 5 << 30, 123_456_789]
+    script = (f"import {{ fmtUs, fmtBytes }} from '{(JS / 'view' / 'format.js').as_uri()}';"
+              f"console.log(JSON.stringify([{json.dumps(us)}.map(fmtUs), {json.dumps(sizes)}.map(fmtBytes)]));")
+    out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    js_us, js_sizes = json.loads(out)
+    assert js_us == [fmt_us(x) for x in us]
+    assert js_sizes == [fmt_bytes(x) for x in sizes]
