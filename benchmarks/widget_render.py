@@ -3,7 +3,7 @@
     python benchmarks/widget_render.py                 # 1k, 10k, 100k launches
     python benchmarks/widget_render.py --sizes 1000 10000
 
-Traces are the real H200 MLP step (74 launches) tiled with ../shared/tools/tile_trace.py and
+Traces are the real H200 MLP step (74 launches) tiled with the shared tile_trace.py (benchmarks/tiles.py) and
 cached in benchmarks/out/. For each size, side by side in one run:
 
 * ours: the MIME payload (JSON header + gzip/base64 typed-array columns) -> ``JSON.parse`` ->
@@ -33,6 +33,8 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
+sys.path.insert(0, str(HERE))
+from tiles import tile_tool  # noqa: E402  (where tile_trace.py is)
 SOURCE = ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -97,7 +99,7 @@ def tiled(launches: int) -> pathlib.Path:
     events = [e for e in src["traceEvents"] if e.get("ph") != "M"]
     per_copy = sum(1 for e in events if e.get("cat") == "kernel")
     copies = math.ceil(launches / per_copy)
-    tool = ROOT.parent / "shared" / "tools" / "tile_trace.py"
+    tool = tile_tool()
     subprocess.run([sys.executable, str(tool), str(SOURCE), str(path), "--events", str(copies * len(events))],
                    check=True)
     return path
