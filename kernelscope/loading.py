@@ -33,20 +33,17 @@ def load(source):
         raise TraceError(repr(source)[:80], "expected a file path or a stopped torch.profiler.profile")
     path = os.fspath(source)
     from .trace.kineto import read_kineto
-    notes = []
-    raw = read_bytes(path, notes)
     try:
-        trace = read_kineto(raw, name=path)
+        trace = read_kineto(path)
     except ForeignFormat as e:
         if e.format != REPORT_FORMAT:
             raise
-        return _report(raw, path)
+        return _report(read_bytes(path), path)
     except NotJSON as e:
         # No top level to read the kind from: a file named as a report is a damaged report.
         if path.endswith(_REPORT_SUFFIXES):
             raise TraceError(path, f"the report file is damaged ({e.problem})") from None
         raise
-    trace.meta["notes"][:0] = notes
     return Report(trace)
 
 

@@ -4,7 +4,8 @@ The reference (:func:`reference`) reads the file with Python's json module and b
 row by row with dicts and loops, written out apart from the reader: which events go to which
 table, their columns, the one clock, and the joins (kernel -> launching call by correlation id,
 -> CPU op by External id, cpu_op before annotations; the Python line of each launch). Every
-column of every table must be equal, value for value.
+column of every table must be equal, value for value. The reader is also run with tiny stream
+blocks, so that its chunk boundaries fall everywhere in these files.
 """
 from __future__ import annotations
 
@@ -192,3 +193,46 @@ def check(trace, ref):
 def test_tables_match_the_reference(path):
     from kernelscope.trace.kineto import read_kineto
     check(read_kineto(path), reference(path))
+
+
+def _streamed_only(monkeypatch):
+    """Fail if the reader falls back to reading the file whole (the careful path)."""
+    from kernelscope.trace import kineto
+
+    def whole(*a, **kw):
+        raise AssertionError("the reader read the file whole instead of streaming it")
+    monkeypatch.setattr(kineto, "read_bytes", whole)
+
+
+@pytest.mark.parametrize("path", [DATA / "mlp_train.pt.trace.json.gz", DATA / "wild" / "llama_train.pt.trace.json.gz",
+                                  DATA / "ranks" / "rank1.pt.trace.json.gz"], ids=lambda p: p.name)
+def test_tables_match_with_chunk_boundaries_everywhere(path, monkeypatch):
+    """Tiny blocks: every few events a chunk ends, and a block ends inside events and strings."""
+    from kernelscope.trace import stream
+    from kernelscope.trace.kineto import read_kineto
+    ref = reference(path)
+    _streamed_only(monkeypatch)
+    for block in (997, 4096, 65521):
+        monkeypatch.setattr(stream, "BLOCK_BYTES", block)
+        check(read_kineto(path), ref)
+
+
+def test_cuts_inside_names_are_not_taken(tmp_path, monkeypatch):
+    """Kernel and op names holding the very text a cut looks for (``}, {``, ``"traceEvents": [``,
+    ``]``): the chunks still end between events, and the tables are the reference's."""
+    from kernelscope.trace import stream
+    from kernelscope.trace.kineto import read_kineto
+    doc = json.loads(gzip.decompress((DATA / "mlp_train.pt.trace.json.gz").read_bytes()))
+    for i, e in enumerate(doc["traceEvents"]):
+        if e.get("cat") in ("kernel", "cpu_op") and i % 3 == 0:
+            e["name"] += ' }, {"ph": "X", "cat": "kernel", "traceEvents": [ ]} , {'
+    doc["traceName"] = '"traceEvents": [}, {]'
+    path = tmp_path / "names.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc, indent=1).encode()))
+    ref = reference(path)
+    _streamed_only(monkeypatch)
+    for block in (311, 2048, 1 << 20):
+        monkeypatch.setattr(stream, "BLOCK_BYTES", block)
+        t = read_kineto(path)
+        check(t, ref)
+        assert t.meta["trace_name"] == doc["traceName"]

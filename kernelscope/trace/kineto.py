@@ -16,7 +16,8 @@ import numpy as np
 from ..errors import TraceError
 from .decode import (CarefulPath, RawFile, check_format, decode_document, event_chunks, no_gc,
                      to_utf8)
-from .files import read_bytes
+from . import stream
+from .files import read_blocks, read_bytes
 from .header import devices_columns, header_meta
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
@@ -26,8 +27,12 @@ from .tables import (SCHEMAS, chunk_tables, complete, concat_tables, join_launch
 from .timebase import clock_meta, cover_span, shift, time_origin
 
 
-def read_kineto(source, *, name=None) -> Trace:
+def read_kineto(source, *, name=None, progress=None) -> Trace:
     """Read a torch.profiler Chrome trace (a path to ``.json``/``.json.gz`` or its bytes).
+
+    The text is decoded a chunk of events at a time as it streams in (:mod:`.stream`), and
+    the tables are built as the chunks come, so that a trace of several GB is never held whole.
+    ``progress(done, total)`` is called with the file's bytes read so far.
 
     >>> from kernelscope.trace.kineto import read_kineto
     >>> t = read_kineto("launch_bound.pt.trace.json.gz")       # doctest: +SKIP
@@ -35,10 +40,30 @@ def read_kineto(source, *, name=None) -> Trace:
     2000
     """
     notes = []
+    from .perfetto import looks_like_jax
     if isinstance(source, (bytes, bytearray, memoryview)):
-        raw, label = bytes(source), name or "<bytes>"
+        label = name or "<bytes>"
+        view = memoryview(source)
+        blocks = (view[i:i + stream.BLOCK_BYTES] for i in range(0, len(view), stream.BLOCK_BYTES))
     else:
-        raw, label = read_bytes(source, notes), name or os.fspath(source)
+        label = name or os.fspath(source)
+        blocks = read_blocks(source, notes, progress, block_bytes=stream.BLOCK_BYTES)
+    with no_gc():
+        try:
+            events = stream.EventStream(blocks, jax_check=looks_like_jax)
+            return _build(events.doc, events.chunks(), lambda: events.n_events, label, notes)
+        except stream.NotStreamable:
+            pass    # not the common shape: the careful path below reads it whole and says why
+        finally:
+            if hasattr(blocks, "close"):
+                blocks.close()
+    notes.clear()
+    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else read_bytes(source, notes)
+    return _read_whole(raw, label, notes)
+
+
+def _read_whole(raw: bytes, label, notes) -> Trace:
+    """The careful path: the whole text decoded at once, leniently where it must be."""
     raw = to_utf8(raw, label, notes)
     from .perfetto import looks_like_jax, read_jax_bytes
     if looks_like_jax(raw):     # JAX's own profiler: same Chrome JSON, its own event vocabulary
@@ -87,6 +112,7 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
                 span = span or t
             else:
                 parts[b].append(t)
+    n_events = n_events() if callable(n_events) else n_events
     if bad_times[0]:
         notes.append(f"skipped {bad_times[0]} event(s) with a missing, negative or non-numeric time")
     tables = concat_tables(parts)
