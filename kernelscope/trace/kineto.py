@@ -22,8 +22,7 @@ from .header import devices_columns, header_meta
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
 from .sources import innermost_frames
-from .tables import (SCHEMAS, chunk_tables, complete, concat_tables, join_launch, join_op, lookup,
-                     sync_table)
+from .tables import TableBuilder, complete, join_launch, join_op, lookup, sync_table
 from .timebase import clock_meta, cover_span, shift, time_origin
 
 
@@ -103,20 +102,15 @@ def build_trace(doc, label="<trace>", notes=None) -> Trace:
 def _build(doc, chunks, n_events, label, notes) -> Trace:
     # The same list object: chunk decoding appends its notes to it while we iterate.
     notes = notes if notes is not None else []
-    parts = {b: [] for b in SCHEMAS}
-    span = None
-    bad_times = [0]
+    builder = TableBuilder()
     for events in chunks:
-        for b, t in chunk_tables(events, bad_times).items():
-            if b == "span":
-                span = span or t
-            else:
-                parts[b].append(t)
+        builder.add(events)
+        del events    # the decoded events go as soon as their columns are built
     n_events = n_events() if callable(n_events) else n_events
-    if bad_times[0]:
-        notes.append(f"skipped {bad_times[0]} event(s) with a missing, negative or non-numeric time")
-    tables = concat_tables(parts)
-    del parts
+    if builder.bad_times:
+        notes.append(f"skipped {builder.bad_times} event(s) with a missing, negative or non-numeric time")
+    tables, span = builder.tables(), builder.span
+    del builder
 
     origin = time_origin(tables, span)
     shift(tables, origin)

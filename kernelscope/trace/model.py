@@ -112,6 +112,8 @@ def _column(values, kind):
     if kind == "bool":
         return pd.array(values, dtype="boolean")
     try:
+        if isinstance(values, np.ndarray) and values.dtype.kind == "i":
+            return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), np.zeros(len(values), bool))
         if None not in values:
             return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(len(values), bool))
         mask = np.fromiter((v is None for v in values), bool, len(values))

@@ -107,12 +107,14 @@ class EventStream:
 
     def chunks(self):
         """Decoded events, a chunk at a time (lists of :class:`~.decode.Event`)."""
-        buf = self._buf
+        # The text waiting to be decoded, after a "[" of our own: a chunk is decoded in place by
+        # writing "]" over the byte after its last event (no copy of the chunk's text).
+        buf = bytearray(b"[") + self._buf
         self._buf = None
         while True:
             more = self._more()
             if more is None:
-                yield from self._last(buf)
+                yield from self._last(bytes(buf[1:]))
                 return
             start = len(buf)
             buf += more
@@ -125,19 +127,24 @@ class EventStream:
             yield events
 
     @staticmethod
-    def _cut(buf: bytes, new: int):
-        """(events before the last boundary in ``buf``, the text after it), or (None, ``buf``)
-        when no boundary decodes yet. Only boundaries in the text from ``new`` on are looked at
-        (one that failed to decode once always will: the text before it does not change)."""
-        cuts = list(_CUT.finditer(buf, max(0, new - 64, len(buf) - (1 << 16))))
+    def _cut(buf: bytearray, new: int):
+        """(events before the last boundary in ``buf``, a new buffer of the text after it), or
+        (None, ``buf``) when no boundary decodes yet. Only boundaries in the text from ``new``
+        on are looked at (one that failed to decode once always will: the text before it stays)."""
+        cuts = list(_CUT.finditer(buf, max(1, new - 64, len(buf) - (1 << 16))))
         for m in reversed(cuts[-CUT_TRIES:]):
+            end = m.start() + 1          # the byte after the event's closing brace
+            kept = buf[end]
+            buf[end] = 0x5D              # "]"
             try:
-                events = _EVENTS.decode(b"[" + buf[:m.start() + 1] + b"]")
+                events = _EVENTS.decode(memoryview(buf)[:end + 1])
             except msgspec.ValidationError:
                 raise NotStreamable("an event of an unexpected shape") from None
             except (msgspec.DecodeError, RecursionError):
+                buf[end] = kept
                 continue   # inside a string or a nested value, or the text is not strict JSON
-            return events, buf[m.end() - 1:]
+            # A new buffer: the events' Raw fields still point into the old one.
+            return events, bytearray(b"[") + buf[m.end() - 1:]
         return None, buf
 
     def _last(self, buf: bytes):

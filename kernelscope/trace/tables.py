@@ -9,6 +9,8 @@ lookups (:func:`lookup`, :func:`take`).
 from __future__ import annotations
 
 import re
+import operator
+from itertools import repeat
 from operator import attrgetter
 
 import msgspec
@@ -17,7 +19,7 @@ import pandas as pd
 
 from .decode import Args
 from .model import (COPY_COLUMNS, FRAME_COLUMNS, GRAPH_LAUNCH_CALLS, KERNEL_COLUMNS, OP_COLUMNS,
-                    RUNTIME_COLUMNS, SYNC_CALLS, SYNC_COLUMNS, frame)
+                    RUNTIME_COLUMNS, SYNC_CALLS, SYNC_COLUMNS, _column, frame)
 
 # Event category -> bucket; "span" is the profiler's own "Trace" event (the recorded region).
 BUCKETS = {"kernel": "kernels", "gpu_memcpy": "copies", "gpu_memset": "copies",
@@ -32,6 +34,8 @@ _EMPTY_ARGS = Args()
 
 
 # -- extractors: (events, their args) -> one column as a list ------------------------------------
+# Each is a C-level map over the chunk's events (no Python loop per event where it can be helped):
+# a large trace has millions of events.
 def _event(attr):
     get = attrgetter(attr)
     return lambda evs, a: list(map(get, evs))
@@ -42,36 +46,47 @@ def _arg(attr):
     return lambda evs, a: list(map(get, a))
 
 
-def interned(names) -> list:
-    """The same strings, each distinct text held once (kernel and op names repeat heavily).
+def interned(names, cache=None) -> list:
+    """The same strings, each distinct text held once (kernel and op names repeat heavily);
+    ``cache`` (a dict) carries the texts across calls.
 
     >>> a, b = interned(["k" * 50, "k" * 50]); a is b
     True
     """
-    cache = {}
-    return [cache.setdefault(n, n) for n in names]
-
-
-def _names(evs, a):
-    return interned([e.name for e in evs])
+    cache = {} if cache is None else cache
+    return list(map(cache.setdefault, names, names))
 
 
 def _int_or_none(v):
     return v if isinstance(v, int) else None
 
 
-# Device and stream of GPU events: args first, else Chrome's pid/tid lanes.
-def _device(evs, a):
-    return [x.device if x.device is not None else _int_or_none(e.pid) for e, x in zip(evs, a)]
+def _or_lane(arg, lane):
+    """Device and stream of GPU events: args first, else Chrome's pid/tid lanes."""
+    get_arg, get_lane = attrgetter(arg), attrgetter(lane)
+
+    def column(evs, a):
+        out = list(map(get_arg, a))
+        if None in out:
+            out = [x if x is not None else _int_or_none(get_lane(e)) for e, x in zip(evs, out)]
+        return out
+    return column
 
 
-def _stream(evs, a):
-    return [x.stream if x.stream is not None else _int_or_none(e.tid) for e, x in zip(evs, a)]
-
-
-def _dim(attr, i):
+def _dims(attr):
+    """``grid``/``block`` of each event as three columns (x, y, z); None where not recorded."""
     get = attrgetter(attr)
-    return lambda evs, a: [v[i] if v is not None and len(v) > i else None for v in map(get, a)]
+
+    def columns(evs, a):
+        v = list(map(get, a))
+        try:
+            arr = np.array(v, dtype=np.int64) if v else np.empty((0, 3), np.int64)
+        except (TypeError, ValueError, OverflowError):
+            arr = None
+        if arr is not None and arr.ndim == 2 and arr.shape[1] == 3:
+            return [arr[:, i] for i in range(3)]   # the common case: every event has x, y, z
+        return [[d[i] if d is not None and len(d) > i else None for d in v] for i in range(3)]
+    return columns
 
 
 def _copy_part(i):
@@ -93,21 +108,29 @@ def _copy_kind(evs, a):
     return ["memset" if e.cat == "gpu_memset" else "memcpy" for e in evs]
 
 
-def decode_shared(raws) -> list:
+def decode_shared(raws):
     """Decode Raw JSON values, once per distinct text; equal values share one object (read-only).
 
     >>> decode_shared([msgspec.Raw(b"[[2, 3]]"), None, msgspec.Raw(b"[[2, 3]]")])
     [[[2, 3]], None, [[2, 3]]]
     """
-    keys = [None if r is None else bytes(r) for r in raws]
-    cache = dict.fromkeys(keys)
-    for key in cache:
-        if key is not None:
-            try:
-                cache[key] = msgspec.json.decode(key)
-            except msgspec.DecodeError:
-                pass
-    return [cache[k] for k in keys]
+    missing = None in raws
+    present = [r for r in raws if r is not None] if missing else raws
+    keys = list(map(bytes, present))
+    decoded = dict.fromkeys(keys)
+    for key in decoded:
+        try:
+            decoded[key] = msgspec.json.decode(key)
+        except msgspec.DecodeError:
+            pass
+    values = list(map(decoded.__getitem__, keys))
+    if not missing:
+        return values
+    out = np.full(len(raws), None, dtype=object)
+    v = np.empty(len(values), dtype=object)
+    v[:] = values    # one object per row (a list is a value here, not a row of a 2-d array)
+    out[np.fromiter(map(operator.is_not, raws, repeat(None)), bool, len(raws))] = v
+    return out.tolist()
 
 
 def _shapes(attr):
@@ -115,9 +138,15 @@ def _shapes(attr):
     return lambda evs, a: decode_shared(list(map(get, a)))
 
 
+_COLLECTIVE = attrgetter("collective")
+
+
 def _comm(evs, a):
     """The collective metadata of each event (a dict), None for the rest."""
-    return [None if x.collective is None else _comm_args(x) for x in a]
+    names = list(map(_COLLECTIVE, a))
+    if names.count(None) == len(names):
+        return names
+    return [None if c is None else _comm_args(x) for c, x in zip(names, a)]
 
 
 def _comm_args(x):
@@ -137,47 +166,64 @@ def _sync_kind(evs, a):
 
 
 _CORRELATION, _EXTERNAL = _arg("correlation"), _arg("external_id")
-_CAT, _PID, _TID = _event("cat"), _event("pid"), _event("tid")
+_NAME, _CAT, _PID, _TID = _event("name"), _event("cat"), _event("pid"), _event("tid")
 
 # Each table's columns read from the events (start_us/duration_us are added from the times;
-# the joins add launch_*, op, op_index and source).
+# the joins add launch_*, op, op_index and source). A key that is a tuple of columns takes an
+# extractor returning one column each.
 COLUMNS = {
     "kernels": {
-        "name": _names, "device_index": _device, "stream": _stream,
+        "name": _NAME, "device_index": _or_lane("device", "pid"), "stream": _or_lane("stream", "tid"),
         "correlation": _CORRELATION, "external_id": _EXTERNAL,
-        "grid_x": _dim("grid", 0), "grid_y": _dim("grid", 1), "grid_z": _dim("grid", 2),
-        "block_x": _dim("block", 0), "block_y": _dim("block", 1), "block_z": _dim("block", 2),
+        ("grid_x", "grid_y", "grid_z"): _dims("grid"), ("block_x", "block_y", "block_z"): _dims("block"),
         "registers_per_thread": _arg("registers"), "shared_mem_bytes": _arg("shared_memory"),
         "kineto_est_occupancy": _arg("est_occupancy"), "kernel_backend": _arg("kernel_backend"),
         "comm": _comm,
     },
     "copies": {
-        "kind": _copy_kind, "name": _event("name"),
+        "kind": _copy_kind, "name": _NAME,
         "copy_kind": _copy_part(0), "src_memory": _copy_part(1), "dst_memory": _copy_part(2),
-        "device_index": _device, "stream": _stream, "bytes": _arg("bytes"),
+        "device_index": _or_lane("device", "pid"), "stream": _or_lane("stream", "tid"), "bytes": _arg("bytes"),
         "bandwidth_gbps": _arg("bandwidth"), "correlation": _CORRELATION, "external_id": _EXTERNAL,
     },
     "runtime": {
-        "name": _names, "cat": _CAT, "pid": _PID, "tid": _TID,
+        "name": _NAME, "cat": _CAT, "pid": _PID, "tid": _TID,
         "correlation": _CORRELATION, "external_id": _EXTERNAL, "cbid": _arg("cbid"),
     },
     "ops": {
-        "name": _names, "cat": _CAT, "pid": _PID, "tid": _TID, "external_id": _EXTERNAL,
+        "name": _NAME, "cat": _CAT, "pid": _PID, "tid": _TID, "external_id": _EXTERNAL,
         "input_dims": _shapes("input_dims"), "input_types": _shapes("input_types"),
         "flops": _arg("flops"), "sequence": _arg("sequence"), "kernel_backend": _arg("kernel_backend"),
         "comm": _comm,
     },
     "frames": {
-        "name": _event("name"), "tid": _TID,
+        "name": _NAME, "tid": _TID,
         "python_id": _arg("python_id"), "parent_id": _arg("parent_id"),
     },
     "gsyncs": {
-        "name": _event("name"), "kind": _sync_kind, "tid": _TID,
+        "name": _NAME, "kind": _sync_kind, "tid": _TID,
         "correlation": _CORRELATION, "external_id": _EXTERNAL,
         "stream": _arg("stream"), "device_index": _arg("device"),
     },
 }
 _BUCKET_NAMES = sorted(set(BUCKETS.values()))
+_BUCKET_CODE = {c: _BUCKET_NAMES.index(b) for c, b in BUCKETS.items()}
+_PH, _CAT_OF, _ARGS, _TS, _DUR = (attrgetter(f) for f in ("ph", "cat", "args", "ts", "dur"))
+
+
+def _columns(bucket: str, evs, start_us, duration_us) -> dict:
+    """The ``bucket`` table's columns (lists or arrays) of ``evs``, with their times."""
+    a = list(map(_ARGS, evs))
+    if None in a:
+        a = [x if x is not None else _EMPTY_ARGS for x in a]
+    cols = {}
+    for col, get in COLUMNS[bucket].items():
+        if isinstance(col, tuple):
+            cols.update(zip(col, get(evs, a)))
+        else:
+            cols[col] = get(evs, a)
+    cols["start_us"], cols["duration_us"] = start_us, duration_us
+    return cols
 
 
 def build_table(bucket: str, evs: list, start_us, duration_us) -> pd.DataFrame:
@@ -187,10 +233,7 @@ def build_table(bucket: str, evs: list, start_us, duration_us) -> pd.DataFrame:
     >>> build_table("frames", [Event(name="f")], [1.0], [2.0])[["name", "start_us"]].values.tolist()
     [['f', 1.0]]
     """
-    empty = _EMPTY_ARGS
-    a = [e.args or empty for e in evs]
-    cols = {c: get(evs, a) for c, get in COLUMNS[bucket].items()}
-    cols["start_us"], cols["duration_us"] = start_us, duration_us
+    cols = _columns(bucket, evs, start_us, duration_us)
     schema = SCHEMAS[bucket]
     return frame(cols, {c: schema[c] for c in cols})
 
@@ -200,50 +243,108 @@ def empty_table(bucket: str) -> pd.DataFrame:
     return build_table(bucket, [], np.empty(0), np.empty(0))
 
 
-def chunk_tables(events, bad_times) -> dict:
-    """Per-bucket tables (absolute times) for one chunk of decoded events; ``"span"`` is the
-    profiler's (start, duration). ``bad_times[0]`` counts the events dropped for their times."""
-    lists = {b: [] for b in _BUCKET_NAMES}
-    # One pass with bound append methods: cheaper than a comprehension per bucket.
-    append = {c: lists[b].append for c, b in BUCKETS.items()}
-    for e in events:
-        if e.ph == "X":
-            a = append.get(e.cat)
-            if a is not None:
-                a(e)
-    out = {}
-    for b, evs in lists.items():
-        if not evs:
-            continue
-        # Missing times become NaN; NaN, infinite, negative or missing times cannot be placed.
-        ts = np.array([e.ts for e in evs], dtype=np.float64)
-        dur = np.array([e.dur for e in evs], dtype=np.float64)
-        good = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
-        if not good.all():
-            keep = np.flatnonzero(good)
-            bad_times[0] += len(evs) - len(keep)
-            evs, ts, dur = [evs[i] for i in keep.tolist()], ts[keep], dur[keep]
-        if not evs:
-            continue
-        if b == "span":
-            out[b] = (float(ts[0]), float(dur[0]))
-            continue
-        out[b] = build_table(b, evs, ts, dur)
-    return out
+class TableBuilder:
+    """Every table built a chunk of events at a time (:meth:`add`), finished by :meth:`tables`.
+
+    Each chunk's columns are converted to their final types at once (float64 arrays, nullable
+    integers, interned strings), so the decoded events can go as soon as the chunk is done.
+
+    >>> from kernelscope.trace.decode import Event
+    >>> b = TableBuilder(); b.add([Event(ph="X", cat="python_function", name="f", ts=1.0, dur=2.0)])
+    >>> b.tables()["frames"][["name", "start_us"]].values.tolist()
+    [['f', 1.0]]
+    """
+
+    def __init__(self):
+        self.pieces = {b: {} for b in SCHEMAS}
+        self.span = None          # the profiler's own (start, duration), absolute
+        self.bad_times = 0        # events dropped for a missing, negative or non-numeric time
+        self._interned = {}
+
+    def add(self, events) -> None:
+        """Sort one chunk of decoded events into the tables."""
+        n = len(events)
+        if not n:
+            return
+        # Bucket code of each event (-1: not a category we read).
+        code = np.fromiter(map(_BUCKET_CODE.get, map(_CAT_OF, events), repeat(-1)), np.int64, n)
+        order = np.argsort(code, kind="stable")
+        bounds = np.searchsorted(code[order], np.arange(len(_BUCKET_NAMES) + 1))
+        for i, b in enumerate(_BUCKET_NAMES):
+            idx = order[bounds[i]:bounds[i + 1]]
+            if not len(idx):
+                continue
+            evs = [events[j] for j in idx.tolist()] if len(idx) < n else list(events)
+            phs = list(map(_PH, evs))
+            if phs.count("X") != len(phs):     # only complete ("X") events have a place in a table
+                evs = [e for e, ph in zip(evs, phs) if ph == "X"]
+                if not evs:
+                    continue
+            # Missing times become NaN; NaN, infinite, negative or missing times cannot be placed.
+            ts = np.array(list(map(_TS, evs)), dtype=np.float64)
+            dur = np.array(list(map(_DUR, evs)), dtype=np.float64)
+            good = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
+            if not good.all():
+                keep = np.flatnonzero(good)
+                self.bad_times += len(evs) - len(keep)
+                evs, ts, dur = [evs[j] for j in keep.tolist()], ts[keep], dur[keep]
+            if not evs:
+                continue
+            if b == "span":
+                self.span = self.span or (float(ts[0]), float(dur[0]))
+                continue
+            self._add_columns(b, _columns(b, evs, ts, dur))
+
+    def _add_columns(self, bucket, cols) -> None:
+        schema, pieces = SCHEMAS[bucket], self.pieces[bucket]
+        for col, values in cols.items():
+            kind = schema.get(col, "object")
+            if kind == "object":
+                cache = self._interned.setdefault((bucket, col), {})
+                try:
+                    values = interned(values, cache)
+                except TypeError:
+                    pass   # lists or dicts (shapes, collectives): shared by their decoder instead
+                piece = values
+            else:
+                piece = _column(values, kind)
+            pieces.setdefault(col, []).append(piece)
+
+    def tables(self) -> dict:
+        """One table per bucket (an empty table where no chunk had rows)."""
+        out = {}
+        for b, schema in SCHEMAS.items():
+            pieces = self.pieces[b]
+            if not pieces:
+                out[b] = empty_table(b)
+                continue
+            cols = {}
+            for col in list(pieces):
+                kind = schema.get(col, "object")
+                cols[col] = _join(pieces.pop(col), kind)
+            out[b] = pd.DataFrame(cols, copy=False)
+        return out
 
 
-def concat_tables(parts: dict) -> dict:
-    """One table per bucket from the chunks' parts (an empty table where no chunk had rows)."""
-    tables = {}
-    for b in SCHEMAS:
-        ps = parts.get(b, [])
-        if len(ps) == 1:
-            tables[b] = ps[0]
-        elif ps:
-            tables[b] = pd.concat(ps, ignore_index=True)
-        else:
-            tables[b] = empty_table(b)
-    return tables
+def _join(pieces, kind):
+    """One column from its chunks' pieces (each already of the column's type)."""
+    if kind == "object":
+        n = sum(map(len, pieces))
+        arr = np.empty(n, dtype=object)
+        pos = 0
+        for p in pieces:
+            arr[pos:pos + len(p)] = p
+            pos += len(p)
+        # Explicit object dtype: pandas 3 would otherwise infer (slowly) its Arrow string dtype.
+        return pd.Series(arr, dtype=object, copy=False)
+    if len(pieces) == 1:
+        return pieces[0]
+    if kind == "float64":
+        return np.concatenate(pieces)
+    if kind == "int64":
+        return pd.arrays.IntegerArray(np.concatenate([p.to_numpy(dtype=np.int64, na_value=0) for p in pieces]),
+                                      np.concatenate([np.asarray(p.isna()) for p in pieces]))
+    return pd.concat([pd.Series(p) for p in pieces], ignore_index=True).array
 
 
 # -- joins ----------------------------------------------------------------------------------------
