@@ -103,6 +103,26 @@ def _classify(name: str, op: str, launch_api: str, kernel_backend: str, device_t
     return Attribution("other", None, "fallback")  # unreachable while RULES ends in a catch-all
 
 
+def _distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each row's combination of values, the first row of each code) over columns of
+    equal length. Factorizing column by column and combining the integer codes is much cheaper
+    than hashing tuples of long strings.
+
+    >>> _distinct_rows([pd.Series(["a", "b", "a"]), pd.Series([1, 1, 1])])[0].tolist()
+    [0, 1, 0]
+    """
+    n = len(columns[0]) if len(columns) else 0
+    combined = np.zeros(n, dtype=np.int64)
+    for c in columns:
+        c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
+        # re-factorize after each step so the combined code stays below n * n (no overflow)
+        combined = pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    first, codes = np.unique(combined, return_index=True, return_inverse=True)[1:]
+    return codes, first
+
+
 def classify(name, op=None, launch_api=None, kernel_backend=None, device_type="CUDA") -> Attribution:
     """Backend, tensor-core use (True/False/None) and the id of the rule that decided.
 
@@ -130,14 +150,7 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
         s = k[c] if c in k.columns else pd.Series([None] * n, index=k.index, dtype=object)
         cols.append(s.astype(object).where(s.notna(), ""))
     # Classify each distinct context once, then map: a 100k-launch trace has a few hundred.
-    # Factorize column by column and combine the integer codes: much cheaper than hashing
-    # 100k tuples of long strings.
-    combined = np.zeros(n, dtype=np.int64)
-    for c in cols:
-        c_codes, c_uniq = pd.factorize(c)
-        # re-factorize after each step so the combined code stays below n * n (no overflow)
-        combined = pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64)
-    first, codes = np.unique(combined, return_index=True, return_inverse=True)[1:] if n else ([], [])
+    codes, first = _distinct_rows(cols)
     uniq = [tuple(c.iat[i] for c in cols) for i in first]
     found = [classify(*key) for key in uniq]
     shorts = {}
@@ -183,30 +196,57 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
     >>> op_self_time(ks.load("mlp_train.pt.trace.json.gz").ops).sum()   # doctest: +SKIP
     """
     self_us = ops["duration_us"].astype(float).fillna(0.0).to_numpy().copy()
-    if not len(ops):
+    n = len(ops)
+    if not n:
         return self_us
     start = ops["start_us"].astype(float).to_numpy()
     end = start + ops["duration_us"].astype(float).fillna(0.0).to_numpy()
     dur = end - start
-    tids = ops["tid"].astype(str).to_numpy()
-    # Parents sort before their children: by start, longer first on ties.
-    order = np.lexsort((-dur, start, tids)).tolist()
-    # Plain lists: indexing them in the loop below is several times faster than numpy scalars.
-    end_l, dur_l, tid_l = end.tolist(), dur.tolist(), tids.tolist()
-    child = [0.0] * len(end_l)
-    stack: list = []
-    cur_tid = None
-    for i in order:
-        if tid_l[i] != cur_tid:
-            stack, cur_tid = [], tid_l[i]
-        # Sorted by start, so the top of the stack holds i exactly when it ends no earlier.
-        e = end_l[i]
-        while stack and e > end_l[stack[-1]] + 1e-6:
-            stack.pop()
-        if stack:
-            child[stack[-1]] += dur_l[i]
-        stack.append(i)
-    return np.maximum(self_us - np.asarray(child), 0.0)
+    # Parents sort before their children: by thread, start, longer first on ties.
+    threads = _thread_codes(ops["tid"])
+    order = np.lexsort((-dur, start, threads))
+    parent = nearest_enclosing(end[order], threads[order])
+    has = parent >= 0
+    # Summed in sorted order, as a walk with a stack would add them.
+    child_sorted = np.bincount(parent[has], weights=dur[order][has], minlength=n)
+    child = np.empty(n)
+    child[order] = child_sorted
+    return np.maximum(self_us - child, 0.0)
+
+
+def _thread_codes(tids: pd.Series) -> np.ndarray:
+    """One integer per thread, threads told apart by their text (as ``str(tid)``), so that 7 and
+    "7" are the same thread; a missing thread is one more."""
+    codes, uniq = pd.factorize(tids, use_na_sentinel=False)
+    text = [None if u is None or (isinstance(u, float) and u != u) else str(u) for u in uniq]
+    return pd.factorize(pd.Series(text, dtype=object), use_na_sentinel=False)[0][codes]
+
+
+def nearest_enclosing(end: np.ndarray, group: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """For intervals sorted by (group, start, longer first), the position of each one's parent
+    (-1: none): the nearest earlier interval of its group that ends no earlier (within ``eps``).
+
+    It is what a walk with a stack finds (pop while the new interval ends after the top), for
+    all intervals at once: each candidate that ends too early is replaced by *its* candidate, so
+    the gap to the parent closes in O(log n) rounds of array operations.
+
+    >>> nearest_enclosing(np.array([10.0, 4.0, 9.0, 20.0]), np.array([0, 0, 0, 1])).tolist()
+    [-1, 0, 0, -1]
+    """
+    n = len(end)
+    cand = np.arange(-1, n - 1)
+    if n:
+        cand[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])] = -1
+    reach = end + eps
+    todo = np.flatnonzero(cand >= 0)
+    todo = todo[end[todo] > reach[cand[todo]]]
+    while len(todo):
+        # Every interval strictly between a candidate and its own candidate ends before the
+        # candidate does, so before this one too: jump over them.
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+        todo = todo[end[todo] > reach[cand[todo]]]
+    return cand
 
 
 def _cpu_backend(name: str, kernel_backend) -> str:
@@ -245,10 +285,10 @@ def backend_breakdown(report) -> pd.DataFrame:
     ops = ops[ops["cat"].fillna("cpu_op") != "user_annotation"] if len(ops) else ops
     if len(ops):
         # Classify each distinct (name, kernel_backend) once: op names repeat heavily.
-        memo = {}
-        labels = [memo[key] if key in memo else memo.setdefault(key, _cpu_backend(_text(key[0]), key[1]))
-                  for key in zip(ops["name"].tolist(), ops["kernel_backend"].tolist())]
-        cpu = pd.DataFrame({"backend": labels, "self_us": op_self_time(ops)})
+        codes, first = _distinct_rows([ops["name"], ops["kernel_backend"]])
+        names, kbs = ops["name"].to_numpy(object), ops["kernel_backend"].to_numpy(object)
+        labels = np.array([_cpu_backend(_text(names[i]), kbs[i]) for i in first], dtype=object)[codes]
+        cpu = pd.DataFrame({"backend": pd.Series(labels, dtype=object), "self_us": op_self_time(ops)})
         grp = cpu.groupby("backend", sort=False)["self_us"]
         cpu = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
         cpu["device"] = "CPU"

@@ -112,47 +112,76 @@ def roofline(report) -> pd.DataFrame:
     t_name, t_dev = tops["name"].tolist(), tops["device_index"].tolist()
     t_short = tops["short_name"].tolist() if "short_name" in tops.columns else t_name
     t_label = tops["device"].tolist() if "device" in tops.columns else t_dev
-    memo = {}
-    rows = []
-    for j, (op_index, dur, n) in enumerate(zip(agg.index.tolist(), agg["sum"].tolist(),
-                                               agg["size"].tolist())):
-        i = int(op_index)
-        if i < 0 or i >= len(op_name) or not dur > 0:
-            continue
+    i_all = agg.index.to_numpy()
+    dur_all = agg["sum"].to_numpy(float)
+    ok = (i_all >= 0) & (i_all < len(op_name)) & (dur_all > 0)
+    # Count each distinct op (name, shapes, dtypes, FLOPs) once: the same ops repeat every step.
+    # Equal shapes share one decoded object (the reader decodes each distinct text once), so the
+    # object's identity stands for its value here.
+    memo, counts = {}, []
+    for j in np.flatnonzero(ok).tolist():
+        i = int(i_all[j])
         fl = op_flops[i]
-        key = (op_name[i], repr(op_dims[i]), repr(op_types[i]), None if fl != fl else fl)
-        if key not in memo:
-            memo[key] = op_counts(op_name[i], op_dims[i], op_types[i], op_flops[i])
-        counts = memo[key]
-        if counts is None:
-            continue
-        flops, nbytes, precision, source = counts
-        kname = t_name[j]
-        peaks = peaks_of.get(t_dev[j])
-        # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
-        if precision == "fp32" and op_name[i] in _MATMUL and "tf32" in str(kname).lower():
-            precision = "tf32"
-        peak_t = peaks.peak_tflops(precision) if peaks and precision else None
-        peak_b = peaks.memory_gbps if peaks else None
-        sec = dur * 1e-6
-        ach_t = flops / sec / 1e12 if flops is not None else np.nan
+        key = (op_name[i], id(op_dims[i]), id(op_types[i]), None if fl != fl else fl)
+        c = memo.get(key, _MISSING)
+        if c is _MISSING:
+            c = memo[key] = op_counts(op_name[i], op_dims[i], op_types[i], fl)
+        if c is not None:
+            counts.append((j, c))
+    if not counts:
+        return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
+    rows = np.array([j for j, _ in counts])
+    idx = i_all[rows].astype(np.int64)
+    flops = np.array([np.nan if c[0] is None else c[0] for _, c in counts])
+    nbytes = np.array([c[1] for _, c in counts], dtype=float)
+    name = np.array(op_name, dtype=object)[idx]
+    kname = np.asarray(t_name, dtype=object)[rows]
+    dev = np.asarray(t_dev, dtype=object)[rows]
+    # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
+    tf32 = {}
+    precision = np.array([
+        "tf32" if (c[2] == "fp32" and n in _MATMUL
+                   and tf32.setdefault(k, "tf32" in str(k).lower())) else c[2]
+        for (_, c), n, k in zip(counts, name, kname)], dtype=object)
+    peak_of = {}
+    for d, p in zip(dev.tolist(), precision.tolist()):
+        if (d, p) not in peak_of:
+            pk = peaks_of.get(d)
+            peak_of[(d, p)] = (pk.peak_tflops(p) if pk and p else None, pk.memory_gbps if pk else None,
+                               pk.source if pk else None)
+    got = [peak_of[(d, p)] for d, p in zip(dev.tolist(), precision.tolist())]
+    peak_t = np.array([np.nan if g[0] is None else g[0] for g in got], dtype=float)
+    peak_b = np.array([np.nan if g[1] is None else g[1] for g in got], dtype=float)
+    dur = dur_all[rows]
+    sec = dur * 1e-6
+    has_flops = ~np.isnan(flops)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ach_t = flops / sec / 1e12
         ach_b = nbytes / sec / 1e9
-        inten = flops / nbytes if flops is not None and nbytes else np.nan
-        attain, share, bound = np.nan, np.nan, None
-        if peak_b:
-            if peak_t and flops is not None:
-                mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
-                attain = min(peak_t, mem_roof)
-                bound = "compute" if peak_t <= mem_roof else "memory"
-                share = ach_t / attain
-            else:
-                share, bound = ach_b / peak_b, "memory"
-        rows.append({
-            "op": op_name[i], "op_index": i, "kernel": kname, "short_name": t_short[j],
-            "device": t_label[j], "precision": precision, "kernels": int(n),
-            "duration_us": float(dur), "flops": flops, "bytes": nbytes, "flops_source": source,
-            "intensity": inten, "achieved_tflops": ach_t, "achieved_gbps": ach_b,
-            "peak_tflops": peak_t, "peak_gbps": peak_b, "attainable_tflops": attain,
-            "roof_share": share, "bound": bound, "peaks_source": peaks.source if peaks else None,
-        })
-    return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)
+        inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
+        mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
+        by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
+        attain = np.where(by_roof, np.where(mem_roof < peak_t, mem_roof, peak_t), np.nan)
+        share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
+    bound = np.where(by_roof, np.where(peak_t <= mem_roof, "compute", "memory"),
+                     np.where(peak_b > 0, "memory", None)).astype(object)
+    bound[bound == "None"] = None
+    # Text as object arrays, computed numbers as float arrays, and the values taken as they are
+    # (FLOPs, peaks: None where unknown) as lists: pandas types each column as it typed the rows
+    # of dicts this table was once built from.
+    return pd.DataFrame({
+        "op": name, "op_index": idx, "kernel": kname, "short_name": np.asarray(t_short, dtype=object)[rows],
+        "device": np.asarray(t_label, dtype=object)[rows], "precision": precision,
+        "kernels": agg["size"].to_numpy()[rows].astype(np.int64), "duration_us": dur,
+        "flops": [c[0] for _, c in counts], "bytes": nbytes,
+        "flops_source": np.array([c[3] for _, c in counts], dtype=object), "intensity": inten,
+        "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": [g[0] for g in got],
+        # The attainable roof is the peak itself (as the table holds it) where memory allows it.
+        "attainable_tflops": [g[0] if r and not m < g[0] else a
+                              for g, r, m, a in zip(got, by_roof.tolist(), mem_roof.tolist(), attain.tolist())],
+        "peak_gbps": [g[1] for g in got], "roof_share": share,
+        "bound": bound, "peaks_source": np.array([g[2] for g in got], dtype=object),
+    }, columns=ROOFLINE_COLUMNS)
+
+
+_MISSING = object()
