@@ -5,7 +5,9 @@ recorded region, so that every table shares one clock.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 import pandas as pd
@@ -116,8 +118,11 @@ def _column(values, kind):
             return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), np.zeros(len(values), bool))
         if None not in values:
             return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(len(values), bool))
-        mask = np.fromiter((v is None for v in values), bool, len(values))
-        data = np.array([0 if v is None else v for v in values], dtype=np.int64)
+        mask = np.fromiter(map(operator.is_, values, repeat(None)), bool, len(values))
+        filled = np.empty(len(values), dtype=object)
+        filled[:] = values
+        filled[mask] = 0
+        data = np.array(filled.tolist(), dtype=np.int64)
         return pd.arrays.IntegerArray(data, mask)
     except (OverflowError, TypeError, ValueError):
         # Out-of-range or non-integer values from a hostile file: keep what fits, drop the rest.

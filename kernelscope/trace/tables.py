@@ -108,29 +108,24 @@ def _copy_kind(evs, a):
     return ["memset" if e.cat == "gpu_memset" else "memcpy" for e in evs]
 
 
-def decode_shared(raws):
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def decode_shared(raws) -> list:
     """Decode Raw JSON values, once per distinct text; equal values share one object (read-only).
 
     >>> decode_shared([msgspec.Raw(b"[[2, 3]]"), None, msgspec.Raw(b"[[2, 3]]")])
     [[[2, 3]], None, [[2, 3]]]
     """
-    missing = None in raws
-    present = [r for r in raws if r is not None] if missing else raws
-    keys = list(map(bytes, present))
+    # A Raw encodes to its own text (None to b"null", which decodes back to None): the key.
+    keys = list(map(_ENCODE, raws))
     decoded = dict.fromkeys(keys)
     for key in decoded:
         try:
             decoded[key] = msgspec.json.decode(key)
         except msgspec.DecodeError:
             pass
-    values = list(map(decoded.__getitem__, keys))
-    if not missing:
-        return values
-    out = np.full(len(raws), None, dtype=object)
-    v = np.empty(len(values), dtype=object)
-    v[:] = values    # one object per row (a list is a value here, not a row of a 2-d array)
-    out[np.fromiter(map(operator.is_not, raws, repeat(None)), bool, len(raws))] = v
-    return out.tolist()
+    return list(map(decoded.__getitem__, keys))
 
 
 def _shapes(attr):
@@ -274,7 +269,8 @@ class TableBuilder:
             idx = order[bounds[i]:bounds[i + 1]]
             if not len(idx):
                 continue
-            evs = [events[j] for j in idx.tolist()] if len(idx) < n else list(events)
+            evs = (list(operator.itemgetter(*idx.tolist())(events)) if len(idx) > 1 else [events[idx[0]]]) \
+                if len(idx) < n else list(events)
             phs = list(map(_PH, evs))
             if phs.count("X") != len(phs):     # only complete ("X") events have a place in a table
                 evs = [e for e, ph in zip(evs, phs) if ph == "X"]
