@@ -38,12 +38,43 @@ class Report:
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
+        self._copies = trace.copies
+        if len(trace.counters):
+            from .analysis.counters import annotate_counters
+            self._copies = annotate_counters(trace.copies, trace.counters)
+        if len(trace.stalls):
+            from .analysis.stalls import annotate_top_stall
+            self.kernels = annotate_top_stall(self.kernels, trace.stalls)
 
     # -- tables -------------------------------------------------------------------------
     @property
     def copies(self) -> pd.DataFrame:
-        """memcpy and memset activity, one row each."""
-        return self.trace.copies
+        """memcpy and memset activity, one row each (with the counter columns of
+        :attr:`metrics`, time-weighted over each copy, when the run sampled them)."""
+        return self._copies
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """Hardware-counter samples (CUPTI PM sampling), one row per sample: ``start_us``,
+        ``duration_us``, ``sm_active_pct``, ``tensor_pct``, ``dram_pct``, ``dram_gbps`` and each
+        raw metric by its CUPTI name. Empty unless the run sampled them
+        (``ks.profile(metrics=True)``, ``%%kernelprofile --metrics``) or the trace holds torch's
+        counter tracks; ``meta["counters"]`` says how they were taken.
+
+        >>> rep.metrics[["start_us", "tensor_pct"]].head()      # doctest: +SKIP
+        """
+        return self.trace.counters
+
+    @property
+    def stalls(self) -> pd.DataFrame:
+        """Warp-stall samples per kernel: ``name``, ``source`` (who sampled), ``samples``,
+        ``top_stall`` and one column per reason with its share of the stall samples
+        (:mod:`kernelscope.analysis.stalls`). Empty unless the run sampled them
+        (``%%kernelprofile --stalls``).
+
+        >>> rep.stalls[["name", "top_stall", "long_scoreboard"]]  # doctest: +SKIP
+        """
+        return self.trace.stalls
 
     @property
     def runtime(self) -> pd.DataFrame:
@@ -238,6 +269,7 @@ _META_CHECKS = {
     "view": lambda v: isinstance(v, dict) and (v.get("top") is None or (
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),
     "repeats": lambda v: isinstance(v, dict), "cell": lambda v: isinstance(v, dict),
+    "counters": lambda v: isinstance(v, dict), "stalls": lambda v: isinstance(v, dict),
 }
 
 

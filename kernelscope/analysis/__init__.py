@@ -22,4 +22,8 @@ def annotate_kernels(trace) -> pd.DataFrame:
     k["device_type"] = [dev_type.get(i, "CUDA") for i in k["device_index"].tolist()]
     k = annotate_backends(k, trace)
     k = annotate_occupancy(k, trace.devices)
+    counters = getattr(trace, "counters", None)
+    if counters is not None and len(counters):
+        from .counters import annotate_counters
+        k = annotate_counters(k, counters)
     return k

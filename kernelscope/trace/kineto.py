@@ -56,6 +56,8 @@ class Args(msgspec.Struct, gc=False):
     python_id: Int = msgspec.field(default=None, name="Python id")
     parent_id: Int = msgspec.field(default=None, name="Python parent id")
     sync_type: Str = msgspec.field(default=None, name="cuda_sync_kind")
+    # torch's GPU counter tracks ("ph": "C") carry their value under the empty key.
+    counter: Float = msgspec.field(default=None, name="")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -473,12 +475,17 @@ def _chunk_tables(events, bad_times):
     lists = {b: [] for b in _BUCKET_CATS}
     # One pass with bound append methods: cheaper than a comprehension per bucket.
     append = {c: lists[b].append for c, b in _BUCKET.items()}
+    counters = []
     for e in events:
         if e.ph == "X":
             a = append.get(e.cat)
             if a is not None:
                 a(e)
+        elif e.ph == "C":
+            counters.append(e)
     out = {}
+    if counters:
+        out["counter_events"] = counters
     for b, evs in lists.items():
         if not evs:
             continue
@@ -507,10 +514,13 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
     parts = {b: [] for b in _TABLES}
     span = None
     bad_times = [0]
+    counter_events = []
     for events in chunks:
         for b, t in _chunk_tables(events, bad_times).items():
             if b == "span":
                 span = span or t
+            elif b == "counter_events":
+                counter_events.extend(t)
             else:
                 parts[b].append(t)
     if bad_times[0]:
@@ -578,6 +588,9 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         frames=_complete(fr, FRAME_COLUMNS), syncs=_complete(syncs, SYNC_COLUMNS),
         devices=frame(_devices(doc.deviceProperties), DEVICE_COLUMNS), meta=meta,
     )
+    if counter_events:
+        from .counters import read_counter_tracks
+        read_counter_tracks(trace, counter_events, origin)
     _cover_span(trace)
     return trace
 
