@@ -253,3 +253,29 @@ def test_counter_events_of_other_tools_are_ignored(tmp_path):
     rep = ks.load(path)
     assert len(rep.metrics) == 0 and "counter_samples" not in rep.kernels.columns
     assert any("Power (W)" in n for n in rep.notes)
+
+
+def test_view_payload_carries_the_samples(rep):
+    from kernelscope.render.view import decode_payload, mime_payload
+    p = mime_payload(rep)
+    hd = p["header"]["counters"]
+    assert hd["samples"] == 1382 and hd["interval_us"] == 20.0
+    assert [t["column"] for t in hd["tracks"]] == list(DERIVED_COLUMNS)
+    assert all(t["color"].startswith("#") and t["meaning"] for t in hd["tracks"])
+    assert "Measured by CUPTI PM sampling" in hd["note"] and "may lock GPU clocks" in hd["note"]
+    cols = decode_payload(p)
+    np.testing.assert_allclose(cols["counters"]["start_us"], rep.metrics["start_us"])
+    np.testing.assert_allclose(cols["counters"]["tensor_pct"], rep.metrics["tensor_pct"], rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(cols["kernels"]["dram_pct"], rep.kernels["dram_pct"], rtol=1e-6)
+    assert "dram_pct" in cols["copies"]
+    # without samples the payload is as before
+    plain = mime_payload(ks.load(REC / "pm_workload.pt.trace.json.gz"))
+    assert plain["header"]["counters"] is None and "counters" not in plain["header"]["tables"]
+
+
+def test_text_and_html_name_the_source(rep):
+    text = repr(rep)
+    assert "hardware counters (CUPTI PM sampling (kernelscope), every 20 us" in text
+    html = rep._repr_html_()
+    assert "measured by CUPTI PM sampling (kernelscope) every 20 us" in html
+    assert ">93%<" in html      # the GEMMs' tensor share
