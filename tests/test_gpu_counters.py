@@ -64,7 +64,7 @@ def _no_counter_trouble(r):
     assert bad == [], bad
 
 
-def _peak_inside(r, row, col, pad_us=300.0):
+def _peak_inside(r, row, col, pad_us=150.0):   # the spin kernels around it run ~200 us
     """Where ``col`` peaks among the samples around ``row``'s interval, and whether inside it."""
     m = r.metrics
     s, e = float(row["start_us"]), float(row["start_us"] + row["duration_us"])

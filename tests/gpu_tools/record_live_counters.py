@@ -4,9 +4,10 @@
 
 Runs tutorial 07's step (tests/gpu_tools/live_counters_workload.py) in a real IPython shell
 under ``%%kernelprofile --metrics --stalls`` and saves the report (samples and stalls in it) as
-OUT/07_counters.ksreport.json.gz, which the CPU tests (tests/test_live_recording.py) and the
-tutorial's no-GPU path load. Also prints what the report holds, and the per-kernel table to set
-beside ncu's (``ncu ... python tests/gpu_tools/live_counters_workload.py``).
+OUT/live_counters.ksreport.json.gz, for the CPU tests (tests/test_live_recording.py; copy it to
+tests/data/counters/). Tutorial 07 runs the same step and saves its own recording when executed
+with KERNELSCOPE_REFRESH_RECORDINGS=1. Prints what the report holds: the per-kernel table to set
+beside ncu's (``ncu ... python tests/gpu_tools/live_counters_workload.py``), notes and findings.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def main(out):
     r = sh.run_cell(SETUP)
     assert r.success, r.error_in_exec
     sh.run_cell(STEP)                       # warm-up: cuBLAS heuristics, allocator
-    path = os.path.join(out, "07_counters.ksreport.json.gz")
+    path = os.path.join(out, "live_counters.ksreport.json.gz")
     t = time.perf_counter()
     r = sh.run_cell(f"%%kernelprofile --metrics --stalls --no-display -o rep --save {path}\n" + STEP)
     assert r.success, r.error_in_exec
