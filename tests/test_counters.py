@@ -279,3 +279,28 @@ def test_text_and_html_name_the_source(rep):
     html = rep._repr_html_()
     assert "measured by CUPTI PM sampling (kernelscope) every 20 us" in html
     assert ">93%<" in html      # the GEMMs' tensor share
+
+
+def test_sampling_session_failures_are_notes(monkeypatch):
+    """The live session's own failure paths that run without a GPU: cupti-python missing (the
+    install hint), or present but no driver (CUPTI's own error); either way nothing is held."""
+    from kernelscope.capture import counters as cc
+    pm = cc.PmSampling(True, 20, 0)
+    assert pm.metrics == list(cc.DEFAULT_METRICS)
+    pm.prepare()
+    assert not pm.ok and len(pm.notes) == 1
+    note = pm.notes[0]
+    if _cupti_importable() is None:
+        assert "PM sampling could not start" in note and "another tool may hold CUPTI" in note
+    else:
+        assert 'pip install "kernelscope[counters]"' in note and "KERNELSCOPE_CUPTI_PATH" in note
+    pm.start(); pm.stop()
+    assert pm.collect() is None and cc._users == 0
+    monkeypatch.setenv("KERNELSCOPE_CUPTI_PATH", "/nonexistent/cupti")
+    monkeypatch.setitem(__import__("sys").modules, "cupti", None)     # as if not installed
+    with pytest.raises(ImportError, match="KERNELSCOPE_CUPTI_PATH=/nonexistent/cupti did not provide it"):
+        cc.import_cupti()
+    with pytest.raises(ValueError, match="interval_us"):
+        cc.PmSampling(True, 0.5, 0)
+    with pytest.raises(ValueError, match="CUPTI metric names"):
+        cc.PmSampling(["", "x"], 20, 0)

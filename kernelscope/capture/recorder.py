@@ -260,11 +260,13 @@ class profile:
                     warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
                     self.torch_profiler.stop()
         finally:
-            if self._pm is not None:
-                # decode after the profiler stopped; always releases CUPTI's profiler
-                self._pm_raw = self._pm.collect()
-            with _lock:
-                _active = None
+            try:
+                if self._pm is not None:
+                    # decode after the profiler stopped; always releases CUPTI's profiler
+                    self._pm_raw = self._pm.collect()
+            finally:
+                with _lock:
+                    _active = None
         self.report = self._build(cuda_us, partial, error)
         if interrupted is not None:
             raise interrupted
