@@ -224,13 +224,15 @@ class PmSampling:
         want = min(expected + 16, self.max_samples + 1)   # +1: CUPTI's first sample starts at 0
         starts, ends, vals = [], [], []
         t0 = time.perf_counter()
-        image_bytes = 0
+        image_bytes, slots = 0, 0
         capped = False
         try:
             while len(starts) < want:
                 chunk = min(DECODE_CHUNK, want - len(starts))
                 data = self._col.decode(max_samples=chunk)
-                image_bytes = max(image_bytes, int(getattr(getattr(data, "_image", None), "nbytes", 0)))
+                nbytes = int(getattr(getattr(data, "_image", None), "nbytes", 0))
+                if nbytes > image_bytes:
+                    image_bytes, slots = nbytes, chunk
                 n = int(data.num_completed_samples)
                 starts.extend(int(x) for x in data._start_timestamps[:n])
                 ends.extend(int(x) for x in data._end_timestamps[:n])
@@ -260,8 +262,8 @@ class PmSampling:
         info = {"source": SOURCE_LIVE, "interval_us": self.interval_us, "device_index": self.device_index,
                 "max_samples": self.max_samples, "capped": bool(capped), "decode_s": decode_s,
                 "decode_chunk": DECODE_CHUNK, "image_bytes": image_bytes,
-                "image_bytes_per_sample": image_bytes / DECODE_CHUNK if image_bytes and len(starts) >= DECODE_CHUNK
-                else (image_bytes / max(1, min(len(starts), DECODE_CHUNK)) if image_bytes else None),
+                # CUPTI sizes the image by sample slots asked for, filled or not
+                "image_bytes_per_sample": image_bytes / slots if slots else None,
                 "values_bytes": len(vals) * len(self.metrics) * 8,
                 "clock_note": "sampling may lock the GPU clocks (the SM clock column shows what they ran at)"}
         return (np.array(starts, dtype=np.uint64), np.array(ends, dtype=np.uint64),
