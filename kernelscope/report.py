@@ -46,8 +46,38 @@ class Report:
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
+        if len(trace.counters):
+            from .analysis.counters import annotate_counters
+            self.copies = annotate_counters(self.copies, trace.counters)
+        if len(trace.stalls):
+            from .analysis.stalls import annotate_top_stall
+            self.kernels = annotate_top_stall(self.kernels, trace.stalls)
 
-    # -- tables (kernels, copies and shapes are set on construction) ---------------------
+    # -- tables (kernels, copies and shapes are set on construction; copies gain the counter
+    # columns of metrics, time-weighted over each copy, when the run sampled them) ------------
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """Hardware-counter samples (CUPTI PM sampling), one row per sample: ``start_us``,
+        ``duration_us``, ``sm_active_pct``, ``tensor_pct``, ``dram_pct``, ``dram_gbps`` and each
+        raw metric by its CUPTI name. Empty unless the run sampled them
+        (``ks.profile(metrics=True)``, ``%%kernelprofile --metrics``) or the trace holds torch's
+        counter tracks; ``meta["counters"]`` says how they were taken.
+
+        >>> rep.metrics[["start_us", "tensor_pct"]].head()      # doctest: +SKIP
+        """
+        return self.trace.counters
+
+    @property
+    def stalls(self) -> pd.DataFrame:
+        """Warp-stall samples per kernel: ``name``, ``source`` (who sampled), ``samples``,
+        ``top_stall`` and one column per reason with its share of the stall samples
+        (:mod:`kernelscope.analysis.stalls`). Empty unless the run sampled them
+        (``%%kernelprofile --stalls``).
+
+        >>> rep.stalls[["name", "top_stall", "long_scoreboard"]]  # doctest: +SKIP
+        """
+        return self.trace.stalls
+
     @property
     def runtime(self) -> pd.DataFrame:
         """CUDA runtime and driver API calls on the host."""
@@ -241,6 +271,7 @@ _META_CHECKS = {
     "view": lambda v: isinstance(v, dict) and (v.get("top") is None or (
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),
     "repeats": lambda v: isinstance(v, dict), "cell": lambda v: isinstance(v, dict),
+    "counters": lambda v: isinstance(v, dict), "stalls": lambda v: isinstance(v, dict),
 }
 
 

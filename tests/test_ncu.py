@@ -147,3 +147,10 @@ def test_prof_lines_anywhere_are_skipped(tmp_path):
     p.write_text("\n".join(lines))
     t = read_ncu(p)
     assert len(t) == 86 and np.isclose(t.sm_frequency_hz.iloc[0], 1_947_314_453.12)
+
+
+def test_integer_metric_beyond_int64_stays_a_float():
+    """A counter too large for int64 (a damaged export the fuzz test met) reads as a float."""
+    from kernelscope.trace.ncu import _typed
+    assert _typed(["99999999999999999999999", "5"]).tolist() == [1e23, 5.0]
+    assert str(_typed(["5", "6"]).dtype) == "Int64"

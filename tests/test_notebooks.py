@@ -36,14 +36,22 @@ def _text(cell):
     return "".join(out)
 
 
-def test_five_tutorials():
+# Tutorials written this round whose stored outputs are still the no-GPU path's: the lead executes
+# them on the H200 (KERNELSCOPE_REFRESH_RECORDINGS=1, so the recording they load is that run's) and
+# then removes them from this set.
+PENDING_GPU_RUN = {"07_live_counters.ipynb"}
+
+
+def test_tutorials():
     assert [p.name for p in NOTEBOOKS] == [
         "01_quickstart.ipynb", "02_occupancy.ipynb", "03_backends.ipynb", "04_gpu_busy.ipynb",
-        "05_compare_and_import.ipynb"]
+        "05_compare_and_import.ipynb", "07_live_counters.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_outputs_come_from_a_gpu_run(path):
+    if path.name in PENDING_GPU_RUN:
+        pytest.skip(f"{path.name} waits for its execution on the H200 (see PENDING_GPU_RUN)")
     nb = _read(path)
     nbformat.validate(nb)
     cells = _code(nb)
@@ -102,6 +110,13 @@ def test_recorded_numbers():
     assert gemm["shared_mem_bytes"].iloc[0] > 48 * 1024
     assert gemm["kineto_est_occupancy"].iloc[0] == 0
     assert gemm["theoretical_occupancy"].iloc[0] == pytest.approx(0.1875)
+    live = ks.load(rec / "07_counters.ksreport.json.gz")
+    # PM samples and live stalls travel in the saved report, with where they came from
+    assert len(live.metrics) > 1000 and live.meta["counters"]["source"].startswith("CUPTI PM sampling")
+    assert {"sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps"} <= set(live.kernels.columns)
+    assert live.kernels["tensor_pct"].notna().all()
+    assert set(live.stalls["source"]) == {"Proton PC sampling (sampled live)"}
+    assert live.kernels["top_stall"].notna().all()
     copies = ks.load(rec / "04_copies.ksreport.json.gz").copies
     assert sorted(zip(copies["src_memory"], copies["dst_memory"], copies["bytes"])) == [
         ("Device", "Pageable", 16 << 20), ("Pageable", "Device", 256 << 20), ("Pinned", "Device", 256 << 20)]

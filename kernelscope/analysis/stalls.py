@@ -185,3 +185,23 @@ def top_stalls(stalls: pd.DataFrame, n: int = 3) -> list[tuple[str, float]]:
 
 _META_COLUMNS = frozenset({"name", "launch", "correlation", "source", "samples", "top_stall", "launches",
                            "device", "kernel_id"})
+
+
+def annotate_top_stall(kernels: pd.DataFrame, stalls: pd.DataFrame) -> pd.DataFrame:
+    """Kernels with ``top_stall`` (and ``stall_source``) from a stalls table keyed by kernel
+    ``name`` (Proton aggregates its samples per kernel name, so every launch of a name gets its row).
+
+    >>> k = pd.DataFrame({"name": ["a", "b"]})
+    >>> s = stall_shares(pd.DataFrame({"name": ["a"], "stalled_wait": [3]}), keys=["name"], source="x")
+    >>> annotate_top_stall(k, s)["top_stall"].tolist()
+    ['wait', None]
+    """
+    if stalls is None or not len(stalls) or "name" not in stalls.columns or not len(kernels):
+        return kernels
+    first = stalls.drop_duplicates("name").set_index("name")
+    out = kernels.copy()
+    top = out["name"].map(first["top_stall"])
+    out["top_stall"] = top.astype(object).where(top.notna(), None)
+    src = out["name"].map(first["source"])
+    out["stall_source"] = src.astype(object).where(src.notna(), None)
+    return out

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.backend_rules import BACKENDS, COPY_COLORS
+from ..analysis.devices import device_label, device_types
 from ..analysis.occupancy import LIMITERS
 from ..analysis.shapes import shape_curves
 from ..analysis.timeline import CAUSES
@@ -64,6 +65,10 @@ GAP_COLUMNS = [
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
 HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
+# Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
+COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
+# Stall rows listed in the view (by samples); the rest stay in rep.stalls.
+TOP_STALL_ROWS = 200
 _MISSING_INT = -1
 
 
@@ -98,14 +103,21 @@ def view_model(rep) -> tuple[dict, bytes]:
     copies = rep.copies.reset_index(drop=True)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
-    launch_spec = LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra]
+    counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and _numeric(k[c])]
+    launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
+                   + ([("top_stall", "str")] if "top_stall" in k.columns else []))
+    counters = _counter_samples(rep)
 
     problems = []
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
     host = _host_spans(rep.ops, rep.runtime)
-    tables, buf = pack_tables((("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
-                               ("gaps", gaps, GAP_COLUMNS), ("host", host, HOST_COLUMNS)))
+    copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
+    parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
+             ("host", host, HOST_COLUMNS)]
+    if counters is not None:
+        parts.append(("counters", counters[0], counters[1]))
+    tables, buf = pack_tables(parts)
 
     header = {
         "version": VIEW_VERSION,
@@ -123,6 +135,9 @@ def view_model(rep) -> tuple[dict, bytes]:
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
+        # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
+        "counters": _counter_header(rep, counters),
+        "stalls": _stalls_header(rep),
         # Display options of %%kernelprofile (--top, --sort), when it set them.
         "view": jsonable(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
@@ -195,6 +210,59 @@ def decode_buffer(header: dict, buf: bytes) -> dict:
             cols[c["name"]] = arr
         out[tname] = cols
     return out
+
+
+# -- counters and stalls -----------------------------------------------------------------------
+def _counter_samples(rep):
+    """(samples table, column spec) for the utilization strip, or None without samples."""
+    m = getattr(rep, "metrics", None)
+    if m is None or not len(m):
+        return None
+    from ..trace.counters import DERIVED
+    m = m.sort_values("start_us", kind="stable").reset_index(drop=True)
+    types = device_types(rep.devices)
+    m = m.assign(device=[device_label(i, types.get(i)) for i in m["device_index"].tolist()])
+    cols = [d.column for d in DERIVED if d.column in m.columns and np.isfinite(m[d.column].to_numpy(float)).any()]
+    spec = [("device", "str"), ("start_us", "f64"), ("duration_us", "f32")] + [(c, "f32") for c in cols]
+    return m, spec
+
+
+def _counter_header(rep, counters) -> dict | None:
+    if counters is None:
+        return None
+    from ..trace.counters import DERIVED
+    meta = rep.meta.get("counters") if isinstance(rep.meta.get("counters"), dict) else {}
+    have = {c for c, _ in counters[1]}
+    tracks = [{"column": d.column, "label": d.label, "unit": d.unit, "meaning": d.meaning, "color": d.color,
+               # percentages share one 0-100 scale; bandwidth scales to its own maximum
+               "max": 100.0 if d.unit == "%" else None}
+              for d in DERIVED if d.column in have]
+    iv = _num(meta.get("interval_us"))
+    src = _str(meta.get("source")) or "CUPTI PM sampling"
+    return {"source": src, "interval_us": iv, "samples": int(len(counters[0])), "capped": bool(meta.get("capped")),
+            "tracks": tracks,
+            "note": (f"Measured by {src}" + (f" every {iv:.0f} us" if iv else "") + ", GPU-wide (all SMs, "
+                     "all streams), no kernel replay. A kernel's values are the samples time-weighted over "
+                     "its interval; sampling may lock GPU clocks.")}
+
+
+def _stalls_header(rep) -> dict | None:
+    s = getattr(rep, "stalls", None)
+    if s is None or not len(s):
+        return None
+    from ..analysis.stalls import REASONS, explain, top_stalls
+    meta_cols = {"name", "source", "samples", "top_stall", "launches", "sampled_time_us", "in_profiled_run"}
+    reasons = [c for c in s.columns if c not in meta_cols and pd.api.types.is_float_dtype(s[c])]
+    rows = []
+    for r in s.sort_values("samples", ascending=False).head(TOP_STALL_ROWS).to_dict("records"):
+        shares = {c: _num(r[c]) for c in reasons if _num(r.get(c))}
+        rows.append({"name": _str(r.get("name")), "source": _str(r.get("source")), "samples": _num(r.get("samples")),
+                     "top_stall": _str(r.get("top_stall")), "shares": shares})
+    used = sorted({c for row in rows for c in row["shares"]}, key=lambda c: list(REASONS).index(c) if c in REASONS else 99)
+    return {"sources": sorted({str(x) for x in s["source"].dropna()}), "rows": rows,
+            "overall": [[a, _num(b)] for a, b in top_stalls(s, 5)],
+            "reasons": {c: {"title": explain(c).title, "meaning": explain(c).meaning, "fix": explain(c).fix}
+                        for c in used}}
 
 
 # -- helpers ---------------------------------------------------------------------------------

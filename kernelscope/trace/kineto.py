@@ -81,10 +81,13 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
     parts = {b: [] for b in SCHEMAS}
     span = None
     bad_times = [0]
+    counter_events = []
     for events in chunks:
         for b, t in chunk_tables(events, bad_times).items():
             if b == "span":
                 span = span or t
+            elif b == "counter_events":
+                counter_events.extend(t)
             else:
                 parts[b].append(t)
     if bad_times[0]:
@@ -124,5 +127,8 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         frames=complete(fr, FRAME_COLUMNS), syncs=complete(syncs, SYNC_COLUMNS),
         devices=frame(devices_columns(doc.deviceProperties), DEVICE_COLUMNS), meta=meta,
     )
+    if counter_events:
+        from .counters import read_counter_tracks
+        read_counter_tracks(trace, counter_events, origin)
     cover_span(trace)
     return trace

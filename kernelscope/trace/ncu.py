@@ -247,7 +247,8 @@ def _typed(values, scales=None):
         else:
             x = None
         if x is not None:
-            ints = ints and math.isfinite(x) and x == int(x) and "e" not in s.lower() and ("." not in s or scale != 1)
+            ints = (ints and math.isfinite(x) and abs(x) < 2**63 and x == int(x) and "e" not in s.lower()
+                    and ("." not in s or scale != 1))   # beyond int64: keep it a float
             parsed.append(x)
             any_num = True
         elif s.lower() in ("nan", "inf", "-inf"):

@@ -202,16 +202,22 @@ def empty_table(bucket: str) -> pd.DataFrame:
 
 def chunk_tables(events, bad_times) -> dict:
     """Per-bucket tables (absolute times) for one chunk of decoded events; ``"span"`` is the
-    profiler's (start, duration). ``bad_times[0]`` counts the events dropped for their times."""
+    profiler's (start, duration), ``"counter_events"`` the counter-track events ("ph": "C").
+    ``bad_times[0]`` counts the events dropped for their times."""
     lists = {b: [] for b in _BUCKET_NAMES}
     # One pass with bound append methods: cheaper than a comprehension per bucket.
     append = {c: lists[b].append for c, b in BUCKETS.items()}
+    counters = []
     for e in events:
         if e.ph == "X":
             a = append.get(e.cat)
             if a is not None:
                 a(e)
+        elif e.ph == "C":
+            counters.append(e)
     out = {}
+    if counters:
+        out["counter_events"] = counters
     for b, evs in lists.items():
         if not evs:
             continue

@@ -59,6 +59,17 @@ class KernelProfileMagics(Magics):
     @argument("--lean", action="store_true",
               help="Record CUDA activity only: lowest overhead, but no CPU ops, so no "
                    "attribution of kernels to the ops that launched them.")
+    @argument("--metrics", nargs="?", const="default", default=None, metavar="NAMES",
+              help="Also sample hardware counters GPU-wide while the cell runs (CUPTI PM sampling, "
+                   "no kernel replay): SM active, tensor pipe and DRAM use per kernel, and a "
+                   "utilization strip under the timeline. NAMES: comma-separated CUPTI metrics "
+                   "instead of the defaults. Needs kernelscope[counters]; may lock GPU clocks.")
+    @argument("--interval-us", dest="interval_us", type=float, default=None, metavar="US",
+              help="PM sampling interval in microseconds (default 20).")
+    @argument("--stalls", action="store_true",
+              help="Then run the cell a second time under Triton's Proton PC sampling for warp-stall "
+                   "reasons per kernel (report.stalls, sampled live). The cell's side effects "
+                   "happen twice. Needs triton.")
     @argument("--no-display", dest="no_display", action="store_true",
               help="Do not display the report (use -o or `%%kernelprofile last`).")
     @argument("--baseline", default=None, metavar="NAME",
@@ -71,7 +82,8 @@ class KernelProfileMagics(Magics):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
 
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
-               [--repeat N] [--stack] [--lean] [--no-display] [--baseline NAME] [--compare NAME]
+               [--repeat N] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
+               [--no-display] [--baseline NAME] [--compare NAME]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
@@ -91,14 +103,23 @@ class KernelProfileMagics(Magics):
         _check(args)
         from kernelscope.capture import profile
         run = self._compile(cell)
-        if args.warmup > 0 or args.repeat > 1:
-            print(f"kernelscope: the cell runs {args.warmup + args.repeat} times "
-                  f"({args.warmup} warm-up, {args.repeat} recorded); its side effects repeat too.",
-                  file=sys.stderr)
+        stalls_off = None
+        if args.stalls:
+            from kernelscope.capture.stalls import unavailable
+            stalls_off = unavailable()
+        extra = 1 if args.stalls and not stalls_off else 0
+        if args.warmup > 0 or args.repeat > 1 or extra:
+            parts = [f"{args.warmup} warm-up"] if args.warmup else []
+            parts.append(f"{args.repeat} recorded")
+            if extra:
+                parts.append("then 1 more under Proton PC sampling for warp stalls")
+            print(f"kernelscope: the cell runs {args.warmup + args.repeat + extra} times "
+                  f"({', '.join(parts)}); its side effects repeat too.", file=sys.stderr)
         for _ in range(args.warmup):
             run(last=False)
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
-                       lines_of=self._cell_name if args.stack else None, trace_path=args.trace)
+                       lines_of=self._cell_name if args.stack else None, trace_path=args.trace,
+                       metrics=_metrics(args.metrics), interval_us=args.interval_us)
         error = None
         _start(prof)
         try:
@@ -121,6 +142,10 @@ class KernelProfileMagics(Magics):
         if self._cell_name:
             report.meta["cell"] = {"file": self._cell_name, "first_line": self._cell_first_line,
                                    "execution_count": self.shell.execution_count}
+        if stalls_off:
+            report.meta.setdefault("notes", []).append(stalls_off)
+        elif args.stalls and error is None:
+            report, error = _with_stalls(report, run)
         self._finish(report, args)
         if error is not None:
             raise error.with_traceback(error.__traceback__)
@@ -173,8 +198,8 @@ class KernelProfileMagics(Magics):
             if args.action is None:
                 raise UsageError("%kernelprofile needs `start`, `stop` or `last`; "
                                  "use %%kernelprofile on a cell to profile that cell")
-            if args.repeat != 1 or args.warmup:
-                raise UsageError("--repeat and --warmup are for %%kernelprofile on a cell")
+            if args.repeat != 1 or args.warmup or args.stalls:
+                raise UsageError("--repeat, --warmup and --stalls are for %%kernelprofile on a cell")
             _check(args)
             from kernelscope.capture import profile
             if self._session is not None:
@@ -182,7 +207,8 @@ class KernelProfileMagics(Magics):
                                  "running; end it with `%kernelprofile stop`")
             from kernelscope.capture.lines import is_cell_file
             prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
-                           lines_of=is_cell_file if args.stack else None, trace_path=args.trace)
+                           lines_of=is_cell_file if args.stack else None, trace_path=args.trace,
+                           metrics=_metrics(args.metrics), interval_us=args.interval_us)
             _start(prof)
             self._session = (prof, args)
             print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
@@ -268,6 +294,25 @@ def _start(prof):
         raise UsageError(f"kernelscope: {e}") from None
 
 
+def _metrics(value):
+    """--metrics as ks.profile's ``metrics``: True for the defaults, else the names given."""
+    if value is None:
+        return None
+    return True if value == "default" else [m.strip() for m in value.split(",") if m.strip()]
+
+
+def _with_stalls(report, run):
+    """The second run under Proton PC sampling; ``(report with stalls, the run's exception)``."""
+    from kernelscope import Report
+    from kernelscope.capture.stalls import attach_stalls, sample_stalls
+    counts, notes, info, error = sample_stalls(lambda: run(last=False))
+    info["run"] = "a second run of the cell, after the profiled one"
+    if counts is not None:
+        notes += attach_stalls(report.trace, counts, info)
+    report.trace.meta.setdefault("notes", []).extend(notes)
+    return Report(report.trace, ncu=report.ncu), error
+
+
 def _check(args):
     if args.stack and args.lean:
         raise UsageError("--stack needs CPU activity to place kernels on lines, which --lean "
@@ -278,6 +323,10 @@ def _check(args):
         raise UsageError("--warmup must be 0 or more")
     if args.top is not None and args.top < 1:
         raise UsageError("--top must be at least 1")
+    if args.interval_us is not None and not args.interval_us >= 1:
+        raise UsageError("--interval-us must be at least 1 (microseconds)")
+    if args.interval_us is not None and args.metrics is None:
+        raise UsageError("--interval-us sets the PM sampling interval: use it with --metrics")
 
 
 def _display(obj):

@@ -3,6 +3,8 @@ import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, useVocabulary
 import { str, int, num } from "./data.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
+import { UtilizationStrip } from "./utilization.js";
+import { counterBlock, stallBlock } from "./measured.js";
 import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
 import { renderRanks } from "./ranks.js";
 
@@ -62,12 +64,15 @@ export function renderReport(el, model, opts = {}) {
       panels.Kernels.append(ctl.table.el, ctl.details);
     },
     Timeline() {
+      // Hardware counters, when sampled, draw in a strip under the lanes on the same time axis.
+      ctl.strip = hd.counters && model.tables.counters ? new UtilizationStrip(model) : null;
       ctl.timeline = new Timeline(model, { onPick: (name) => {
         select("Kernels");
         ctl.table.setSelection([name]);
         setSelected([name], true);
-      } });
+      }, onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null });
       panels.Timeline.append(ctl.timeline.el);
+      if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.el.lastChild);
     },
     Backends() {
       const b = hd.backends || [];
@@ -238,6 +243,10 @@ function renderDetails(el, model, names, opts = {}) {
   const occ = occupancyBlock(cfg, k, f);
   el.append(occ);
   if (occ.charts) el.append(occ.charts);
+  const measured = counterBlock(model, idx);
+  if (measured) el.append(measured);
+  const stalls = stallBlock(model, names);
+  if (stalls) el.append(stalls);
   const ncu = ncuBlock(model, idx);
   if (ncu) el.append(ncu);
 }
