@@ -93,11 +93,17 @@ _REASONS = [
                 "warps wait for a Hopper warpgroup matrix multiply (wgmma) to finish",
                 "expected in tensor-core GEMMs; deeper pipelining hides it"),
     StallReason("branch", "branch", "warps wait on a branch instruction", "fewer divergent branches"),
+    StallReason("warpgroup_arrive", "waiting at a warpgroup arrive",
+                "warps wait at a warpgroup barrier for their wgmma results (wgmma.wait_group)",
+                "expected in Hopper tensor-core kernels; more stages in flight between issue and wait"),
 ]
 REASONS = {r.name: r for r in _REASONS}
 # Reasons that count as "stalled" in the shares (a warp issuing is not stalled).
 NOT_STALLS = frozenset({"selected"})
 
+# Spellings one source uses for another's reason (ncu's PC sampling says "no_instructions" where
+# its warp-state metrics and Proton say "no_instruction").
+_ALIASES = {"no_instructions": "no_instruction"}
 _PREFIXES = ("smsp__pcsamp_warps_issue_stalled_", "smsp__warps_issue_stalled_",
              "smsp__average_warps_issue_stalled_", "stalled_", "stall_")
 _SUFFIXES = ("_not_issued", "_per_issue_active.ratio", "_per_warp_active.pct", ".sum", ".avg", ".ratio")
@@ -108,6 +114,8 @@ def normalize_reason(name: str) -> str:
 
     >>> normalize_reason("stalled_not_Selected")
     'not_selected'
+    >>> normalize_reason("smsp__pcsamp_warps_issue_stalled_no_instructions")
+    'no_instruction'
     """
     s = str(name).strip().lower()
     for p in _PREFIXES:
@@ -117,7 +125,7 @@ def normalize_reason(name: str) -> str:
     for suf in _SUFFIXES:
         if s.endswith(suf):
             s = s[: -len(suf)]
-    return s
+    return _ALIASES.get(s, s)
 
 
 def explain(reason: str) -> StallReason:
