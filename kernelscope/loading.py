@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import zlib
 
 import msgspec
@@ -47,13 +48,50 @@ def load(source):
 
 
 def load_ncu(path, *, kernels_report=None):
-    """Open an Nsight Compute CSV export (``ncu --csv --page details`` or ``--page raw``).
+    """Open an Nsight Compute report (``.ncu-rep``, also gzip/xz-compressed) or CSV export
+    (``ncu --csv --page details`` or ``--page raw``).
 
-    Returns a Report whose kernels are ncu's launches; ``rep.ncu`` holds the tidy metrics.
-    Pass ``kernels_report`` (a Kineto Report of the same workload) to merge ncu's measured
-    metrics onto its kernels instead.
+    Returns a Report whose kernels are ncu's launches; ``rep.ncu`` holds the tidy metrics, one
+    row per launch. From a full report also ``rep.stalls`` (warp-stall shares per launch),
+    ``rep.kernels["top_stall"]``, Nsight Compute's rule results as findings and
+    ``rep.ncu_detail`` (its rules, the source hot spots and the SASS around them). Pass
+    ``kernels_report`` (a Kineto Report of the same workload) to merge ncu's measurements onto
+    its kernels instead (by kernel name and launch order). Reading ``.ncu-rep`` needs
+    ``pip install "kernelscope[ncu]"``.
 
-    >>> ncu = ks.load_ncu("kernels.csv")                 # doctest: +SKIP
+    >>> rep = ks.load_ncu("kernels.ncu-rep")                 # doctest: +SKIP
+    >>> rep.stalls[["name", "top_stall"]]                    # doctest: +SKIP
     """
-    from .trace.ncu import load_ncu as _load_ncu
-    return _load_ncu(path, kernels_report=kernels_report)
+    if not _is_ncu_report(path):
+        from .trace.ncu import load_ncu as _load_csv
+        return _load_csv(path, kernels_report=kernels_report)
+    from .analysis.ncu_kernels import source_hotspots, stalls_table
+    from .report import Report
+    from .trace.ncu import trace_from_ncu
+    from .trace.ncu_rep import read_ncu_report
+    data = read_ncu_report(path)
+    detail = {"rules": data.rules, "hotspots": source_hotspots(data.samples, data.sources), "sass": data.sass}
+    stalls = stalls_table(data.stall_counts)
+    if kernels_report is not None:
+        trace = kernels_report.trace
+        trace.meta.setdefault("notes", []).extend(data.notes)
+    else:
+        trace = trace_from_ncu(data.launches, source=os.fspath(path))
+        trace.meta["notes"].extend(data.notes)
+    return Report(trace, ncu=data.launches, stalls=stalls, ncu_detail=detail)
+
+
+def _is_ncu_report(path) -> bool:
+    """By name (``.ncu-rep``, ``.ncu-repz``, compressed) or by ncu's header in the first bytes."""
+    from .trace.ncu_rep import REPORT_MAGIC, is_report_path
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    if is_report_path(path):
+        return True
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False   # never open a pipe or a device to sniff it: the CSV reader refuses them
+        with open(os.fspath(path), "rb") as f:
+            return f.read(4) == REPORT_MAGIC
+    except (OSError, ValueError):
+        return False   # the CSV reader names the problem

@@ -30,14 +30,22 @@ class Report:
     >>> rep.summary().head(3)                              # doctest: +SKIP
     """
 
-    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None):
+    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None, stalls: pd.DataFrame | None = None,
+                 ncu_detail: dict | None = None):
+        from .analysis.stalls import empty_stalls, kernel_top_stall
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
+        # Warp-stall shares, one row per launch (analysis.stalls); Nsight Compute's rules, source
+        # hot spots and SASS of a full .ncu-rep report (``rules``, ``hotspots``, ``sass``).
+        self.stalls = stalls if stalls is not None else empty_stalls()
+        self.ncu_detail = dict(ncu_detail or {})
         self.kernels = _enrich_kernels(trace)
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
+        if len(self.stalls):
+            self.kernels["top_stall"] = kernel_top_stall(self.kernels, self.stalls)
 
     # -- tables -------------------------------------------------------------------------
     @property
@@ -154,6 +162,10 @@ class Report:
                "tables": tables}
         if self.ncu is not None:
             out["ncu"] = _table_to_json(self.ncu)
+        if len(self.stalls):
+            out["stalls"] = _table_to_json(self.stalls)
+        if self.ncu_detail:
+            out["ncu_detail"] = {k: _table_to_json(v) for k, v in self.ncu_detail.items()}
         return out
 
     def save(self, path) -> str:
@@ -182,13 +194,15 @@ class Report:
             tables = {name: frame(_table_from_json(d["tables"].get(name, {})), schema)
                       for name, schema in TABLES.items()}
             ncu = pd.DataFrame(_table_from_json(d["ncu"])) if d.get("ncu") else None
+            stalls = pd.DataFrame(_table_from_json(d["stalls"])) if d.get("stalls") else None
+            detail = {str(k): pd.DataFrame(_table_from_json(v)) for k, v in (d.get("ncu_detail") or {}).items()}
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = _clean_meta(d.get("meta"))
         trace = Trace(**tables, meta=meta)
         from .trace.kineto import _cover_span
         _cover_span(trace)   # a hand-edited span may not cover the recorded kernels
-        return cls(trace, ncu=ncu)
+        return cls(trace, ncu=ncu, stalls=stalls, ncu_detail=detail)
 
     # -- display -------------------------------------------------------------------------
     def __repr__(self) -> str:

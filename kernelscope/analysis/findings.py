@@ -102,9 +102,10 @@ def find_all(report) -> list:
     if tl is None:
         from .timeline import timeline
         tl = timeline(report)
+    from .ncu_kernels import access_findings, rule_findings    # Nsight Compute's measurements
     out = []
     for rule in (host_findings, sync_findings, copy_findings, stream_findings, graph_findings,
-                 gpu_bound_findings, roofline_findings):
+                 gpu_bound_findings, roofline_findings, rule_findings, access_findings):
         try:
             out.extend(rule(report, tl))
         except Exception as e:  # one broken rule must not hide the others or the report

@@ -193,3 +193,43 @@ def top_stalls(stalls: pd.DataFrame, n: int = 3) -> list[tuple[str, float]]:
 
 _META_COLUMNS = frozenset({"name", "launch", "correlation", "source", "samples", "top_stall", "launches",
                            "device", "kernel_id"})
+
+
+def empty_stalls() -> pd.DataFrame:
+    """A stalls table with no rows: the columns every ``report.stalls`` has.
+
+    >>> empty_stalls().columns.tolist()
+    ['name', 'launch', 'source', 'samples', 'top_stall']
+    """
+    return pd.DataFrame({"name": pd.Series(dtype=object), "launch": pd.Series(dtype="Int64"),
+                         "source": pd.Series(dtype=object), "samples": pd.Series(dtype=float),
+                         "top_stall": pd.Series(dtype=object)})
+
+
+def kernel_top_stall(kernels: pd.DataFrame, stalls: pd.DataFrame) -> pd.Series:
+    """``top_stall`` for each row of a kernels table: the launch's own stalls row where one
+    matches (``ncu_id`` to an Nsight Compute row's ``launch``, else ``correlation``), else the
+    top reason over all rows of the kernel's name (weighted by samples); None where no row fits.
+
+    >>> k = pd.DataFrame({"name": ["a", "b"], "correlation": [1, 2]})
+    >>> s = stall_shares(pd.DataFrame({"name": ["a"], "stalled_wait": [5]}), keys=["name"], source="x")
+    >>> kernel_top_stall(k, s).tolist()
+    ['wait', None]
+    """
+    out = pd.Series([None] * len(kernels), index=kernels.index, dtype=object)
+    if stalls is None or not len(stalls) or not len(kernels) or "top_stall" not in stalls.columns:
+        return out
+    for kcol, scol in (("ncu_id", "launch"), ("correlation", "correlation")):
+        if kcol in kernels.columns and scol in stalls.columns:
+            s = stalls[stalls[scol].notna() & stalls["top_stall"].notna()]
+            by = dict(zip(pd.to_numeric(s[scol], errors="coerce").astype(float), s["top_stall"]))
+            keys = pd.to_numeric(kernels[kcol], errors="coerce").astype(float)
+            hit = [by.get(x) if x == x else None for x in keys.tolist()]
+            out = pd.Series([o if o is not None else h for o, h in zip(out.tolist(), hit)], index=kernels.index,
+                            dtype=object)
+            if out.notna().any():
+                return out
+    if "name" in stalls.columns and "name" in kernels.columns:
+        by_name = {name: (top_stalls(g, 1) or [(None, 0)])[0][0] for name, g in stalls.groupby("name", sort=False)}
+        return pd.Series([by_name.get(n) for n in kernels["name"].tolist()], index=kernels.index, dtype=object)
+    return out

@@ -101,8 +101,7 @@ def _read_text(name: str) -> str:
     from .kineto import _read_bytes
     raw = _read_bytes(name)
     if b"\x00" in raw[:4096]:
-        raise TraceError(name, "binary file, not a CSV export (an .ncu-rep? export it with "
-                               "ncu --import FILE --csv --page details)")
+        raise TraceError(name, "binary file, neither an Nsight Compute CSV export nor an .ncu-rep report")
     return raw.decode("utf-8-sig", errors="replace")
 
 
@@ -326,7 +325,9 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
     devices = {c: [] for c in DEVICE_COLUMNS}
     if n:
         d = pd.DataFrame({"device": ints("device"), "cc": col("cc").astype(str).tolist(),
-                          "sms": ints("num_sms", "launch_sm_count")})
+                          "sms": ints("num_sms", "launch_sm_count"), "label": col("device_name").tolist(),
+                          # device attributes a full .ncu-rep report holds (kernelscope.trace.ncu_rep)
+                          **{c: ints(c) for c in _DEVICE_ATTRS}})
         for dev, g in d.groupby("device", dropna=True, sort=True):
             cc = str(g["cc"].iloc[0])
             try:
@@ -337,7 +338,11 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
             for c in devices:
                 devices[c].append(None)
             devices["index"][-1] = int(dev)
-            devices["name"][-1] = f"CUDA device {int(dev)} (from ncu)"
+            label = g["label"].iloc[0]
+            devices["name"][-1] = label if isinstance(label, str) and label else f"CUDA device {int(dev)} (from ncu)"
+            for c in _DEVICE_ATTRS:
+                v = g[c].iloc[0]
+                devices[c][-1] = None if v is None or v != v else int(v)
             devices["device_type"][-1] = "CUDA"
             devices["compute_major"][-1] = major
             devices["compute_minor"][-1] = minor
@@ -351,6 +356,10 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
         notes.append(f"{bad_durations} launch(es) had a negative or infinite duration; left empty.")
     meta = {"source": source, "reader": "ncu", "notes": notes}
     return Trace(**tables, meta=meta)
+
+
+_DEVICE_ATTRS = ("max_threads_per_sm", "max_threads_per_block", "regs_per_sm", "regs_per_block", "warp_size",
+                 "smem_per_sm", "smem_per_block", "smem_per_block_optin", "total_memory")
 
 
 def _duration_us(t: pd.DataFrame) -> np.ndarray:
