@@ -17,7 +17,8 @@ def load(source):
     """Open a recording as a :class:`~kernelscope.Report`.
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), a report saved
-    with ``Report.save``, or a stopped ``torch.profiler.profile`` object.
+    with ``Report.save``, a stopped ``torch.profiler.profile`` object, or an Nsight Compute
+    report (``.ncu-rep``: :func:`load_ncu`).
 
     >>> import kernelscope as ks
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")    # doctest: +SKIP
@@ -31,6 +32,8 @@ def load(source):
     if not isinstance(source, (str, os.PathLike)):
         raise TraceError(repr(source)[:80], "expected a file path or a stopped torch.profiler.profile")
     path = os.fspath(source)
+    if _is_ncu_report(path):
+        return load_ncu(path)   # an Nsight Compute report opened like any recording
     from .trace.kineto import _read_bytes, read_kineto
     notes = []
     raw = _read_bytes(path, notes)

@@ -193,7 +193,7 @@ def test_rules_are_ncus_and_labelled(w, plain, reports):
         got = rules[(rules["rule"] == f.evidence["rule"]) & (rules["kernel_name"] == f.evidence["kernel"])]
         assert f.detail in got["message"].tolist()
         if f.evidence["estimated_speedup_pct"]:
-            assert f"{f.evidence['estimated_speedup_pct']:.0f}% faster" in f.title
+            assert f"estimated speedup: {f.evidence['estimated_speedup_pct']:.0f}%" in f.title
 
 
 def test_source_hot_spots_of_triton_kernels(plain, reports):

@@ -331,7 +331,7 @@ def rule_findings(report, tl=None) -> list:
     out = []
     for x in g.to_dict("records"):
         sp = x["speedup_pct"]
-        est = (f" (Nsight Compute estimates up to {sp:.0f}% faster{', locally' if x['speedup_type'] == 'local' else ''})"
+        est = (f" (Nsight Compute's estimated speedup: {sp:.0f}%{', local' if x['speedup_type'] == 'local' else ''})"
                if sp == sp and sp > 0 else "")
         title = x["title"] or x["rule_name"] or x["rule"]
         sev = severity_for(x["cost_us"], window) if x["cost_us"] > 0 else ("low" if x["type"] != "error" else "medium")

@@ -19,6 +19,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .ncu_view import kernel_detail
+
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
 
@@ -114,6 +116,8 @@ def view_model(rep) -> tuple[dict, bytes]:
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
+        # The kernel deep dive of launches Nsight Compute measured (render/ncu_view.py).
+        "kernel_detail": _safe(lambda: _plain(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
         # Display options of %%kernelprofile (--top, --sort), when it set them.
         "view": _plain(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
@@ -389,6 +393,9 @@ def _roofline(rep, k, problems=None) -> dict | None:
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
+    measured = rl["flops_source"] == "Nsight Compute"
+    if measured.any():
+        rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
@@ -400,13 +407,17 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "bound": _str(r["bound"])} for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
-        r = g.iloc[0]
+        r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if _num(r["peak_tflops"]) and _num(r["peak_gbps"]):
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
                              "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"])})
     memory_only = int(len(rl) - len(pts))
     note = ("Ceilings are datasheet peaks; FLOPs and bytes are counted per CPU op from its shapes "
             "(bytes: inputs read once, output written once).")
+    if measured.any():
+        note = ("One dot per launch, measured by Nsight Compute: FLOP/s of its dominant precision from the "
+                "SASS operation counters, DRAM bytes from the DRAM counters; ceilings are the device's peaks "
+                "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
     return {"points": points, "ceilings": _plain(ceilings), "note": note}

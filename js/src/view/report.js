@@ -4,6 +4,7 @@ import { str, int, num } from "./data.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
+import { kernelDetail } from "./kernel.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -217,6 +218,8 @@ function renderDetails(el, model, names, opts = {}) {
       ["waves", fmtNum(num(k, "waves", f), 2)],
     ]));
   el.append(info);
+  const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
+  if (deep) el.append(deep);
   const configs = model.header.configs || [];
   const ci = configs.findIndex((c) => c.config === k.cols.config[f]);
   const cfg = configs[ci];
