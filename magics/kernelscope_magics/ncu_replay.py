@@ -187,20 +187,22 @@ def summary(info: dict) -> str:
 
 def replay_differences(live, merged, args) -> list[str]:
     """Where the replay's kernels differ from the live run's, in words (empty when they agree)."""
-    from kernelscope.trace.ncu import kernel_key
+    # Compared by kernelscope's readable names: they fold Kineto's and ncu's spellings of one kernel
+    # alike (ncu writes "(int)4" and "[lambda() (instance 2)]" where Kineto has "4" and "{lambda()#2}")
+    # and still tell apart functors (elementwise sin from elementwise exp).
+    from kernelscope.analysis.names import short_name
     live_names = [str(n) for n in live.kernels["name"].tolist()]
-    ncu_names = [str(n) for n in merged.ncu["kernel_name"].tolist()]
-    readable = dict(zip(live_names, [str(n) for n in live.kernels["short_name"].tolist()]))
     rx = re.compile(args.kernels) if args.kernels else None
-    expected = {kernel_key(n): n for n in live_names if rx is None or rx.search(n)}
-    got = {kernel_key(n): n for n in ncu_names}
+    expected = list(dict.fromkeys(short_name(n) for n in live_names if rx is None or rx.search(n)))
+    got = list(dict.fromkeys(short_name(str(n)) for n in merged.ncu["kernel_name"].tolist()))
+    everything_live = {short_name(n) for n in live_names}
     out = []
-    limited = bool(args.launches) and len(ncu_names) >= int(args.launches)
-    missing = [expected[k] for k in expected if k not in got]
-    extra = [got[k] for k in got if k not in {kernel_key(n) for n in live_names}]
+    limited = bool(args.launches) and len(merged.ncu) >= int(args.launches)
+    missing = [n for n in expected if n not in set(got)]
+    extra = [n for n in got if n not in everything_live]
     if missing and not limited:
         out.append(f"the replay did not launch {len(missing)} kernel(s) the live run did: "
-                   + ", ".join(_short(readable.get(n, n)) for n in missing[:5]))
+                   + ", ".join(_short(n) for n in missing[:5]))
     if extra:
         out.append(f"the replay launched {len(extra)} kernel(s) the live run did not: "
                    + ", ".join(_short(n) for n in extra[:5]))
