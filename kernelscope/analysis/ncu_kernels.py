@@ -182,7 +182,10 @@ def memory_access(launches: pd.DataFrame) -> pd.DataFrame:
                      "load_sectors_per_request": ld, "store_sectors_per_request": st,
                      "load_efficiency": eff_ld, "store_efficiency": eff_st, "excess_sectors": excess,
                      "verdict": access_verdict(eff_ld, eff_st, excess, ld, st)})
-    return pd.DataFrame(rows, columns=cols)
+    verdicts = [r.pop("verdict") for r in rows]
+    out = pd.DataFrame(rows, columns=cols[:-1])
+    out["verdict"] = pd.Series(verdicts, index=out.index, dtype=object)   # None where fine, not NaN
+    return out
 
 
 def access_verdict(load_eff, store_eff, excess, load_spr=np.nan, store_spr=np.nan) -> str | None:
