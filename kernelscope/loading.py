@@ -50,7 +50,7 @@ def load(source):
     return Report(trace)
 
 
-def load_ncu(path, *, kernels_report=None):
+def load_ncu(path, *, kernels_report=None, source=True):
     """Open an Nsight Compute report (``.ncu-rep``, also gzip/xz-compressed) or CSV export
     (``ncu --csv --page details`` or ``--page raw``).
 
@@ -59,7 +59,8 @@ def load_ncu(path, *, kernels_report=None):
     ``rep.kernels["top_stall"]``, Nsight Compute's rule results as findings and
     ``rep.ncu_detail`` (its rules, the source hot spots and the SASS around them). Pass
     ``kernels_report`` (a Kineto Report of the same workload) to merge ncu's measurements onto
-    its kernels instead (by kernel name and launch order). Reading ``.ncu-rep`` needs
+    its kernels instead (by kernel name and launch order). ``source=False`` skips the source
+    hot spots and SASS of a report (the slow part of reading one). Reading ``.ncu-rep`` needs
     ``pip install "kernelscope[ncu]"``.
 
     >>> rep = ks.load_ncu("kernels.ncu-rep")                 # doctest: +SKIP
@@ -72,7 +73,7 @@ def load_ncu(path, *, kernels_report=None):
     from .report import Report
     from .trace.ncu import trace_from_ncu
     from .trace.ncu_rep import read_ncu_report
-    data = read_ncu_report(path)
+    data = read_ncu_report(path, source=source)
     detail = {"rules": data.rules, "hotspots": source_hotspots(data.samples, data.sources), "sass": data.sass}
     stalls = stalls_table(data.stall_counts)
     if kernels_report is not None:

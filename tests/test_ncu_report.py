@@ -309,3 +309,16 @@ def test_without_ncu_report_installed_says_how_to_get_it(tmp_path):
             f"print(len(ks.load_ncu({os.path.join(os.path.dirname(DATA), 'ncu_triton_kernels.csv')!r}).kernels))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "7", out.stderr
+
+
+def test_static_html_and_text_deep_dive(reports):
+    from kernelscope.render.ncu_view import kernel_detail_text
+    rep = ks.load_ncu(xz("triton_kernels"))
+    evil = "<img src=x onerror=alert(1)>"
+    rep.ncu_detail["hotspots"]["text"] = evil
+    html = rep._repr_html_()
+    assert "Nsight Compute deep dive" in html and evil not in html and "&lt;img src=x" in html
+    assert "memory-bound" in html and "poor: global loads use 12%" in html
+    text = kernel_detail_text(reports["triton_kernels"])
+    assert text.index("strided_kernel") < text.index("add_kernel")          # the longest launch first
+    assert "hot spot record_ncu.py:55" in text and "Nsight Compute: L2 Global Load Access Pattern" in text

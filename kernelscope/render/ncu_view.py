@@ -239,3 +239,42 @@ def _s(v):
     if v is None or v is pd.NA or (isinstance(v, float) and v != v):
         return None
     return str(v)
+
+
+def kernel_detail_html(rep, top: int = 8) -> str:
+    """The deep dive's headline per profiled launch as static HTML (no JavaScript; every recorded
+    text escaped): what bounds it, occupancy, top stall with its fix, the hottest line, the
+    coalescing verdict.
+
+    >>> "<script>" in kernel_detail_html(rep)     # doctest: +SKIP
+    False
+    """
+    from html import escape
+
+    from .text import fmt_us
+    d = kernel_detail(rep)
+    if not d:
+        return ""
+    cell = "padding:2px 8px;border-bottom:1px solid #ddd;vertical-align:top;"
+    e = lambda v: escape("-" if v is None else str(v), quote=True)   # noqa: E731
+    rows = []
+    for x in list(d["launches"].values())[:top]:
+        occ = x["occupancy"]
+        theo = occ.get("theoretical", occ.get("theoretical_ncu"))
+        bars = x["stalls"]["bars"]
+        stall = f"{bars[0]['reason']} {bars[0]['share']:.0%}: {bars[0]['fix']}" if bars else "-"
+        hot = x["hotspots"][0] if x["hotspots"] else None
+        hot_s = f"{hot['location']} ({hot['share']:.0%}) {(hot.get('text') or '').strip()}" if hot else "-"
+        rows.append(
+            f"<tr><td style='{cell}' title='{e(x['kernel_name'])}'>{e(x['kernel_name'][:60])}</td>"
+            f"<td style='{cell}'>{e(fmt_us(x['duration_us']))}</td><td style='{cell}'>{e(x['sol'].get('verdict'))}</td>"
+            f"<td style='{cell}'>{e(_pct(occ.get('achieved')))} of {e(_pct(theo))}</td>"
+            f"<td style='{cell}'>{e(stall)}</td><td style='{cell}'>{e(hot_s)}</td>"
+            f"<td style='{cell}'>{e(x['memory'].get('verdict') or '')}</td></tr>")
+    head = "".join(f"<th style='{cell}text-align:left'>{h}</th>" for h in
+                   ("kernel", "duration", "speed of light", "achieved / theoretical occupancy", "top stall",
+                    "hottest line", "memory access"))
+    return (f"<p style='margin:8px 0 2px'><b>Nsight Compute deep dive</b> <span style='color:#666'>({MEASURED}; "
+            f"select a kernel in the interactive view for the roofline, SASS and advice)</span></p>"
+            f"<table style='border-collapse:collapse;font-size:12px'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")

@@ -405,7 +405,8 @@ def merge_ncu(kernels: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
     k = kernels.copy()
     if ncu is None or not len(ncu) or not len(k):
         return k
-    ncu = ncu.sort_values("id", kind="stable").reset_index(drop=True) if "id" in ncu.columns else ncu
+    ncu = ncu.sort_values("id", kind="stable").reset_index(drop=True) if "id" in ncu.columns else ncu.copy()
+    ncu.attrs = {}   # pandas deep-copies attrs into every column taken below: not needed here
 
     def keys(df, name_col):
         dims = [df[c].astype("Int64").astype(object).tolist() if c in df.columns else [None] * len(df)

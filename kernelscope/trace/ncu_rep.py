@@ -292,8 +292,11 @@ def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
     return out
 
 
-def read_ncu_report(path) -> NcuReport:
-    """Read an Nsight Compute report into tables (see the module docstring).
+def read_ncu_report(path, *, source: bool = True) -> NcuReport:
+    """Read an Nsight Compute report into tables (see the module docstring). ``source=False``
+    leaves out the per-instruction samples, source lines and SASS (``samples``, ``sass``,
+    ``sources`` empty): correlating them makes ncu_report parse each kernel's code, which is
+    most of the time a full report takes to read.
 
     >>> r = read_ncu_report("tests/data/ncu_rep/triton_kernels.ncu-rep.xz")   # doctest: +SKIP
     >>> r.launches[["kernel_name", "duration_ns", "achieved_occupancy_pct"]]  # doctest: +SKIP
@@ -326,7 +329,7 @@ def read_ncu_report(path) -> NcuReport:
         if not actions:
             raise TraceError(name, "holds no profiled kernels (not an Nsight Compute report, or ncu "
                                    "profiled nothing)")
-        return _tables(ncu_report, actions, name)
+        return _tables(ncu_report, actions, name, source)
 
 
 # -- reading the actions ----------------------------------------------------------------------------
@@ -352,7 +355,7 @@ def _num(v):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
 
 
-def _tables(ncu_report, actions, name) -> NcuReport:
+def _tables(ncu_report, actions, name, source=True) -> NcuReport:
     rows, stalls, rules, samples, sass_rows, sources = [], [], [], [], [], []
     metrics = {c: m for c, m in METRICS + _DEVICE + _LAUNCH}
     notes = []
@@ -371,7 +374,7 @@ def _tables(ncu_report, actions, name) -> NcuReport:
         warp_state_only += warp_state
         stalls.append({"id": i, "kernel_name": row["kernel_name"], **counts})
         rules.extend(_rules(a, i, row["kernel_name"]))
-        s, listing = _pc_samples(a, i)
+        s, listing = _pc_samples(a, i) if source else ([], [])
         samples.extend(s)
         sass_rows.extend(listing)
         wanted = {}
@@ -388,11 +391,19 @@ def _tables(ncu_report, actions, name) -> NcuReport:
                    "function_cache_configuration"):
             continue
         launches[col] = _typed(launches[col])
-    launches.attrs["metrics"] = {c: m for c, m in metrics.items() if c in launches.columns}
+    launches.attrs["metrics"] = _Shared({c: m for c, m in metrics.items() if c in launches.columns})
     launches.attrs["source"] = name
     return NcuReport(launches=launches, stall_counts=pd.DataFrame(stalls), rules=_frame(rules, _RULE_COLUMNS),
                      samples=_frame(samples, _SAMPLE_COLUMNS), sass=_frame(sass_rows, _SASS_COLUMNS),
                      sources=_frame(sources, ["id", "file", "line", "text"]), notes=notes, source=name)
+
+
+class _Shared(dict):
+    """A read-only mapping that pandas' attrs propagation shares instead of deep-copying (it
+    deep-copies attrs into every column and frame derived from the table)."""
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 def _typed(s: pd.Series) -> pd.Series:
@@ -618,6 +629,8 @@ def source_text(action, wanted: dict) -> dict:
     """{(file, line): text} of the wanted lines ({file: {lines}}), from the source files the
     report imported (``ncu --import-source yes``); lines of files it did not import are absent."""
     out = {}
+    if not wanted:
+        return out   # source_files() itself costs time: ask only for lines we have
     try:
         files = action.source_files()
         files = {str(k): files[k] for k in list(files.keys()) if k in wanted}   # a SWIG map, no .get
