@@ -70,6 +70,7 @@ def test_launch_figures_are_ncu_reports_own(w, plain, reports):
         assert (row["grid_x"], row["block_x"]) == (_m(a, "launch__grid_dim_x"), _m(a, "launch__block_dim_x"))
         assert row["dram_bytes"] == _m(a, "dram__bytes_read.sum") + _m(a, "dram__bytes_write.sum")
     k = rep.kernels
+    assert np.allclose(k["achieved_occupancy"] * 100, t["achieved_occupancy_pct"])
     # Launch durations in the kernels table are ncu's, in microseconds.
     assert np.allclose(k["duration_us"] * 1000, t["duration_ns"].astype(float))
     # Our theoretical occupancy (computed from the launch parameters) is ncu's on every launch,
@@ -289,6 +290,13 @@ def test_truncated_and_foreign_reports(plain, tmp_path):
         ks.load_ncu(only_header)
     with pytest.raises(ks.TraceError, match="missing.ncu-rep: no such file"):
         ks.load_ncu(tmp_path / "missing.ncu-rep")
+    # .ncu-repz: read by its header when it is one, else left to NVIDIA's reader to judge
+    repz = tmp_path / "r.ncu-repz"
+    repz.write_bytes(raw)
+    assert len(ks.load_ncu(repz).kernels) == 3
+    repz.write_bytes(b"\x00\x01not a report" * 50)
+    with pytest.raises(ks.TraceError, match="r.ncu-repz: holds no profiled kernels"):
+        ks.load_ncu(repz)
     # a report under another name is still recognised by its header
     other = tmp_path / "renamed.bin"
     other.write_bytes(raw)

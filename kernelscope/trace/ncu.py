@@ -435,6 +435,9 @@ def merge_ncu(kernels: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
             vals = np.full(len(k), None, dtype=object)
             vals[hit] = src.to_numpy(dtype=object)[take[hit]]
             k[name] = vals
+    if "ncu_achieved_occupancy_pct" in k.columns:
+        # beside our theoretical_occupancy, on the same 0..1 scale (measured by ncu: sm__warps_active)
+        k["achieved_occupancy"] = k["ncu_achieved_occupancy_pct"] / 100.0
     return k
 
 

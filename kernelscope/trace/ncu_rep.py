@@ -26,6 +26,7 @@ import lzma
 import math
 import os
 import re
+import shutil
 import stat
 import struct
 import tempfile
@@ -317,6 +318,14 @@ def read_ncu_report(path, *, source: bool = True) -> NcuReport:
                 check_report_file(real)
             except TraceError as e:
                 raise TraceError(name, e.problem) from None
+            if not real.lower().endswith(".ncu-rep"):
+                # ncu_report picks its format by the name (it reads a .ncu-repz as another one)
+                alias = os.path.join(tmp, "report.ncu-rep")
+                try:
+                    os.symlink(os.path.abspath(real), alias)
+                except OSError:
+                    shutil.copyfile(real, alias)
+                real = alias
         elif head.startswith((_ZSTD, _ZIP)) or not name.lower().endswith((".ncu-repz", ".ncu-repz.gz", ".ncu-repz.xz")):
             raise TraceError(name, _foreign(head))
         # else: a .ncu-repz in a container we do not know: let NVIDIA's reader judge it.
