@@ -84,12 +84,12 @@ def _cell(sh, line, body=CELL):
 def test_deep_dive_of_one_cell_keeps_the_kernel(shell, capsys):
     r = _cell(shell, f"--ncu --setup {shell.setup_cell} -o rep_ncu --no-display")
     assert r.success, r.error_in_exec
-    err = capsys.readouterr().err
+    out = capsys.readouterr().out
     rep = shell.user_ns["rep_ncu"]
     _keep(rep, "magic_ncu")
     info = rep.meta["ncu_replay"]
-    print(err, info)
-    assert f"Nsight Compute deep dive done: cells [{shell.setup_cell}] ran again first" in err
+    print(out, info)
+    assert f"Nsight Compute deep dive done: cells [{shell.setup_cell}] ran again first" in out
     assert info["setup"] == [f"[{shell.setup_cell}]"] and info["differences"] == []
     assert info["nvtx"] == "torch" and info["total_seconds"] > info["cell_seconds"] > 0
     assert os.path.exists(info["report_path"])
@@ -115,11 +115,11 @@ def test_default_replay_takes_earlier_successful_cells(shell, capsys):
     assert not bad.success
     r = _cell(shell, "--ncu --kernels ks_add -o rep_default --no-display")
     assert r.success, r.error_in_exec
-    err = capsys.readouterr().err
+    out = capsys.readouterr().out
     rep = shell.user_ns["rep_default"]
     info = rep.meta["ncu_replay"]
     assert f"[{shell.setup_cell}]" in info["setup"] and f"[{shell.execution_count - 2}]" not in info["setup"]
-    assert "left out cells that raised" in err
+    assert "left out cells that raised" in out
     assert rep.ncu["kernel_name"].tolist() == ["ks_add"]              # --kernels REGEX
     assert rep.kernels["ncu_id"].notna().sum() == 1
 

@@ -129,7 +129,7 @@ def deep_dive(shell, args, cell: str, live):
     try:
         setup, notes = replay_cells(shell, args.setup, current)
     except ValueError as e:
-        _say(f"no Nsight Compute deep dive: {e}")
+        _say(f"no Nsight Compute deep dive: {e}", warn=True)
         return live
     this = ReplayCell("cell", shell.transform_cell(cell))
     what = "cells " + ", ".join(c.label for c in setup) if setup else "no earlier cells"
@@ -142,15 +142,15 @@ def deep_dive(shell, args, cell: str, live):
         msg = str(e)
         if msg == "Nsight Compute profiled no kernel":
             msg = _nothing_profiled(args, live)
-        _say(f"no Nsight Compute deep dive: {msg}")
+        _say(f"no Nsight Compute deep dive: {msg}", warn=True)
         return live
     except KeyboardInterrupt:
-        _say("Nsight Compute replay interrupted and stopped; the live profile below is complete.")
+        _say("Nsight Compute replay interrupted and stopped; the live profile below is complete.", warn=True)
         return live
     try:
         rep = ks.load_ncu(run.report_path, kernels_report=live)
     except ks.TraceError as e:
-        _say(f"no Nsight Compute deep dive: the report it wrote could not be read ({e})")
+        _say(f"no Nsight Compute deep dive: the report it wrote could not be read ({e})", warn=True)
         return live
     st = run.status
     differs = replay_differences(live, rep, args)
@@ -166,7 +166,7 @@ def deep_dive(shell, args, cell: str, live):
     if info["skipped"]:
         _say("skipped in the replay (no IPython there): " + "; ".join(info["skipped"][:6]))
     for d in differs:
-        _say(f"warning: {d}")
+        _say(f"warning: {d}", warn=True)
     return rep
 
 
@@ -236,5 +236,6 @@ def _span(counts) -> str:
     return ", ".join(f"[{n}]" for n in counts)
 
 
-def _say(msg: str):
-    print(f"kernelscope: {msg}", file=sys.stderr)
+def _say(msg: str, warn: bool = False):
+    """What the replay did on stdout; what went wrong (nothing is lost: the live report shows) on stderr."""
+    print(f"kernelscope: {msg}", file=sys.stderr if warn else sys.stdout, flush=True)

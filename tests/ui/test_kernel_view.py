@@ -106,3 +106,20 @@ def test_recorded_text_stays_text(site, page):
     page.wait_for_timeout(200)
     assert page.locator(".ks-root img, .ks-root script").count() == 0 and dialogs == []
     assert not page.errors, page.errors
+
+
+def test_open_ncu_report_file_in_jupyterlab(lab, page):
+    import lzma
+    with lzma.open(REP / "triton_kernels.ncu-rep.xz") as f:
+        (lab.root / "tri.ncu-rep").write_bytes(f.read())
+    lab.shutdown_kernels()
+    lab.open(page, "tri.ncu-rep")
+    view = page.locator(".ks-lab-file .ks-root")
+    view.wait_for(timeout=60_000)
+    assert view.locator(".ks-source").inner_text() == "tri.ncu-rep"
+    view.locator(".ks-row.ks-kernel").first.click()       # the longest: strided_kernel
+    kd = view.locator(".ks-kd")
+    kd.wait_for()
+    assert kd.get_attribute("data-launch") == "1"
+    assert kd.locator(".ks-kd-roofline .ks-kd-dot").count() == 3
+    assert lab.kernels() == []      # the server read the report; no kernel was started
