@@ -103,6 +103,7 @@ def test_deep_dive_of_one_cell_keeps_the_kernel(shell, capsys):
     strided = rep.ncu.set_index("kernel_name").loc["ks_strided", "id"]
     top = hs[hs["id"] == strided].sort_values("rank").iloc[0]
     assert top["file"].endswith(f"cell_{shell.setup_cell}.py") and "STRIDE" in top["text"]
+    assert top["location"] == f"In [{shell.setup_cell}], line 13"          # as the notebook numbers it
     from kernelscope.analysis.ncu_kernels import memory_access
     m = memory_access(rep.ncu).set_index("kernel_name")
     assert m.loc["ks_strided", "verdict"].startswith("poor") and m.loc["ks_strided", "load_efficiency"] <= 0.2

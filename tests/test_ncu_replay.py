@@ -185,3 +185,14 @@ def test_cli_without_ncu(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kernelscope", "ncu"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 2 and "give the program to profile after --" in out.stderr
+
+
+def test_hot_spots_named_as_the_notebook_numbers_cells():
+    from kernelscope_magics.ncu_replay import name_cells
+    rep = ks.load_ncu(os.path.join(NCU_REP, "triton_kernels.ncu-rep.xz"))
+    hs = rep.ncu_detail["hotspots"]
+    hs["file"] = ["/tmp/kernelscope-ncu-x/cell_3.py"] * (len(hs) - 1) + ["/tmp/kernelscope-ncu-x/cell_this.py"]
+    name_cells(rep, "/tmp/kernelscope-ncu-x")
+    assert hs["location"].iloc[0] == f"In [3], line {int(hs['line'].iloc[0])}"
+    assert hs["location"].iloc[-1] == f"this cell, line {int(hs['line'].iloc[-1])}"
+    name_cells(rep, "/elsewhere")          # files outside the replay's folder keep their names

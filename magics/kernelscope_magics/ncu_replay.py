@@ -152,6 +152,7 @@ def deep_dive(shell, args, cell: str, live):
     except ks.TraceError as e:
         _say(f"no Nsight Compute deep dive: the report it wrote could not be read ({e})", warn=True)
         return live
+    name_cells(rep, os.path.dirname(run.report_path))
     st = run.status
     differs = replay_differences(live, rep, args)
     info = {"report_path": run.report_path, "set": args.set, "kernels": args.kernels, "launches": args.launches,
@@ -168,6 +169,22 @@ def deep_dive(shell, args, cell: str, live):
     for d in differs:
         _say(f"warning: {d}", warn=True)
     return rep
+
+
+def name_cells(rep, workdir: str) -> None:
+    """Hot spots in the replay's cell files, named as the notebook shows them: ``In [3], line 12``
+    (``this cell, line 2`` for the profiled one) instead of ``cell_3.py:12``."""
+    hs = (rep.ncu_detail or {}).get("hotspots")
+    if hs is None or not len(hs):
+        return
+    locs = []
+    for f, ln, loc in zip(hs["file"], hs["line"], hs["location"]):
+        m = re.fullmatch(r"cell_(\d+|this)\.py", os.path.basename(str(f))) if isinstance(f, str) else None
+        if m and os.path.dirname(str(f)) == workdir and ln == ln and ln is not None:
+            which = "this cell" if m.group(1) == "this" else f"In [{m.group(1)}]"
+            loc = f"{which}, line {int(ln)}"
+        locs.append(loc)
+    hs["location"] = locs
 
 
 def summary(info: dict) -> str:
