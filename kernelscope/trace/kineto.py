@@ -155,9 +155,9 @@ def _too_big(n, limit):
             "reads (set KERNELSCOPE_MAX_TRACE_BYTES to raise the limit)")
 
 
-def _read_bytes(path, notes=None) -> bytes:
-    """The file's bytes, gunzipped when they are gzip; ``notes`` collects what was tolerated."""
-    path = os.fspath(path)
+def stat_regular(path: str, what: str = "a trace file") -> os.stat_result:
+    """``os.stat`` of a file to read, or a TraceError: missing, a directory, or not a regular
+    file (a pipe or a device would block or never end)."""
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError, ValueError):
@@ -165,10 +165,16 @@ def _read_bytes(path, notes=None) -> bytes:
     except OSError as e:
         raise TraceError(path, f"cannot be opened ({e.strerror or e})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise TraceError(path, "is a directory, not a trace file")
+        raise TraceError(path, f"is a directory, not {what}")
     if not stat.S_ISREG(st.st_mode):
-        # A pipe or a device would block or never end.
         raise TraceError(path, "is not a regular file")
+    return st
+
+
+def _read_bytes(path, notes=None) -> bytes:
+    """The file's bytes, gunzipped when they are gzip; ``notes`` collects what was tolerated."""
+    path = os.fspath(path)
+    st = stat_regular(path)
     limit = max_trace_bytes()
     if st.st_size > limit:
         raise TraceError(path, _too_big(st.st_size, limit))

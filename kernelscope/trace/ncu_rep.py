@@ -27,7 +27,6 @@ import math
 import os
 import re
 import shutil
-import stat
 import struct
 import tempfile
 from dataclasses import dataclass, field
@@ -212,17 +211,8 @@ def import_ncu_report(path="<ncu report>"):
 
 # -- opening a report ----------------------------------------------------------------------------
 def _stat_regular(path: str) -> os.stat_result:
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError, ValueError):
-        raise TraceError(path, "no such file") from None
-    except OSError as e:
-        raise TraceError(path, f"cannot be opened ({e.strerror or e})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise TraceError(path, "is a directory, not an Nsight Compute report")
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceError(path, "is not a regular file")
-    return st
+    from .kineto import stat_regular
+    return stat_regular(path, "an Nsight Compute report")
 
 
 def check_report_file(path) -> int:
