@@ -48,6 +48,7 @@ def kernel_detail(rep) -> dict | None:
                  "nvtx": _s(r.get("nvtx")), "source": MEASURED}
         sol = speed_of_light(r)
         entry["sol"] = {k: _n(v) if k != "verdict" else v for k, v in sol.items()}
+        entry["sol"]["metrics"] = {k: metric_of(c) for k, c in _SOL_COLUMNS.items()}
         entry["roofline"] = _roofline(rl[rl["id"] == lid], PRECISION_LABELS)
         entry["occupancy"] = _occupancy(r, devices.get(_i(r.get("device"))))
         entry["memory"] = _memory(r, mem.loc[lid] if mem is not None and lid in mem.index else None)
@@ -60,6 +61,23 @@ def kernel_detail(rep) -> dict | None:
     if len(ncu) > len(t):
         note = f"deep dive for the {len(t)} longest of {len(ncu)} profiled launches"
     return {"launches": out, "note": note, "levels": {"dram": "DRAM", "l2": "L2", "l1": "L1"}}
+
+
+# The speed-of-light figures and the launch-table columns (ncu metrics) they come from.
+_SOL_COLUMNS = {"compute_pct": "compute_sm_throughput_pct", "memory_pct": "memory_throughput_pct",
+                "dram_pct": "dram_throughput_pct", "l2_pct": "l2_cache_throughput_pct",
+                "l1_pct": "l1_per_tex_cache_throughput_pct", "achieved": "achieved_occupancy_pct",
+                "theoretical_ncu": "theoretical_occupancy_pct"}
+
+
+def metric_of(column: str) -> str | None:
+    """The Nsight Compute metric a launch-table column holds.
+
+    >>> metric_of("achieved_occupancy_pct")
+    'sm__warps_active.avg.pct_of_peak_sustained_active'
+    """
+    from ..trace.ncu_rep import METRICS
+    return dict(METRICS).get(column)
 
 
 def _roofline(rows: pd.DataFrame, labels: dict) -> dict | None:
@@ -94,6 +112,7 @@ def _occupancy(r: dict, dev) -> dict:
            "ncu_limits": {k: _n(r.get(f"block_limit_{c}_blocks")) for k, c in
                           (("registers", "registers"), ("shared_mem", "shared_mem"), ("warps", "warps"),
                            ("blocks", "sm"), ("barriers", "barriers"))},
+           "metrics": {k: metric_of(_SOL_COLUMNS[k]) for k in ("achieved", "theoretical_ncu")},
            "source": {"achieved": MEASURED, "theoretical": "computed by kernelscope (CUDA occupancy calculator)"}}
     try:
         from ..analysis.occupancy import occupancy

@@ -28,6 +28,8 @@ const rate = (v, unit) => {
 };
 const decBytes = (b) => rate(b, "B");
 const times100 = (v) => (v === null || v === undefined ? null : v * 100);
+/** The Nsight Compute metric behind a figure (sent by Python), for its tooltip. */
+const metric = (group, key) => (group && group.metrics && group.metrics[key]) ? `Nsight Compute metric ${group.metrics[key]}` : null;
 
 function block(title, source, ...body) {
   return h("div", { class: "ks-kd-block", "data-kd": title },
@@ -119,8 +121,8 @@ function render(e, kd) {
   const el = h("div", { class: "ks-kd-grid" });
   const sol = e.sol || {};
   el.append(block("Speed of light", "measured by Nsight Compute (% of peak sustained throughput)",
-    pctBars([["Compute (SM)", sol.compute_pct, "sm__throughput", true], ["Memory", sol.memory_pct, "gpu__compute_memory_throughput", true],
-      ["DRAM", sol.dram_pct, "gpu__dram_throughput"], ["L2", sol.l2_pct, "lts__throughput"], ["L1/TEX", sol.l1_pct, "l1tex__throughput"]]),
+    pctBars([["Compute (SM)", sol.compute_pct, metric(sol, "compute_pct"), true], ["Memory", sol.memory_pct, metric(sol, "memory_pct"), true],
+      ["DRAM", sol.dram_pct, metric(sol, "dram_pct")], ["L2", sol.l2_pct, metric(sol, "l2_pct")], ["L1/TEX", sol.l1_pct, metric(sol, "l1_pct")]]),
     sol.verdict ? h("p", { class: "ks-kd-verdict", text: sol.verdict }) : null));
 
   const roof = e.roofline;
@@ -136,9 +138,9 @@ function render(e, kd) {
     h("th", { text: k.replace("_", " ") }), h("td", { class: "ks-num", text: occ.limits ? String(occ.limits[k] ?? "-") : "-" }),
     h("td", { class: "ks-num", text: occ.ncu_limits && occ.ncu_limits[k] !== null ? String(occ.ncu_limits[k]) : "-" })));
   el.append(block("Occupancy", "achieved: measured by Nsight Compute; theoretical: computed by kernelscope with the driver's shared-memory carveout",
-    pctBars([["achieved", times100(occ.achieved), "sm__warps_active", true],
-      ["theoretical", times100(occ.theoretical ?? occ.theoretical_ncu), "CUDA occupancy calculator (kernelscope)"],
-      ["ncu theoretical", times100(occ.theoretical_ncu), "sm__maximum_warps_per_active_cycle_pct"]]),
+    pctBars([["achieved", times100(occ.achieved), metric(occ, "achieved"), true],
+      ["theoretical", times100(occ.theoretical ?? occ.theoretical_ncu), occ.source ? occ.source.theoretical : null],
+      ["ncu theoretical", times100(occ.theoretical_ncu), metric(occ, "theoretical_ncu")]]),
     h("p", { class: "ks-kd-verdict", text: `limited by ${occ.limiter || "-"}; ${fmtNum(occ.achieved_warps, 1)} of ${fmtNum(occ.theoretical_warps, 1)} warps per SM active; ${fmtNum(occ.waves, 2)} waves` }),
     h("table", { class: "ks-kv ks-kd-limits" }, h("thead", {}, h("tr", {}, h("th", { text: "blocks per SM by" }), h("th", { text: "kernelscope" }), h("th", { text: "Nsight Compute" }))),
       h("tbody", {}, limitRows))));
