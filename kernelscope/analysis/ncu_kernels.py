@@ -44,8 +44,9 @@ def stalls_table(stall_counts: pd.DataFrame) -> pd.DataFrame:
     """``report.stalls`` rows (one per launch, shares per reason) from the reader's counts.
 
     >>> c = pd.DataFrame({"id": [0], "kernel_name": ["k"], "long_scoreboard": [3.0], "selected": [1.0]})
-    >>> stalls_table(c)[["name", "launch", "top_stall", "long_scoreboard"]].iloc[0].tolist()
-    ['k', 0, 'long_scoreboard', 1.0]
+    >>> row = stalls_table(c).iloc[0]
+    >>> row["name"], int(row["launch"]), row["top_stall"], float(row["long_scoreboard"])
+    ('k', 0, 'long_scoreboard', 1.0)
     """
     if stall_counts is None or not len(stall_counts):
         return empty_stalls()
