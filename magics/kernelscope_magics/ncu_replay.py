@@ -191,7 +191,7 @@ def summary(info: dict) -> str:
     """What ran again and how long it took, in one paragraph.
 
     >>> summary({"setup": ["[1]", "[2]"], "setup_seconds": 3.2, "cell_seconds": 40.0, "total_seconds": 47.5,
-    ...          "profiled": 6, "set": "full", "report_path": "/tmp/x/cell.ncu-rep"})[:60]
+    ...          "profiled": 6, "set": "full", "report_path": "/tmp/x/cell.ncu-rep"})[:61]
     'Nsight Compute deep dive done: cells [1], [2] ran again first'
     """
     setup = info.get("setup") or []
