@@ -59,8 +59,9 @@ def load_ncu(path, *, kernels_report=None, source=True):
     ``rep.kernels["top_stall"]``, Nsight Compute's rule results as findings and
     ``rep.ncu_detail`` (its rules, the source hot spots and the SASS around them). Pass
     ``kernels_report`` (a Kineto Report of the same workload) to merge ncu's measurements onto
-    its kernels instead (by kernel name and launch order). ``source=False`` skips the source
-    hot spots and SASS of a report (the slow part of reading one). Reading ``.ncu-rep`` needs
+    its kernels instead (by kernel name and launch order). ``source`` (True, False or a count)
+    says for how many of the longest launches source hot spots and SASS are read (the slow part
+    of reading a report; True: the 50 longest). Reading ``.ncu-rep`` needs
     ``pip install "kernelscope[ncu]"``.
 
     >>> rep = ks.load_ncu("kernels.ncu-rep")                 # doctest: +SKIP

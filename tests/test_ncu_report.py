@@ -330,3 +330,15 @@ def test_static_html_and_text_deep_dive(reports):
     text = kernel_detail_text(reports["triton_kernels"])
     assert text.index("strided_kernel") < text.index("add_kernel")          # the longest launch first
     assert "hot spot record_ncu.py:55" in text and "Nsight Compute: L2 Global Load Access Pattern" in text
+
+
+def test_source_correlation_for_the_longest_launches_only():
+    t = ks.load_ncu(xz("torch_ops"), source=2)
+    longest = set(t.ncu.nlargest(2, "duration_ns")["id"])
+    assert set(t.ncu_detail["hotspots"]["id"]) == longest == {1, 4}
+    assert any("for the 2 longest of the 6 launches" in n for n in t.notes)
+    none = ks.load_ncu(xz("torch_ops"), source=False)
+    assert len(none.ncu_detail["hotspots"]) == 0 and len(none.ncu_detail["sass"]) == 0
+    # everything else is read the same
+    pd.testing.assert_frame_equal(none.stalls, t.stalls)
+    assert none.ncu["tensor_bf16_flops_per_s"].tolist() == t.ncu["tensor_bf16_flops_per_s"].tolist()

@@ -43,7 +43,9 @@ REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz", ".ncu-rep.gz", ".ncu-rep.xz", ".ncu-
 
 # Instructions of SASS shown before and after each hot instruction, and hot spots kept per launch.
 SASS_CONTEXT = 4
-HOT_PCS_PER_LAUNCH = 5
+HOT_PCS_PER_LAUNCH = 8
+# Launches (the longest) whose samples are correlated to source lines and SASS by default.
+SOURCE_LAUNCHES = 50
 
 # -- what is read, and under which column name ------------------------------------------------------
 # (column, ncu metric). Names shared with the CSV details page come first (same spelling as
@@ -283,10 +285,11 @@ def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
     return out
 
 
-def read_ncu_report(path, *, source: bool = True) -> NcuReport:
-    """Read an Nsight Compute report into tables (see the module docstring). ``source=False``
-    leaves out the per-instruction samples, source lines and SASS (``samples``, ``sass``,
-    ``sources`` empty): correlating them makes ncu_report parse each kernel's code, which is
+def read_ncu_report(path, *, source: bool | int = True) -> NcuReport:
+    """Read an Nsight Compute report into tables (see the module docstring). ``source`` says
+    for how many of the longest launches the per-instruction samples are correlated to source
+    lines and SASS (True: :data:`SOURCE_LAUNCHES`; False or 0: none, so ``samples``, ``sass`` and
+    ``sources`` are empty): correlating them makes ncu_report parse each kernel's code, which is
     most of the time a full report takes to read.
 
     >>> r = read_ncu_report("tests/data/ncu_rep/triton_kernels.ncu-rep.xz")   # doctest: +SKIP
@@ -373,7 +376,18 @@ def _tables(ncu_report, actions, name, source=True) -> NcuReport:
         warp_state_only += warp_state
         stalls.append({"id": i, "kernel_name": row["kernel_name"], **counts})
         rules.extend(_rules(a, i, row["kernel_name"]))
-        s, listing = _pc_samples(a, i) if source else ([], [])
+    # Source correlation makes ncu_report parse each kernel's code (tens to hundreds of ms a
+    # launch): only for the longest launches, so a report of thousands stays quick to open.
+    limit = SOURCE_LAUNCHES if source is True else int(source or 0)
+    dur = [_num(r.get("duration_ns")) for r in rows]
+    by_time = sorted(range(len(actions)), key=lambda j: -(dur[j] if dur[j] == dur[j] else 0.0))
+    chosen = sorted(by_time[:limit])
+    if 0 < limit < len(actions):
+        notes.append(f"source hot spots and SASS for the {limit} longest of the {len(actions)} launches "
+                     f"(ks.load_ncu(path, source=N) for more)")
+    for i in chosen:
+        a = actions[i]
+        s, listing = _pc_samples(a, i)
         samples.extend(s)
         sass_rows.extend(listing)
         wanted = {}
