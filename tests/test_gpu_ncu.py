@@ -168,3 +168,15 @@ def test_cli_writes_and_prints_the_report(tmp_path):
     assert rep.ncu["kernel_name"].tolist() == ["add_kernel", "strided_kernel", "matmul_kernel"]
     if OUT:
         shutil.copy(out, os.path.join(OUT, "cli_triton.ncu-rep"))
+
+
+def test_a_smaller_section_set_still_reads(shell):
+    r = _cell(shell, f"--ncu --setup {shell.setup_cell} --set basic --kernels ks_ -o rep_basic --no-display")
+    assert r.success, r.error_in_exec
+    rep = shell.user_ns["rep_basic"]
+    _keep(rep, "magic_ncu_basic")
+    assert rep.meta["ncu_replay"]["set"] == "basic" and len(rep.ncu) == 2
+    assert rep.ncu["duration_ns"].notna().all() and rep.ncu["compute_sm_throughput_pct"].notna().all()
+    from kernelscope.render.view import view_model
+    header, _ = view_model(rep)                          # the view copes with what the set lacks
+    assert set(header["kernel_detail"]["launches"]) == {str(i) for i in rep.ncu["id"]}

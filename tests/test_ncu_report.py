@@ -251,6 +251,9 @@ def test_saved_report_keeps_the_deep_dive(reports, tmp_path):
     assert set(back.ncu_detail) == {"rules", "hotspots", "sass"}
     assert back.ncu_detail["hotspots"]["location"].tolist() == rep.ncu_detail["hotspots"]["location"].tolist()
     assert [f.title for f in back.findings] == [f.title for f in rep.findings]
+    # the view's deep dive renders the same from the saved file (no ncu_report needed to show it)
+    from kernelscope.render.view import view_model
+    assert view_model(back)[0]["kernel_detail"] == view_model(rep)[0]["kernel_detail"]
 
 
 def test_truncated_and_foreign_reports(plain, tmp_path):

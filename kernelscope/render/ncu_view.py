@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pandas as pd
 
-# The costliest launches get a deep dive in the view (each is a few KB of JSON).
-DETAIL_LAUNCHES = 200
+# The costliest launches get a deep dive in the view (each is ~15 KB of JSON with its SASS).
+DETAIL_LAUNCHES = 60
 MEASURED = "measured by Nsight Compute"
 COMPUTED = "computed by kernelscope from Nsight Compute's counters"
 

@@ -437,7 +437,7 @@ def merge_ncu(kernels: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
             k[name] = vals
     if "ncu_achieved_occupancy_pct" in k.columns:
         # beside our theoretical_occupancy, on the same 0..1 scale (measured by ncu: sm__warps_active)
-        k["achieved_occupancy"] = k["ncu_achieved_occupancy_pct"] / 100.0
+        k["achieved_occupancy"] = pd.to_numeric(k["ncu_achieved_occupancy_pct"], errors="coerce") / 100.0
     return k
 
 
