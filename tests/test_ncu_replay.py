@@ -82,15 +82,20 @@ def _child(tmp_path, setup, cell):
 def test_replay_child_rebuilds_state_then_runs_the_cell_in_its_range(shell, tmp_path):
     # The parent turns the cells into plain Python; the child (this test runs it without ncu) needs no IPython.
     t = shell.transform_cell
+    (tmp_path / "helper.py").write_text("import sys\nfrom_run = sys.argv[1:]\n")
+    (tmp_path / "sub").mkdir()
     setup = [ReplayCell("[1]", t("import torch\nx = torch.arange(6.0)\n")),
              ReplayCell("[2]", t("%time y = x * 2\n!pip install something\n%matplotlib inline\n")),
-             ReplayCell("[3]", t("def double(v):\n    return v * 2\n"))]
-    cell = ReplayCell("cell", t("import sys, json\nopen('out.json', 'w').write(json.dumps("
-                                "[float(double(y).sum()), 'IPython' in sys.modules]))\n"))
+             ReplayCell("[3]", t("def double(v):\n    return v * 2\n")),
+             ReplayCell("[4]", t("%env KS_REPLAY_TEST=yes\n%run helper.py a b\n%cd sub\n"))]
+    cell = ReplayCell("cell", t("import os, sys, json\nopen('out.json', 'w').write(json.dumps("
+                                "[float(double(y).sum()), 'IPython' in sys.modules, os.environ['KS_REPLAY_TEST'], "
+                                "from_run]))\n"))
     out, status = _child(tmp_path, setup, cell)
     assert out.returncode == 0, out.stderr
-    assert json.loads((tmp_path / "out.json").read_text()) == [60.0, False]
-    assert [c["label"] for c in status["cells"]] == ["[1]", "[2]", "[3]"]
+    # state from %time's body, %env, %run and %cd (the cell ran in sub/)
+    assert json.loads((tmp_path / "sub" / "out.json").read_text()) == [60.0, False, "yes", ["a", "b"]]
+    assert [c["label"] for c in status["cells"]] == ["[1]", "[2]", "[3]", "[4]"]
     assert status["skipped"] == ["!pip install something", "%matplotlib inline"]
     assert status["nvtx"] == "torch" and status["cell_seconds"] >= 0 and status["failed"] is None
     # Functions the cells define live in a __main__ of their own, as in a notebook: found by name.

@@ -257,8 +257,8 @@ def replay(setup: list, cell: ReplayCell, *, section_set: str = DEFAULT_SET, ker
 
 # The replay child. Plain Python: the cells were transformed by IPython in the parent; what is
 # left of IPython in them (get_ipython().run_line_magic(...) for %time, %matplotlib, !pip ...)
-# meets a small stand-in that runs the bodies of magics that only time or capture their code and
-# skips the others, saying so in the status file.
+# meets a small stand-in that runs the bodies of magics that only time or capture their code,
+# applies the state-changing %env, %cd and %run, and skips the others, saying so in the status file.
 _CHILD = r'''
 import json, os, sys, time, traceback
 
@@ -290,6 +290,20 @@ class _Shell:
     def run_line_magic(self, name, line, _stack_depth=1):
         if name in _RUN_BODY and line.strip():
             exec(compile(line, "<%" + name + ">", "exec"), ns)
+        elif name == "env" and ("=" in line or len(line.split()) == 2):   # state the cells rely on
+            key, _, value = line.strip().partition("=") if "=" in line else line.strip().partition(" ")
+            os.environ[key.strip()] = value.strip()
+        elif name == "cd" and line.strip():
+            os.chdir(os.path.expanduser(line.strip().strip("'\"")))
+        elif name == "run" and line.split():
+            args = line.split()
+            path = [a for a in args if not a.startswith("-")][0]
+            argv, sys.argv = sys.argv, [path] + args[args.index(path) + 1:]
+            try:
+                with open(path) as f:
+                    exec(compile(f.read(), path, "exec"), ns)
+            finally:
+                sys.argv = argv
         elif name not in _OURS:
             status["skipped"].append("%" + name + " " + line)
 
