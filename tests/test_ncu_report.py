@@ -345,3 +345,27 @@ def test_source_correlation_for_the_longest_launches_only():
     # everything else is read the same
     pd.testing.assert_frame_equal(none.stalls, t.stalls)
     assert none.ncu["tensor_bf16_flops_per_s"].tolist() == t.ncu["tensor_bf16_flops_per_s"].tolist()
+
+
+def test_a_report_without_the_full_set_still_shows():
+    """ncu --set basic has no PC sampling, warp state, memory tables or roofline sections: the
+    tables keep their columns with nothing in them, and the views show what there is."""
+    from kernelscope.analysis.ncu_kernels import stalls_table
+    from kernelscope.render.ncu_view import kernel_detail_text
+    from kernelscope.render.view import view_model
+    full = ks.load_ncu(xz("triton_kernels"), source=False)
+    basic = full.ncu.copy()
+    gone = [c for c in basic.columns if c.endswith(("_flops_per_s", "_bytes_per_s", "_bytes")) or c.startswith(
+        ("global_", "l2_global", "dram_bytes", "pc_"))]
+    basic[gone] = np.nan
+    rep = ks.Report(full.trace, ncu=basic, stalls=stalls_table(basic[["id", "kernel_name"]]),
+                    ncu_detail={"rules": full.ncu_detail["rules"].iloc[:0], "hotspots": full.ncu_detail["hotspots"],
+                                "sass": full.ncu_detail["sass"]})
+    header, _ = view_model(rep)
+    assert not [n for n in header["notes"] if "unavailable" in n]
+    e = header["kernel_detail"]["launches"]["1"]
+    assert e["roofline"] is None and e["stalls"]["bars"] == [] and e["memory"]["verdict"] is None
+    assert e["sol"]["verdict"].startswith("memory-bound")            # SpeedOfLight is in every set
+    assert rep.kernels["top_stall"].isna().all()
+    assert "speed of light: memory-bound" in kernel_detail_text(rep)
+    assert [f.kind for f in rep.findings if f.kind in ("nsight_compute", "uncoalesced_access")] == []
