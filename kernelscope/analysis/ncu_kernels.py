@@ -15,7 +15,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from .stalls import NOT_STALLS, empty_stalls, explain, stall_shares
+from .stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
 
 STALL_SOURCE = "Nsight Compute"
 # A warp load uses what it fetches when its 32-byte sectors are full: below half the bytes
@@ -264,6 +264,7 @@ def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
             if float(samp) > a["pc_samples"]:
                 a["pc"], a["pc_samples"] = pc, float(samp)
             for r, c in (reasons or {}).items():
+                r = normalize_reason(r)
                 a["reasons"][r] = a["reasons"].get(r, 0.0) + c
         ranked = sorted(agg.items(), key=lambda kv: -kv[1]["samples"])[:n]
         for rank, (key, a) in enumerate(ranked, 1):

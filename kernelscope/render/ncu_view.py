@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 # The costliest launches get a deep dive in the view (each is ~15 KB of JSON with its SASS).

@@ -556,13 +556,14 @@ def _rules(a, i, kernel) -> list:
     return out
 
 
-_SAMPLE_COLUMNS = ["id", "pc", "samples", "top_stall", "top_stall_samples", "file", "line", "reasons"]
+_SAMPLE_COLUMNS = ["id", "pc", "samples", "file", "line", "reasons"]   # reasons: ncu's names -> samples
 _SASS_COLUMNS = ["id", "pc", "sass", "file", "line", "samples", "hot"]
 
 
 def _pc_samples(a, i) -> tuple[list, list]:
-    """Per sampled PC: samples, the reason with most, file:line (when the kernel has line info);
-    and the SASS around the hottest PCs (disassembly costs a first call per kernel, so only there)."""
+    """Per sampled PC: samples in all and per stall reason (ncu's names), file:line (when the kernel
+    has line info); and the SASS around the hottest PCs (disassembly costs a first call per kernel,
+    so only there)."""
     total = a.metric_by_name("smsp__pcsamp_sample_count")
     if total is None or not total.has_correlation_ids() or total.num_instances() == 0:
         return [], []
@@ -583,9 +584,6 @@ def _pc_samples(a, i) -> tuple[list, list]:
         reasons.append(name[len(STALL_PREFIX):])
         mats.append([m.as_uint64(j) for j in range(n)])
     mat = np.array(mats, dtype=float).T if mats else np.zeros((n, 0))
-    from ..analysis.stalls import NOT_STALLS, normalize_reason
-    norm = [normalize_reason(r) for r in reasons]
-    stall_cols = [k for k, r in enumerate(norm) if r not in NOT_STALLS]
     rows = []
     # Line info is all or nothing per kernel (-lineinfo, Triton always): ask for the hottest PC
     # first and skip the rest when it has none (each lookup costs time in the reader).
@@ -593,14 +591,8 @@ def _pc_samples(a, i) -> tuple[list, list]:
     for j, pc in enumerate(pcs):
         info = a.source_info(pc) if has_lines else None
         f, ln = (info.file_name(), int(info.line())) if info is not None else (None, None)
-        if stall_cols:
-            k = max(stall_cols, key=lambda c: mat[j, c])
-            top, top_n = (norm[k], float(mat[j, k])) if mat[j, k] > 0 else (None, 0.0)
-        else:
-            top, top_n = None, 0.0
-        rows.append({"id": i, "pc": int(pc), "samples": float(tot[j]), "top_stall": top,
-                     "top_stall_samples": top_n, "file": f, "line": ln,
-                     "reasons": {norm[k]: float(mat[j, k]) for k in range(len(norm)) if mat[j, k] > 0}})
+        rows.append({"id": i, "pc": int(pc), "samples": float(tot[j]), "file": f, "line": ln,
+                     "reasons": {reasons[k]: float(mat[j, k]) for k in range(len(reasons)) if mat[j, k] > 0}})
     listing = _sass_windows(a, i, rows, has_lines)
     return rows, listing
 
