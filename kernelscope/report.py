@@ -6,6 +6,7 @@ Reports save to a versioned JSON file (no pickle) and load back with ``kernelsco
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import math
 import os
@@ -37,10 +38,27 @@ class Report:
     >>> rep.summary().head(3)                              # doctest: +SKIP
     """
 
-    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None):
+    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None, stalls: pd.DataFrame | None = None,
+                 ncu_detail: dict | None = None):
+        if stalls is not None:
+            # A full .ncu-rep report's stalls take the place of any earlier ones from the same
+            # source and join the others (Proton's live ones), in a copy of the trace so that a
+            # report merged onto (``kernels_report``) keeps its own tables.
+            stalls = frame({c: stalls[c].tolist() for c in stalls.columns}, TABLES["stalls"])
+            old = trace.stalls
+            if len(old) and len(stalls):
+                old = old[~old["source"].isin(set(stalls["source"].dropna()))]
+            elif len(old):
+                from .analysis.ncu_kernels import STALL_SOURCE
+                old = old[old["source"] != STALL_SOURCE]
+            trace = dataclasses.replace(trace, stalls=stalls if not len(old) else
+                                        pd.concat([old, stalls], ignore_index=True))
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
+        # Nsight Compute's rules, source hot spots and SASS of a full .ncu-rep report
+        # (``rules``, ``hotspots``, ``sass``).
+        self.ncu_detail = dict(ncu_detail or {})
         self.kernels, self.shapes = analyze_kernels(trace)
         self.copies = annotate_copies(trace)
         if ncu is not None and len(ncu):
@@ -71,8 +89,9 @@ class Report:
     def stalls(self) -> pd.DataFrame:
         """Warp-stall samples per kernel: ``name``, ``source`` (who sampled), ``samples``,
         ``top_stall`` and one column per reason with its share of the stall samples
-        (:mod:`kernelscope.analysis.stalls`). Empty unless the run sampled them
-        (``%%kernelprofile --stalls``).
+        (:mod:`kernelscope.analysis.stalls`): one row per launch from a full Nsight Compute report
+        (``launch``: its ncu id), one per kernel name from Proton's live sampling. Empty unless a
+        source sampled them (``%%kernelprofile --stalls`` or ``--ncu``, ``ks.load_ncu``).
 
         >>> rep.stalls[["name", "top_stall", "long_scoreboard"]]  # doctest: +SKIP
         """
@@ -187,6 +206,8 @@ class Report:
                "tables": tables}
         if self.ncu is not None:
             out["ncu"] = _table_to_json(self.ncu)
+        if self.ncu_detail:
+            out["ncu_detail"] = {k: _table_to_json(v) for k, v in self.ncu_detail.items()}
         return out
 
     def save(self, path) -> str:
@@ -215,13 +236,14 @@ class Report:
             tables = {name: frame(_table_from_json(d["tables"].get(name, {})), schema)
                       for name, schema in TABLES.items()}
             ncu = pd.DataFrame(_table_from_json(d["ncu"])) if d.get("ncu") else None
+            detail = {str(k): pd.DataFrame(_table_from_json(v)) for k, v in (d.get("ncu_detail") or {}).items()}
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = _clean_meta(d.get("meta"))
         trace = Trace(**tables, meta=meta)
         from .trace.timebase import cover_span
         cover_span(trace)   # a hand-edited span may not cover the recorded kernels
-        return cls(trace, ncu=ncu)
+        return cls(trace, ncu=ncu, ncu_detail=detail)
 
     # -- display -------------------------------------------------------------------------
     def __repr__(self) -> str:

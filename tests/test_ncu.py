@@ -119,9 +119,9 @@ def test_bad_input_names_the_file(tmp_path):
     trace = os.path.join(DATA, "mlp_train.pt.trace.json.gz")
     with pytest.raises(ks.TraceError, match=r"mlp_train.pt.trace.json.gz: is JSON, not an Nsight Compute CSV export \(a Kineto trace\? open it with ks.load\)"):
         ks.load_ncu(trace)
-    rep_file = tmp_path / "x.ncu-rep"
+    rep_file = tmp_path / "x.csv"
     rep_file.write_bytes(b"NVPERF\x00\x01\x02" * 20)
-    with pytest.raises(ks.TraceError, match=r"x.ncu-rep: binary file.*--csv --page details"):
+    with pytest.raises(ks.TraceError, match=r"x.csv: binary file, neither an Nsight Compute CSV export nor an .ncu-rep"):
         ks.load_ncu(rep_file)
     other = tmp_path / "other.csv"
     other.write_text("a,b,c\n1,2,3\n")

@@ -99,10 +99,18 @@ def report_html(rep, top: int = 20) -> str:
         "<div class='kernelscope-static' style='font-family:system-ui,sans-serif;font-size:13px'>"
         f"<div>{title}</div><div style='margin:4px 0'>{tiles}</div>"
         + (f"<ul style='{_MUTED}margin:2px 0'>{notes}</ul>" if notes else "")
-        + findings + table + backends
+        + findings + table + _ncu(rep) + backends
         + f"<p style='{_MUTED}font-size:11px'>Static view. The interactive report (timeline, occupancy, "
           "roofline) shows in JupyterLab with kernelscope installed, with or without a kernel.</p></div>"
     )
+
+
+def _ncu(rep) -> str:
+    try:
+        from .ncu_view import kernel_detail_html
+        return kernel_detail_html(rep)
+    except Exception:  # noqa: BLE001 - a static view shows what it can
+        return ""
 
 
 def _busy(rep):

@@ -27,6 +27,7 @@ from ..analysis.timeline import CAUSES
 from ..jsonable import jsonable
 from ..trace.model import SYNC_CALLS
 from ..trace.ncu import COMPARED_METRICS
+from .ncu_view import kernel_detail
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
@@ -138,6 +139,8 @@ def view_model(rep) -> tuple[dict, bytes]:
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
         "stalls": _stalls_header(rep),
+        # The kernel deep dive of launches Nsight Compute measured (render/ncu_view.py).
+        "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
         # Display options of %%kernelprofile (--top, --sort), when it set them.
         "view": jsonable(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
@@ -250,9 +253,8 @@ def _stalls_header(rep) -> dict | None:
     s = getattr(rep, "stalls", None)
     if s is None or not len(s):
         return None
-    from ..analysis.stalls import REASONS, explain, top_stalls
-    meta_cols = {"name", "source", "samples", "top_stall", "launches", "sampled_time_us", "in_profiled_run"}
-    reasons = [c for c in s.columns if c not in meta_cols and pd.api.types.is_float_dtype(s[c])]
+    from ..analysis.stalls import REASONS, explain, reason_columns, top_stalls
+    reasons = reason_columns(s)
     rows = []
     for r in s.sort_values("samples", ascending=False).head(TOP_STALL_ROWS).to_dict("records"):
         shares = {c: _num(r[c]) for c in reasons if _num(r.get(c))}
@@ -449,6 +451,9 @@ def _roofline(rep, k, problems=None) -> dict | None:
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
+    measured = rl["flops_source"] == "Nsight Compute"
+    if measured.any():
+        rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
@@ -460,13 +465,17 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "bound": _str(r["bound"])} for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
-        r = g.iloc[0]
+        r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if _num(r["peak_tflops"]) and _num(r["peak_gbps"]):
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
                              "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"])})
     memory_only = int(len(rl) - len(pts))
     note = ("Ceilings are datasheet peaks; FLOPs and bytes are counted per CPU op from its shapes "
             "(bytes: inputs read once, output written once).")
+    if measured.any():
+        note = ("One dot per launch, measured by Nsight Compute: FLOP/s of its dominant precision from the "
+                "SASS operation counters, DRAM bytes from the DRAM counters; ceilings are the device's peaks "
+                "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
     return {"points": points, "ceilings": jsonable(ceilings), "note": note}

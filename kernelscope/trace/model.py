@@ -68,10 +68,10 @@ COUNTER_COLUMNS = {
     "device_index": "int64", "start_us": "float64", "duration_us": "float64",
     "sm_active_pct": "float64", "tensor_pct": "float64", "dram_pct": "float64", "dram_gbps": "float64",
 }
-# Warp-stall samples per kernel (kernelscope.analysis.stalls.stall_shares): one share column per
-# reason follows as extra columns.
+# Warp-stall samples (kernelscope.analysis.stalls.stall_shares), per launch (``launch``: its ncu id)
+# or per kernel name (Proton); one share column per reason follows as extra columns.
 STALL_COLUMNS = {
-    "name": "object", "source": "object", "samples": "float64", "top_stall": "object",
+    "name": "object", "launch": "int64", "source": "object", "samples": "float64", "top_stall": "object",
     "launches": "int64",
 }
 TABLES = {

@@ -77,6 +77,21 @@ class KernelProfileMagics(Magics):
     @argument("--compare", default=None, metavar="NAME",
               help="Profile the cell and show how it compares with baseline NAME (a stored "
                    "baseline, or a Report in the namespace under that name).")
+    @argument("--ncu", action="store_true",
+              help="Also get Nsight Compute's report of the cell's kernels (roofline, memory, stall "
+                   "reasons, source hot spots, its advice), keeping this kernel's state: a new process "
+                   "under ncu replays the session's earlier successful cells, then this cell, profiling "
+                   "only this cell. Needs ncu (on PATH or $KERNELSCOPE_NCU).")
+    @argument("--kernels", default=None, metavar="REGEX",
+              help="With --ncu: profile only kernels whose (demangled) name matches REGEX.")
+    @argument("--launches", type=int, default=None, metavar="N",
+              help="With --ncu: profile at most N kernel launches.")
+    @argument("--set", dest="set", default=None, metavar="NAME",
+              help="With --ncu: Nsight Compute's section set (default full; basic is faster but has no "
+                   "stall sampling or source view).")
+    @argument("--setup", default=None, metavar="CELLS",
+              help="With --ncu: the cells to replay first, by number (e.g. 1,3-5, or none), instead of "
+                   "every earlier cell that succeeded.")
     @line_cell_magic
     def kernelprofile(self, line, cell=None):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
@@ -84,6 +99,7 @@ class KernelProfileMagics(Magics):
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
                [--repeat N] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
                [--no-display] [--baseline NAME] [--compare NAME]
+               [--ncu [--kernels REGEX] [--launches N] [--set NAME] [--setup CELLS]]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
@@ -146,6 +162,11 @@ class KernelProfileMagics(Magics):
             report.meta.setdefault("notes", []).append(stalls_off)
         elif args.stalls and error is None:
             report, error = _with_stalls(report, run)
+        if args.ncu and error is None:
+            from .ncu_replay import deep_dive
+            report = deep_dive(self.shell, args, cell, report)
+        elif args.ncu:
+            print("kernelscope: the cell raised, so no Nsight Compute replay ran.", file=sys.stderr)
         self._finish(report, args)
         if error is not None:
             raise error.with_traceback(error.__traceback__)
@@ -200,6 +221,8 @@ class KernelProfileMagics(Magics):
                                  "use %%kernelprofile on a cell to profile that cell")
             if args.repeat != 1 or args.warmup or args.stalls:
                 raise UsageError("--repeat, --warmup and --stalls are for %%kernelprofile on a cell")
+            if args.ncu:
+                raise UsageError("--ncu is for %%kernelprofile on a cell (it replays that cell under Nsight Compute)")
             _check(args)
             from kernelscope.capture import profile
             if self._session is not None:
@@ -314,6 +337,19 @@ def _with_stalls(report, run):
 
 
 def _check(args):
+    ncu_only = [f"--{k}" for k in ("kernels", "launches", "set", "setup") if getattr(args, k, None) is not None]
+    if ncu_only and not args.ncu:
+        raise UsageError(f"{', '.join(ncu_only)} only apply with --ncu")
+    if args.ncu:
+        args.set = args.set or "full"
+        if args.launches is not None and args.launches < 1:
+            raise UsageError("--launches must be at least 1")
+        if args.kernels:
+            import re
+            try:
+                re.compile(args.kernels)
+            except re.error as e:
+                raise UsageError(f"--kernels {args.kernels!r} is not a regular expression ({e})") from None
     if args.stack and args.lean:
         raise UsageError("--stack needs CPU activity to place kernels on lines, which --lean "
                          "turns off; use one or the other")

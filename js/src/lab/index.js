@@ -208,7 +208,7 @@ const filePlugin = {
   activate(app) {
     app.docRegistry.addFileType({
       name: FILE_TYPE, displayName: "kernelscope trace",
-      extensions: [".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz"],
+      extensions: [".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz", ".ncu-rep"],
       mimeTypes: ["application/json"], contentType: "file", fileFormat: "text",
     });
     app.docRegistry.addModelFactory(new NoContentModelFactory());

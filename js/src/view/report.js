@@ -7,6 +7,7 @@ import { UtilizationStrip } from "./utilization.js";
 import { counterBlock, stallBlock } from "./measured.js";
 import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
 import { renderRanks } from "./ranks.js";
+import { kernelDetail } from "./kernel.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -228,6 +229,8 @@ function renderDetails(el, model, names, opts = {}) {
       ["waves", fmtNum(num(k, "waves", f), 2)],
     ]));
   el.append(info);
+  const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
+  if (deep) el.append(deep);
   const configs = model.header.configs || [];
   const ci = configs.findIndex((c) => c.config === k.cols.config[f]);
   const cfg = configs[ci];
@@ -245,7 +248,8 @@ function renderDetails(el, model, names, opts = {}) {
   if (occ.charts) el.append(occ.charts);
   const measured = counterBlock(model, idx);
   if (measured) el.append(measured);
-  const stalls = stallBlock(model, names);
+  // Live (Proton) stalls; where Nsight Compute measured the launch its deep dive has the stall bars.
+  const stalls = deep ? null : stallBlock(model, names);
   if (stalls) el.append(stalls);
   const ncu = ncuBlock(model, idx);
   if (ncu) el.append(ncu);
