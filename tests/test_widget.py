@@ -181,7 +181,8 @@ def test_widget_traits_and_selection(mlp):
     assert len(w.selected) == 4
     state = w.get_state()
     assert state["selection"] == [gemm, "not a kernel"]
-    assert "export" in w._esm and len(w._esm) > 100_000     # the bundled ES module, not a path
+    assert "export" in w._esm and "ks-svg" in w._esm      # the bundled ES module (charts too), not a path
+    assert len(w._esm.encode()) <= 150_000                  # issue 15: it is saved with every widget
     assert ".ks-root" in w._css
 
 

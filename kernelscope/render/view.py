@@ -402,8 +402,12 @@ def _roofline(rep, k, problems=None) -> dict | None:
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0]
         if _num(r["peak_tflops"]) and _num(r["peak_gbps"]):
+            src = _str(r["peaks_source"]) or "datasheet"
+            # The chart prints these as they are: the numbers and their source are said here, once.
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
-                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"])})
+                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"]),
+                             "peak_label": f"{dev} {prec} peak {r['peak_tflops']:,.0f} TFLOP/s ({src})",
+                             "memory_label": f"{dev} memory {r['peak_gbps'] / 1000:.2f} TB/s ({src})"})
     memory_only = int(len(rl) - len(pts))
     note = ("Ceilings are datasheet peaks; FLOPs and bytes are counted per CPU op from its shapes "
             "(bytes: inputs read once, output written once).")

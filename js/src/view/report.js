@@ -3,7 +3,7 @@ import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor } from "./form
 import { str, int, num } from "./data.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
-import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
+import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -70,7 +70,7 @@ export function renderReport(el, model, opts = {}) {
       if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
       const chart = h("div", { class: "ks-chart" });
       panels.Backends.append(chart, backendTable(b));
-      show(chart, backendSpec(b));
+      backendChart(chart, b, backendColor);
     },
     Roofline() {
       const roof = hd.roofline;
@@ -82,7 +82,7 @@ export function renderReport(el, model, opts = {}) {
       const chart = h("div", { class: "ks-chart" });
       panels.Roofline.append(chart);
       if (roof.note) panels.Roofline.append(h("p", { class: "ks-note", text: roof.note }));
-      show(chart, rooflineSpec(roof));
+      rooflineChart(chart, roof, backendColor);
     },
     "CPU ops"() {
       panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
@@ -277,7 +277,7 @@ function occupancyBlock(cfg, k, f) {
     for (const [key, field, title, x] of graphs) {
       const c = h("div", { class: "ks-chart ks-occ-chart", "data-curve": key });
       charts.append(c);
-      show(c, occupancySpec(cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title }));
+      occupancyChart(c, cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title });
     }
   }
   return block;
