@@ -10,7 +10,17 @@ import { ServerConnection } from "@jupyterlab/services";
 import { URLExt } from "@jupyterlab/coreutils";
 import { Panel, Widget } from "@lumino/widgets";
 import { MIME_TYPE, fromMime } from "../view/data.js";
-import { renderReport } from "../view/report.js";
+
+// The report view (table, timeline, charts) is a separate chunk, fetched when a report is first
+// shown: JupyterLab starts without it, and a session that shows no report never loads it.
+let view = null;
+const loadView = () => (view = view || import(/* webpackChunkName: "kernelscope-view" */ "../view/report.js"));
+
+/** Decode a MIME payload and render it into `node`. */
+async function showReport(node, payload, opts) {
+  const [{ renderReport }, model] = await Promise.all([loadView(), fromMime(payload)]);
+  return renderReport(node, model, opts);
+}
 
 const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 // ipywidgets registers its renderer at rank -10; ours comes first and hands over to the live
@@ -41,8 +51,7 @@ class ReportRenderer extends Panel {
     host.addClass("ks-lab-static");
     this.addWidget(host);
     try {
-      const view = await fromMime(payload);
-      renderReport(host.node, view, {});
+      await showReport(host.node, payload, {});
       host.node.setAttribute("data-source", "saved");
     } catch (err) {
       host.node.textContent = `kernelscope: cannot render this report (${err && err.message})`;
@@ -102,8 +111,7 @@ class TraceView extends Widget {
       const resp = await ServerConnection.makeRequest(url, {}, settings);
       const body = await resp.json();
       if (!resp.ok) throw new Error(body.message || resp.statusText);
-      const view = await fromMime(body);
-      renderReport(this.node, view, { tableHeight: 480 });
+      await showReport(this.node, body, { tableHeight: 480 });
     } catch (err) {
       this.node.textContent = `kernelscope: ${err && err.message}`;
       this.node.classList.add("ks-error");
