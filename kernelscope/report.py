@@ -205,12 +205,13 @@ class Report:
         JupyterLab extension renders it from a saved notebook with no kernel), static HTML
         (GitHub, nbconvert) and text."""
         from .render.html import report_html
-        from .render.view import MIME_TYPE, mime_payload, view_model
+        from .render.view import MIME_TYPE, mime_payload, pack, view_model
         model = view_model(self)
-        bundle = {MIME_TYPE: mime_payload(self, model), "text/html": report_html(self), "text/plain": repr(self)}
+        packed = pack(*model)   # one blob for both the saved MIME entry and the widget
+        bundle = {MIME_TYPE: mime_payload(self, packed=packed), "text/html": report_html(self), "text/plain": repr(self)}
         try:
-            from .widget import ReportWidget
-            view = ReportWidget(self, model=model)._repr_mimebundle_()
+            from .widget import display_widget
+            view = display_widget(self, model=model, packed=packed)._repr_mimebundle_()
         except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
             view = None
         if view:

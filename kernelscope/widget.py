@@ -1,18 +1,26 @@
 """The anywidget view of a Report (kept apart from the user API, as jupyter-scatter does).
 
-The browser gets the report's view model (``kernelscope.render.view``): a JSON header and one
-binary buffer of typed-array columns. The browser writes back ``selection`` (kernel names), and
-:attr:`ReportWidget.selected` turns it into the matching launch rows.
+The browser gets the report's view model (``kernelscope.render.view``) as one packed, gzipped
+binary trait (``data``: the JSON header and the typed-array columns). The browser writes back
+``selection`` (kernel names), and :attr:`ReportWidget.selected` turns it into the matching
+launch rows.
+
+Lifecycle: every open widget lives in the kernel, in the front end's widget manager and (when
+widget state is saved) in the notebook file, so kernelscope closes the ones nobody can see any
+more: a report displayed again replaces its earlier display widget, and a cell that runs again
+closes the widgets its previous run displayed (the cell is known by the ``cellId`` JupyterLab,
+Notebook 7 and VS Code send with each execution).
 """
 from __future__ import annotations
 
 import pathlib
+import weakref
 
 import anywidget
 import pandas as pd
 import traitlets
 
-from .render.view import config_curves, view_model
+from .render.view import config_curves, pack, view_model
 
 _STATIC = pathlib.Path(__file__).parent / "static"
 
@@ -28,17 +36,18 @@ class ReportWidget(anywidget.AnyWidget):
     _esm = _STATIC / "widget.js"
     _css = _STATIC / "widget.css"
 
-    header = traitlets.Dict().tag(sync=True)
+    # The view model packed by kernelscope.render.view.pack (header + columns, gzipped).
     data = traitlets.Bytes().tag(sync=True)
     selection = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
-    def __init__(self, report, *, model: tuple | None = None, **kwargs):
+    def __init__(self, report, *, model: tuple | None = None, packed: bytes | None = None, **kwargs):
         if not (_STATIC / "widget.js").exists():
             raise RuntimeError(f"kernelscope's front end is not built ({_STATIC / 'widget.js'} is missing): "
                                "`pip install .` builds it, or run `npm install && npm run build` in js/")
         header, buf = model or view_model(report)
+        super().__init__(data=packed if packed is not None else pack(header, buf), **kwargs)
         self.report = report
-        super().__init__(header=header, data=buf, **kwargs)
+        self.header = header      # the unpacked header, for Python-side use
         self.on_msg(self._on_message)
 
     def _on_message(self, _widget, content, _buffers):
@@ -47,8 +56,88 @@ class ReportWidget(anywidget.AnyWidget):
             entry = config_curves(self.report.kernels, self.report.devices, int(content.get("config", -1)))
             self.send({"type": "curves", "config": entry["config"], "entry": entry})
 
+    def _repr_mimebundle_(self, **kwargs):
+        _displays.shown_in_cell(self)
+        return super()._repr_mimebundle_(**kwargs)
+
     @property
     def selected(self) -> pd.DataFrame:
         """Launch rows (``report.kernels``) of the kernels selected in the table."""
         k = self.report.kernels
         return k[k["name"].isin(list(self.selection))]
+
+
+def display_widget(report, *, model: tuple | None = None, packed: bytes | None = None) -> ReportWidget:
+    """The widget for one display of ``report`` (what ``Report._repr_mimebundle_`` shows): it
+    replaces, and closes, the widget of the report's previous display.
+
+    >>> display_widget(rep)._repr_mimebundle_()       # doctest: +SKIP
+    """
+    w = ReportWidget(report, model=model, packed=packed)
+    _displays.replace(report, w)
+    return w
+
+
+class _Displays:
+    """Which widgets the displays of each report and each notebook cell made (weakly held:
+    tracking a widget never keeps it, or its report, alive)."""
+
+    def __init__(self):
+        self.by_report = weakref.WeakKeyDictionary()   # report -> weakref to its display widget
+        self.by_cell = {}                              # cell id -> WeakSet of widgets it displayed
+        self.hooked = None                             # the shell whose pre_run_cell we watch
+
+    def replace(self, report, widget):
+        try:
+            old = self.by_report.get(report)
+            self.by_report[report] = weakref.ref(widget)
+        except TypeError:   # an object that cannot be weakly referenced: nothing to track
+            return
+        old = old() if old is not None else None
+        if old is not None and old is not widget:
+            old.close()
+
+    def shown_in_cell(self, widget):
+        shell = _shell()
+        if shell is None:
+            return
+        if self.hooked is not shell:
+            shell.events.register("pre_run_cell", self.cell_runs)
+            self.hooked = shell
+        cell = _cell_id(shell)
+        if cell is not None:
+            self.by_cell.setdefault(cell, weakref.WeakSet()).add(widget)
+
+    def cell_runs(self, info=None):
+        # A cell runs again: the widgets its last run displayed have lost their output area.
+        cell = getattr(info, "cell_id", None) or _cell_id(_shell())
+        for w in list(self.by_cell.pop(cell, ())):
+            w.close()
+
+
+_displays = _Displays()
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return shell if shell is not None and hasattr(shell, "events") else None
+
+
+def _cell_id(shell):
+    """The id of the notebook cell being run, from the execute request's metadata (None outside
+    a notebook front end that sends it)."""
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        parent = get_parent() or {}
+    except Exception:  # noqa: BLE001 - no request being served (e.g. a thread): not a cell
+        return None
+    meta = parent.get("metadata") if isinstance(parent, dict) else None
+    cell = meta.get("cellId") if isinstance(meta, dict) else None
+    return cell if isinstance(cell, str) and cell else None

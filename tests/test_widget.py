@@ -11,7 +11,8 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.render.html import report_html
-from kernelscope.render.view import MIME_TYPE, decode_buffer, decode_payload, mime_payload, view_model
+from kernelscope.render.view import (MIME_TYPE, decode_buffer, decode_payload, mime_payload, pack, read_payload,
+                                     unpack, view_model)
 from kernelscope.trace.model import Trace
 from kernelscope.widget import ReportWidget
 
@@ -131,17 +132,45 @@ def test_mime_payload_round_trips_and_is_deterministic(mlp):
     header, buf = view_model(mlp)
     p1, p2 = mime_payload(mlp), mime_payload(mlp)
     assert p1 == p2                         # saved notebooks do not churn
-    assert p1["encoding"] == "gzip+base64"
+    assert set(p1) == {"format", "encoding", "data"} and p1["encoding"] == "gzip+base64"
+    got_header, got_buf = read_payload(p1)
+    assert got_header == json.loads(json.dumps(header)) and got_buf == buf
     got = decode_payload(p1)
     np.testing.assert_array_equal(got["kernels"]["duration_us"], decode_buffer(header, buf)["kernels"]["duration_us"])
-    assert len(p1["data"]) < len(buf)      # gzip pays for base64 on this trace
+    # The header is packed and gzipped with the columns: the whole entry is smaller than the
+    # plain JSON header alone (issue 15: the header was 45-137 KB of plain JSON per report).
+    assert len(json.dumps(p1)) < len(json.dumps(header)) / 2
+
+
+def test_pack_aligns_the_columns(mlp):
+    header, buf = view_model(mlp)
+    import gzip
+    import struct
+    raw = gzip.decompress(pack(header, buf))
+    (n,) = struct.unpack_from("<I", raw)
+    start = 4 + n + (-(4 + n)) % 8
+    assert start % 8 == 0 and raw[start:] == buf            # columns map straight out of it
+    assert json.loads(raw[4:4 + n]) == json.loads(json.dumps(header))
+    assert unpack(pack(header, buf))[1] == buf
+
+
+def test_older_payloads_still_decode():
+    """Notebooks saved before the packed layout hold {header, encoding, data}: still readable."""
+    import nbformat
+    nb = nbformat.read(pathlib.Path(__file__).parent / "ui" / "notebooks" / "saved_report_v1.ipynb", 4)
+    (payload,) = [o["data"][MIME_TYPE] for c in nb.cells for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
+    assert "format" not in payload and payload["encoding"] == "gzip+base64"
+    header, _ = read_payload(payload)
+    cols = decode_payload(payload)
+    assert header["stats"]["launches"] == len(cols["kernels"]["duration_us"]) == 14
+    assert any("flash" in n for n in cols["kernels"]["name"])
 
 
 def test_display_bundle_carries_every_type(mlp):
     bundle = mlp._repr_mimebundle_()
     assert set(bundle) == {MIME_TYPE, "text/html", "text/plain", WIDGET_MIME}
     assert bundle["text/plain"] == repr(mlp)
-    assert bundle[MIME_TYPE]["header"]["stats"]["launches"] == 74
+    assert read_payload(bundle[MIME_TYPE])[0]["stats"]["launches"] == 74
     assert bundle[WIDGET_MIME]["model_id"]
     assert "kernelscope" in bundle["text/html"]
     json.dumps(bundle)
@@ -170,7 +199,10 @@ def test_hostile_names_are_escaped_everywhere(mlp):
 def test_widget_traits_and_selection(mlp):
     w = ReportWidget(mlp)
     assert w.header["stats"]["launches"] == 74
-    assert isinstance(w.data, bytes) and len(w.data) == w.header["nbytes"]
+    header, buf = unpack(w.data)            # one packed, gzipped trait: header and columns
+    assert header == json.loads(json.dumps(w.header)) and len(buf) == w.header["nbytes"]
+    assert len(w.data) < len(buf) + len(json.dumps(w.header))
+    assert set(w.get_state()) >= {"data", "selection"} and "header" not in w.get_state()
     assert w.selection == [] and w.selected.empty
     gemm = mlp.summary()["name"].iloc[0]
     w.selection = [gemm]

@@ -1,8 +1,8 @@
-// anywidget entry: the report view over the widget model's traits (header, data, selection).
-import { fromBytes } from "./view/data.js";
+// anywidget entry: the report view over the widget model's traits (data, selection).
+import { fromPacked } from "./view/data.js";
 import { renderReport } from "./view/report.js";
 
-function render({ model, el }) {
+async function render({ model, el }) {
   // Occupancy curves the header lacks are computed by Python on request (custom messages).
   const pending = new Map();
   const onMsg = (msg) => {
@@ -16,15 +16,20 @@ function render({ model, el }) {
     pending.set(config, resolve);
     model.send({ type: "curves", config });
   });
-  const draw = () => {
+  let ctl = null;
+  let drawing = 0;
+  const draw = async () => {
+    const n = ++drawing;
     let view;
     try {
-      view = fromBytes(model.get("header"), model.get("data"));
+      view = await fromPacked(model.get("data"));
     } catch (err) {
       el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
-      return null;
+      ctl = null;
+      return;
     }
-    const ctl = renderReport(el, view, {
+    if (n !== drawing) return;   // newer data arrived while this was inflating
+    ctl = renderReport(el, view, {
       requestCurves,
       onSelect(names) {
         model.set("selection", names);
@@ -32,17 +37,17 @@ function render({ model, el }) {
       },
     });
     ctl.setSelection(model.get("selection") || []);
-    return ctl;
   };
-  let ctl = draw();
+  await draw();
   const onSel = () => ctl && ctl.setSelection(model.get("selection") || []);
-  const onData = () => { ctl = draw(); };
+  const onData = () => { draw(); };
   model.on("change:selection", onSel);
   model.on("change:data", onData);
   return () => {
     model.off("change:selection", onSel);
     model.off("change:data", onData);
     model.off("msg:custom", onMsg);
+    pending.clear();
   };
 }
 

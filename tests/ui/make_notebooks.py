@@ -4,6 +4,10 @@
 what a user's notebook holds after ``rep`` or ``%%kernelprofile``: the widget view (dead once
 the kernel is gone), our report MIME type, static HTML and text.
 
+``saved_report_v1.ipynb`` is not written here: it is the same notebook as saved by kernelscope
+before the packed MIME payload (plain JSON header beside the gzipped columns), kept as it was so
+the tests prove that notebooks saved then still render.
+
     python tests/ui/make_notebooks.py
 """
 from __future__ import annotations

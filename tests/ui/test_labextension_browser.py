@@ -10,10 +10,13 @@ from test_widget_browser import wait_idle
 pytestmark = pytest.mark.browser
 
 
-def test_saved_report_renders_without_kernel(lab, page):
+@pytest.mark.parametrize("notebook", ["saved_report.ipynb", "saved_report_v1.ipynb"])
+def test_saved_report_renders_without_kernel(lab, page, notebook):
+    """A saved report renders with no kernel; so does one saved by kernelscope before the packed
+    payload (saved_report_v1.ipynb: plain JSON header beside the gzipped columns)."""
     rep = ks.load(DATA / "attention.pt.trace.json.gz")
     lab.shutdown_kernels()
-    lab.open(page, "saved_report.ipynb")
+    lab.open(page, notebook)
     # The notebook names no kernel, so JupyterLab asks; a reader declines.
     dialog = page.locator(".jp-Dialog")
     dialog.wait_for(timeout=30_000)
@@ -31,7 +34,7 @@ def test_saved_report_renders_without_kernel(lab, page):
     rows.first.click()
     out.locator(".ks-details .ks-occupancy").wait_for()
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "saved_report_no_kernel.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{notebook[:-6]}_no_kernel.png"), full_page=True)
     assert lab.kernels() == []
     assert not page.errors, page.errors
 

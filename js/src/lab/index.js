@@ -45,8 +45,15 @@ class ReportRenderer extends Panel {
     const payload = model.data[this.mimeType];
     while (this.widgets.length) this.widgets[0].dispose();
     if (model.data[WIDGET_MIME] && this._ctx.rendermime && this._hasKernel()) {
-      if (await this._tryWidget(model)) return;
+      if (await this._tryWidget(model, () => this._showSaved(payload))) return;
     }
+    await this._showSaved(payload);
+  }
+
+  /** The report from the output's own data: no kernel, or its live widget has been closed. */
+  async _showSaved(payload) {
+    if (this.isDisposed) return;
+    while (this.widgets.length) this.widgets[0].dispose();
     const host = new Widget();
     host.addClass("ks-lab-static");
     this.addWidget(host);
@@ -63,7 +70,7 @@ class ReportRenderer extends Panel {
     return !!(s && s.session && s.session.kernel);
   }
 
-  async _tryWidget(model) {
+  async _tryWidget(model, onClosed) {
     const rm = this._ctx.rendermime;
     if (!rm.getFactory(WIDGET_MIME)) return false;
     const r = rm.createRenderer(WIDGET_MIME);
@@ -80,6 +87,9 @@ class ReportRenderer extends Panel {
     // ipywidgets' renderer adds the view as a child only when the widget model exists.
     if (r.widgets && r.widgets.length > 0) {
       r.show();
+      // kernelscope closes a widget when its report is shown again elsewhere or its cell runs
+      // again: an output still on screen then keeps the report, drawn from its saved data.
+      r.widgets[0].disposed.connect(() => { if (!this.isDisposed && !r.isDisposed) onClosed(); });
       return true;
     }
     r.dispose();
@@ -153,7 +163,9 @@ async function profileCells(tracker) {
     cell.model.executionCount = null;
     cell.setPrompt("*");
     try {
-      const reply = await OutputArea.execute(code, cell.outputArea, ctx, {});
+      // With the cell's id, as JupyterLab's own Run sends it (kernelscope closes the widgets of
+      // the cell's previous run by it).
+      const reply = await OutputArea.execute(code, cell.outputArea, ctx, { cellId: cell.model.sharedModel.getId() });
       if (reply && reply.content) cell.model.executionCount = reply.content.execution_count;
       if (reply && reply.content && reply.content.status !== "ok") break;
     } catch (err) {
