@@ -56,6 +56,13 @@ class ReportWidget(anywidget.AnyWidget):
             entry = config_curves(self.report.kernels, self.report.devices, int(content.get("config", -1)))
             self.send({"type": "curves", "config": entry["config"], "entry": entry})
 
+    def close(self):
+        """Close the widget and the layout model ipywidgets made for it (its own comm too)."""
+        layout = self.layout
+        super().close()
+        if layout is not None:
+            layout.close()
+
     def _repr_mimebundle_(self, **kwargs):
         _displays.shown_in_cell(self)
         return super()._repr_mimebundle_(**kwargs)

@@ -46,6 +46,14 @@ def main():
     ])
     nbformat.write(live, OUT / "live_report.ipynb")
 
+    lifecycle = notebook([
+        'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
+        "rep",
+        "from ipywidgets.widgets.widget import _instances\nfrom kernelscope.widget import ReportWidget\n"
+        'print("OPEN", sum(isinstance(w, ReportWidget) and w.comm is not None for w in list(_instances.values())))',
+    ])
+    nbformat.write(lifecycle, OUT / "lifecycle.ipynb")
+
     profile = notebook([
         "import torch\nx = torch.randn(128, 128)\nfor _ in range(3):\n    y = (x @ x).relu()\ny.shape",
     ])
