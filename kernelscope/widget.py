@@ -1,9 +1,12 @@
 """The anywidget view of a Report (kept apart from the user API, as jupyter-scatter does).
 
-The browser gets the report's view model (``kernelscope.render.view``) as one packed, gzipped
-binary trait (``data``: the JSON header and the typed-array columns). The browser writes back
-``selection`` (kernel names), and :attr:`ReportWidget.selected` turns it into the matching
-launch rows.
+The browser asks for the report's view model (``kernelscope.render.view``: the JSON header and
+the typed-array columns, packed and gzipped) with a custom message when a view first renders,
+and gets it back as one binary buffer. It is not a synced trait on purpose: the widget's state is
+saved into the notebook with every displayed report (nbclient, nbconvert --execute, papermill,
+JupyterLab's "Save Widget State Automatically"), while the same data is already in the output's
+own MIME entry, which renders it with no kernel. The browser writes back ``selection`` (kernel
+names), and :attr:`ReportWidget.selected` turns it into the matching launch rows.
 
 Lifecycle: every open widget lives in the kernel, in the front end's widget manager and (when
 widget state is saved) in the notebook file, so kernelscope closes the ones nobody can see any
@@ -33,11 +36,9 @@ class ReportWidget(anywidget.AnyWidget):
     >>> w.selected            # the launches of the kernels selected in the table  # doctest: +SKIP
     """
 
+    # A small loader holding the view gzipped (js/src/widget_loader.js); the view brings its CSS.
     _esm = _STATIC / "widget.js"
-    _css = _STATIC / "widget.css"
 
-    # The view model packed by kernelscope.render.view.pack (header + columns, gzipped).
-    data = traitlets.Bytes().tag(sync=True)
     selection = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
     def __init__(self, report, *, model: tuple | None = None, packed: bytes | None = None, **kwargs):
@@ -45,14 +46,25 @@ class ReportWidget(anywidget.AnyWidget):
             raise RuntimeError(f"kernelscope's front end is not built ({_STATIC / 'widget.js'} is missing): "
                                "`pip install .` builds it, or run `npm install && npm run build` in js/")
         header, buf = model or view_model(report)
-        super().__init__(data=packed if packed is not None else pack(header, buf), **kwargs)
+        super().__init__(**kwargs)
         self.report = report
         self.header = header      # the unpacked header, for Python-side use
+        self._packed = packed if packed is not None else pack(header, buf)
         self.on_msg(self._on_message)
 
+    @property
+    def data(self) -> bytes:
+        """The packed view model the browser gets (:func:`kernelscope.render.view.pack`)."""
+        return self._packed
+
     def _on_message(self, _widget, content, _buffers):
+        if not isinstance(content, dict):
+            return
+        # A view renders: it asks for the report (once per page, the browser caches it).
+        if content.get("type") == "data":
+            self.send({"type": "data"}, buffers=[self._packed])
         # The browser asks for the occupancy curves of a launch shape it has none for.
-        if isinstance(content, dict) and content.get("type") == "curves":
+        elif content.get("type") == "curves":
             entry = config_curves(self.report.kernels, self.report.devices, int(content.get("config", -1)))
             self.send({"type": "curves", "config": entry["config"], "entry": entry})
 

@@ -31,6 +31,15 @@ def attention():
     return ks.load(DATA / "attention.pt.trace.json.gz")
 
 
+def embedded_view(esm: str) -> str:
+    """The report view module inside the anywidget loader (js/src/widget_loader.js: gzip, base64)."""
+    import base64
+    import gzip
+    import re
+    (blob,) = re.findall(r'"(H4sI[A-Za-z0-9+/=]+)"', esm)
+    return gzip.decompress(base64.b64decode(blob)).decode("utf-8")
+
+
 def hostile_report(rep):
     k = rep.trace.kernels.copy()
     k["name"] = [HOSTILE + n for n in k["name"]]
@@ -199,10 +208,13 @@ def test_hostile_names_are_escaped_everywhere(mlp):
 def test_widget_traits_and_selection(mlp):
     w = ReportWidget(mlp)
     assert w.header["stats"]["launches"] == 74
-    header, buf = unpack(w.data)            # one packed, gzipped trait: header and columns
+    header, buf = unpack(w.data)            # one packed, gzipped blob: header and columns
     assert header == json.loads(json.dumps(w.header)) and len(buf) == w.header["nbytes"]
     assert len(w.data) < len(buf) + len(json.dumps(w.header))
-    assert set(w.get_state()) >= {"data", "selection"} and "header" not in w.get_state()
+    # Not in the widget's state (which notebooks save per widget): the view asks for it.
+    state = w.get_state()
+    assert "selection" in state and not {"data", "header", "_css"} & set(state)
+    assert len(json.dumps({k: v for k, v in state.items() if k != "_esm"})) < 2_000
     assert w.selection == [] and w.selected.empty
     gemm = mlp.summary()["name"].iloc[0]
     w.selection = [gemm]
@@ -213,9 +225,9 @@ def test_widget_traits_and_selection(mlp):
     assert len(w.selected) == 4
     state = w.get_state()
     assert state["selection"] == [gemm, "not a kernel"]
-    assert "export" in w._esm and "ks-svg" in w._esm      # the bundled ES module (charts too), not a path
-    assert len(w._esm.encode()) <= 150_000                  # issue 15: it is saved with every widget
-    assert ".ks-root" in w._css
+    assert "export" in w._esm and len(w._esm.encode()) <= 150_000   # issue 15: saved with every widget
+    view = embedded_view(w._esm)              # the bundled view, charts and stylesheet inside
+    assert "ks-svg" in view and ".ks-root" in view and "vega" not in view.lower()
 
 
 def test_report_widget_method(attention):
@@ -241,6 +253,16 @@ def test_curves_on_request_match_the_saved_ones(mlp):
     assert config_curves(mlp.kernels, mlp.devices, saved[0]["config"]) == saved[0]
     entry = config_curves(mlp.kernels, mlp.devices, missing[0]["config"])
     assert entry["curves"]["registers"] and entry["occupancy"] == missing[0]["occupancy"]
+
+
+def test_widget_sends_its_report_when_a_view_asks(mlp):
+    w = ReportWidget(mlp)
+    sent = []
+    w.send = lambda content, buffers=None: sent.append((content, buffers))
+    w._on_message(w, {"type": "data"}, [])
+    ((content, buffers),) = sent
+    assert content == {"type": "data"} and buffers == [w.data]
+    assert unpack(buffers[0])[0]["stats"]["launches"] == 74
 
 
 def test_widget_answers_a_curves_request(mlp):

@@ -36,9 +36,17 @@ def run(kc, code, cell_id=None):
         if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
             break
         out.append(m)
-    reply = kc.get_shell_msg(timeout=120)
+    reply = reply_to(kc, mid)
     assert reply["content"]["status"] == "ok", reply["content"]
     return out
+
+
+def reply_to(kc, mid):
+    # Skip replies to earlier requests (start_new_kernel may leave a kernel_info_reply queued).
+    while True:
+        reply = kc.get_shell_msg(timeout=120)
+        if reply["parent_header"].get("msg_id") == mid:
+            return reply
 
 
 def shown(msgs):
@@ -53,8 +61,7 @@ def closed(msgs):
 
 def widget_comms(kc):
     """Open widget comms, as a front end asks for them on a page reload."""
-    kc.comm_info(target_name="jupyter.widget")
-    return set(kc.get_shell_msg(timeout=60)["content"]["comms"])
+    return set(reply_to(kc, kc.comm_info(target_name="jupyter.widget"))["content"]["comms"])
 
 
 def open_report_widgets(kc):

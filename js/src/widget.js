@@ -1,8 +1,42 @@
-// anywidget entry: the report view over the widget model's traits (data, selection).
+// anywidget entry: the report view of a kernelscope.widget.ReportWidget. The report's data is
+// asked of Python with a custom message (it is not a synced trait, so saved widget state stays
+// small), once per widget model on this page; `selection` syncs both ways.
 import { fromPacked } from "./view/data.js";
 import { renderReport } from "./view/report.js";
+import { h } from "./view/format.js";
+import css from "./view/style.css";
 
-async function render({ model, el }) {
+// How long to wait for the kernel before saying why nothing shows.
+const WAIT_MS = 5000;
+const reports = new WeakMap();
+
+/** The decoded report of a widget model (asked for once; every view of the model shares it). */
+function reportOf(model) {
+  if (!reports.has(model)) {
+    reports.set(model, new Promise((resolve, reject) => {
+      const onData = (msg, buffers) => {
+        if (!msg || msg.type !== "data") return;
+        model.off("msg:custom", onData);
+        fromPacked(buffers && buffers[0]).then(resolve, reject);
+      };
+      model.on("msg:custom", onData);
+      model.send({ type: "data" });
+    }));
+  }
+  return reports.get(model);
+}
+
+/** Our stylesheet, once per document (anywidget would add one per widget). */
+function addStyle() {
+  if (document.getElementById("kernelscope-style")) return;
+  const style = document.createElement("style");
+  style.id = "kernelscope-style";
+  style.textContent = css;
+  document.head.append(style);
+}
+
+function render({ model, el }) {
+  addStyle();
   // Occupancy curves the header lacks are computed by Python on request (custom messages).
   const pending = new Map();
   const onMsg = (msg) => {
@@ -17,18 +51,19 @@ async function render({ model, el }) {
     model.send({ type: "curves", config });
   });
   let ctl = null;
-  let drawing = 0;
-  const draw = async () => {
-    const n = ++drawing;
-    let view;
-    try {
-      view = await fromPacked(model.get("data"));
-    } catch (err) {
-      el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
-      ctl = null;
-      return;
+  let gone = false;
+  el.textContent = "";
+  el.append(h("div", { class: "ks-root ks-loading", text: "kernelscope: loading the report…" }));
+  const slow = setTimeout(() => {
+    if (!ctl && !gone) {
+      el.firstChild.textContent = "kernelscope: waiting for the report's data from the Python kernel. If the kernel "
+        + "has gone, run the cell again; JupyterLab and Notebook 7 with kernelscope installed show a saved "
+        + "report from the notebook's own output, with no kernel.";
     }
-    if (n !== drawing) return;   // newer data arrived while this was inflating
+  }, WAIT_MS);
+  reportOf(model).then((view) => {
+    clearTimeout(slow);
+    if (gone) return;
     ctl = renderReport(el, view, {
       requestCurves,
       onSelect(names) {
@@ -37,15 +72,16 @@ async function render({ model, el }) {
       },
     });
     ctl.setSelection(model.get("selection") || []);
-  };
-  await draw();
+  }, (err) => {
+    clearTimeout(slow);
+    if (!gone) el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
+  });
   const onSel = () => ctl && ctl.setSelection(model.get("selection") || []);
-  const onData = () => { draw(); };
   model.on("change:selection", onSel);
-  model.on("change:data", onData);
   return () => {
+    gone = true;
+    clearTimeout(slow);
     model.off("change:selection", onSel);
-    model.off("change:data", onData);
     model.off("msg:custom", onMsg);
     pending.clear();
   };
