@@ -299,3 +299,16 @@ def test_host_lanes_hold_the_outermost_ops(mlp):
             reach = max(reach, s + d)
     assert got == sorted(want) and len(got) == 60
     assert sum(k == "runtime" for k in host["kind"]) == len(mlp.runtime)
+
+
+def test_no_front_end_still_shows_every_other_view(mlp, tmp_path, monkeypatch):
+    """A kernelscope whose front end was never built (widget.js missing): the display bundle
+    still carries the MIME entry (no-kernel view), static HTML and text, just no widget."""
+    import kernelscope.widget as widget
+    monkeypatch.setattr(widget, "_STATIC", tmp_path)          # an empty directory: nothing built
+    with pytest.raises(RuntimeError, match="front end is not built"):
+        ReportWidget(mlp)
+    bundle = mlp._repr_mimebundle_()
+    assert set(bundle) == {MIME_TYPE, "text/html", "text/plain"}
+    assert read_payload(bundle[MIME_TYPE])[0]["stats"]["launches"] == 74
+    assert "kernelscope-static" in bundle["text/html"] and bundle["text/plain"] == repr(mlp)
