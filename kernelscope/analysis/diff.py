@@ -88,6 +88,14 @@ class Comparison:
                 "overall": recs(self.overall), "backends": recs(self.backends),
                 "kernels": recs(self.kernels)}
 
+    def chart(self, top: int = 20):
+        """The ``top`` largest per-kernel changes as an altair chart (see :mod:`kernelscope.render.charts`).
+
+        >>> ks.compare(before, after).chart().save("change.svg")   # doctest: +SKIP
+        """
+        from ..render.charts import comparison_chart
+        return comparison_chart(self, top=top)
+
     def __repr__(self) -> str:
         return comparison_text(self)
 

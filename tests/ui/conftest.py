@@ -110,7 +110,8 @@ def _start(tmp_path_factory, app):
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
     for nb in NOTEBOOKS.glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
-    for trace in ("mlp_train.pt.trace.json.gz", "attention.pt.trace.json.gz"):
+    for trace in ("mlp_train.pt.trace.json.gz", "attention.pt.trace.json.gz", "launch_bound.pt.trace.json.gz",
+                  "graphs.pt.trace.json.gz"):
         shutil.copy(DATA / trace, root / trace)
     (root / "broken.pt.trace.json").write_text('{"traceEvents": [')
     token = uuid.uuid4().hex

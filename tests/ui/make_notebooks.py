@@ -54,6 +54,15 @@ def main():
     ])
     nbformat.write(lifecycle, OUT / "lifecycle.ipynb")
 
+    charts = notebook([
+        'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nrep.chart("backends")',
+        'rep.chart("kernels", top=10)',
+        'rep.chart("timeline")',
+        'rep.chart("occupancy", kernel="nvjet")',
+        'ks.compare(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz")).chart()',
+    ])
+    nbformat.write(charts, OUT / "charts.ipynb")
+
     profile = notebook([
         "import torch\nx = torch.randn(128, 128)\nfor _ in range(3):\n    y = (x @ x).relu()\ny.shape",
     ])
