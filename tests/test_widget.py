@@ -173,6 +173,14 @@ def test_older_payloads_still_decode():
     cols = decode_payload(payload)
     assert header["stats"]["launches"] == len(cols["kernels"]["duration_us"]) == 14
     assert any("flash" in n for n in cols["kernels"]["name"])
+    # The committed tutorials were executed on the H200 before the packed layout: all still read.
+    tutorials = sorted((pathlib.Path(__file__).parent.parent / "example_notebooks").glob("0*.ipynb"))
+    payloads = [o["data"][MIME_TYPE] for p in tutorials for c in nbformat.read(p, 4).cells
+                for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
+    assert payloads
+    for p in payloads:
+        header, _ = read_payload(p)
+        assert len(decode_payload(p)["kernels"]["duration_us"]) == header["stats"]["launches"]
 
 
 def test_display_bundle_carries_every_type(mlp):
