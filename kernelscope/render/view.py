@@ -6,9 +6,9 @@ arrays (``Float64Array``/``Float32Array``/``Int32Array``). Strings travel once, 
 dictionaries; the buffer holds their int32 codes. The browser maps each column with a zero-copy
 typed-array view, so 100k launches cost one ``ArrayBuffer`` and no per-row JSON.
 
-Both travel as one packed, gzipped blob (:func:`pack`): the anywidget's binary ``data`` trait,
-and, base64-encoded, the MIME bundle entry (``application/vnd.kernelscope.report.v1+json``) that
-lets a saved notebook render with no kernel. Packing the header too keeps a saved notebook light
+Both travel as one packed, gzipped blob (:func:`pack`): as the one binary buffer the anywidget
+sends when its view asks (``kernelscope.widget``), and, base64-encoded, as the MIME bundle entry
+(``application/vnd.kernelscope.report.v1+json``) that lets a saved notebook render with no kernel. Packing the header too keeps a saved notebook light
 (the header's findings, roofline and names are most of a small report). Both are decoded by the
 same front-end code (``js/src/view/data.js``), which also reads the older payload format (plain
 JSON header beside a gzipped buffer) of notebooks saved before.

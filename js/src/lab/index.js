@@ -14,7 +14,11 @@ import { MIME_TYPE, fromMime } from "../view/data.js";
 // The report view (table, timeline, charts) is a separate chunk, fetched when a report is first
 // shown: JupyterLab starts without it, and a session that shows no report never loads it.
 let view = null;
-const loadView = () => (view = view || import(/* webpackChunkName: "kernelscope-view" */ "../view/report.js"));
+function loadView() {
+  view = view || import(/* webpackChunkName: "kernelscope-view" */ "../view/report.js")
+    .catch((err) => { view = null; throw err; });   // a failed fetch is tried again next time
+  return view;
+}
 
 /** Decode a MIME payload and render it into `node`. */
 async function showReport(node, payload, opts) {
