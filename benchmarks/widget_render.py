@@ -151,7 +151,7 @@ def serve(site: pathlib.Path):
     return httpd
 
 
-def measure(sizes, baseline_js=None):
+def measure(sizes, baseline_js=None, repeat=REPEAT):
     from playwright.sync_api import sync_playwright
     site = OUT / "site"
     site.mkdir(parents=True, exist_ok=True)
@@ -176,7 +176,7 @@ def measure(sizes, baseline_js=None):
             variants = [("Ours", "index", "ours", ours), ("Rows", "index", "rows", rows)]
             if baseline_js:
                 variants.append(("Ours", "before", "first", before))
-            for i in range(REPEAT):
+            for i in range(repeat):
                 for kind, html, name, acc in variants:
                     if kind == "Rows" and i and r["size"] >= 100_000:
                         continue   # one run of the per-row table at 100k (about 90 s) is enough
@@ -187,6 +187,7 @@ def measure(sizes, baseline_js=None):
                     res["load"] = page.evaluate("window.loadMs")
                     acc.append(res)
                     page.close()
+            r["repeat"] = repeat
             r["ours_paint_ms"] = statistics.median(x["paint"] for x in ours)
             r["ours_scroll_ms"] = statistics.median(x["scroll"] for x in ours)
             r["ours_timeline_redraw_ms"] = statistics.median(x["redraw"] for x in ours)
@@ -206,8 +207,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     ap.add_argument("--baseline-js", help="report.js of an earlier build, timed beside ours")
+    ap.add_argument("--repeat", type=int, default=REPEAT, help=f"runs of each variant (median; default {REPEAT})")
     a = ap.parse_args(argv)
-    results = measure(a.sizes, a.baseline_js)
+    results = measure(a.sizes, a.baseline_js, a.repeat)
     (OUT / "widget_render.json").write_text(json.dumps(results, indent=1))
     print(f"{'launches':>9} {'payload':>9} {'rows JSON':>10} {'size x':>7} {'paint':>9} {'rows paint':>11} "
           f"{'paint x':>8} {'scroll':>7} {'redraw':>7} {'encode':>7} {'analysis':>9}")
@@ -217,7 +219,7 @@ def main(argv=None):
               f"{r['rows_paint_ms'] / r['ours_paint_ms']:>7.1f}x {r['ours_scroll_ms']:>5.0f}ms "
               f"{r['ours_timeline_redraw_ms']:>5.0f}ms {r['encode_s']:>6.2f}s {r['analysis_s']:>8.2f}s")
     print("payload: our MIME entry (header + gzip/base64 columns); rows JSON: kernels as per-row records. "
-          "paint: parse + decode + render + 2 frames, median of 3 (per-row table at 100k: 1 run), headless chromium.")
+          f"paint: parse + decode + render + 2 frames, median of {a.repeat} (per-row table at 100k: 1 run), headless chromium.")
     if a.baseline_js:
         print(f"\n{'launches':>9} {'payload':>9} {'earlier':>9} {'paint':>9} {'earlier':>9} {'ratio':>6} "
               f"{'module':>8} {'earlier':>8}")
