@@ -12,7 +12,9 @@ Side by side in one run, for this checkout and (``--baseline``) an earlier kerne
   --execute`` and papermill do), minus the same notebook with the reports loaded but not shown;
   and, per report, what its output and its widget state hold;
 * JupyterLab start: the bytes of kernelscope's extension JavaScript fetched when JupyterLab
-  opens a notebook with no report, then when it first shows a saved report (headless chromium).
+  opens a notebook with no report, then when it first shows a saved report (headless chromium);
+* JupyterLab reload: three report cells run ``--reruns`` times each with a live kernel, then one
+  page reload: the websocket bytes the page receives (every open widget is sent again).
 
 A baseline tree is an earlier commit with its front end built, run by this Python through
 PYTHONPATH (and JUPYTER_PATH for its JupyterLab extension)::
@@ -177,6 +179,70 @@ def lab_start(env: dict, tmp: pathlib.Path, tag: str, saved: pathlib.Path, stati
             proc.kill()
 
 
+def lab_reload(env: dict, tmp: pathlib.Path, tag: str, reruns: int) -> dict:
+    """Three report cells, each run ``reruns`` times in JupyterLab with a live kernel, then one
+    page reload: the websocket bytes the page receives until the reports show again (the
+    kernel's open widgets are sent to the new page)."""
+    from playwright.sync_api import sync_playwright
+    root, cfg = tmp / f"{tag}-reload-root", tmp / f"{tag}-reload-cfg"
+    root.mkdir(exist_ok=True)
+    (cfg / "labconfig").mkdir(parents=True, exist_ok=True)
+    (cfg / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    traces = TRACES[:3]
+    for trace in traces:
+        shutil.copy(DATA / trace, root / pathlib.Path(trace).name)
+    cells = [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": f"import kernelscope as ks\nks.load({pathlib.Path(tr).name!r})"} for i, tr in enumerate(traces)]
+    (root / "reports.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4, "nbformat_minor": 5, "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}))
+    token, port = uuid.uuid4().hex, _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.allow_root=True"],
+        cwd=root, env=dict(env, JUPYTER_CONFIG_DIR=str(cfg), JUPYTERLAB_SETTINGS_DIR=str(cfg / "s"),
+                           JUPYTERLAB_WORKSPACES_DIR=str(cfg / "w")),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    idle = "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('Idle')"
+    try:
+        _wait_for(url, token)
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = b.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{url}/lab/tree/reports.ipynb?token={token}&reset")
+            page.wait_for_function(idle, timeout=120_000)
+            for _ in range(reruns):
+                for i in range(len(traces)):
+                    cell = page.locator(".jp-Notebook .jp-Cell").nth(i)
+                    cell.locator(".jp-InputPrompt").click()
+                    page.keyboard.press("Escape")
+                    page.keyboard.press("Control+Enter")
+                    page.wait_for_timeout(300)
+                    page.wait_for_function(idle, timeout=120_000)
+                    cell.locator(".ks-root").first.wait_for(timeout=120_000)
+            page.keyboard.press("Control+s")      # the outputs come back with the page
+            page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=60_000)
+            frames = []
+            page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
+            t0 = time.perf_counter()
+            page.reload()
+            page.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .ks-root .ks-row').length > 0 && "
+                                   f"document.querySelectorAll('.jp-Notebook .ks-root').length >= {len(traces)}",
+                                   timeout=180_000)
+            shown_s = time.perf_counter() - t0
+            page.wait_for_timeout(3000)
+            b.close()
+        return {"runs": reruns * len(traces), "reload_bytes": sum(frames), "largest_frame": max(frames, default=0),
+                "frames": len(frames), "reports_shown_s": shown_s}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -199,7 +265,8 @@ def _wait_for(url, token, timeout=90):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", type=pathlib.Path, help="an earlier kernelscope tree with its front end built")
-    ap.add_argument("--skip-lab", action="store_true", help="leave out the JupyterLab start measurement")
+    ap.add_argument("--skip-lab", action="store_true", help="leave out the JupyterLab measurements")
+    ap.add_argument("--reruns", type=int, default=4, help="runs of each of the three report cells before the reload")
     a = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     runs = [("ours", ROOT, None)] + ([("baseline", a.baseline.resolve(), a.baseline.resolve())] if a.baseline else [])
@@ -212,6 +279,7 @@ def main(argv=None):
             if not a.skip_lab:
                 saved = ROOT / "tests" / "ui" / "notebooks" / ("saved_report.ipynb" if base is None else "saved_report_v1.ipynb")
                 r["lab"] = lab_start(env, tmp, tag, saved, tree / "kernelscope" / "labextension" / "static")
+                r["reload"] = lab_reload(env, tmp, tag, a.reruns)
             results[tag] = r
     (OUT / "notebook_weight.json").write_text(json.dumps(results, indent=1))
     tags = list(results)
@@ -236,6 +304,11 @@ def main(argv=None):
         print("\nJupyterLab: kernelscope extension JS fetched")
         for key, label in (("start", "a notebook with no report"), ("report", "a notebook with a saved report")):
             print(f"  {label:<30}" + "".join(f"{kb(results[t]['lab'][key]):>14}" for t in tags))
+        runs = results[tags[0]]["reload"]["runs"]
+        print(f"\nJupyterLab page reload after 3 report cells ran {runs // 3} times each (live kernel)")
+        for key, label in (("reload_bytes", "websocket bytes received"), ("largest_frame", "largest message")):
+            print(f"  {label:<30}" + "".join(f"{kb(results[t]['reload'][key]):>14}" for t in tags))
+        print(f"  {'reports shown again after':<30}" + "".join(f"{results[t]['reload']['reports_shown_s']:>13.1f}s" for t in tags))
 
 
 if __name__ == "__main__":
