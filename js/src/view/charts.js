@@ -9,6 +9,9 @@
 //   rects(p, items, { x0, x1, y0, y1, fill, tip })   dots(p, items, { x, y, r, fill, tip })
 //   path(p, points, { step: true, cls })   label(p, x, y, text, { anchor, cls })
 // Each chart returns the plot handle { svg, g, x, y, w, h } so callers can add marks.
+// Chart kinds: barChart(el, rows, o) (horizontal bars), stepChart(el, o) (step curves with a
+// marked point), scatterChart(el, o) (log-log or linear, lines under the dots); the report's own:
+// backendChart, occupancyChart, rooflineChart at the end of this file.
 
 import { h, fmtUs, fmtPct, fmtInt } from "./format.js";
 
