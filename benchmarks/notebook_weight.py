@@ -27,6 +27,7 @@ Prints tables and writes benchmarks/out/notebook_weight.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -125,19 +126,14 @@ def bundle_sizes(tree: pathlib.Path) -> dict:
             "labextension_js": sum(p.stat().st_size for p in lab.glob("*.js")) if lab.exists() else 0}
 
 
-def lab_start(env: dict, tmp: pathlib.Path, tag: str, saved: pathlib.Path, static: pathlib.Path) -> dict:
-    """Bytes of /lab/extensions/kernelscope/*.js fetched (sizes of the served files, from
-    ``static``): opening a notebook with no report, then opening one that shows a saved report."""
-    from playwright.sync_api import sync_playwright
-    root = tmp / f"{tag}-root"
-    cfg = tmp / f"{tag}-cfg"
+@contextlib.contextmanager
+def jupyterlab(env: dict, root: pathlib.Path, cfg: pathlib.Path):
+    """A JupyterLab serving ``root`` on 127.0.0.1 (its own config dir: no announcements, no
+    workspace); yields (url, token)."""
     root.mkdir(exist_ok=True)
     (cfg / "labconfig").mkdir(parents=True, exist_ok=True)
     (cfg / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    empty = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (root / "empty.ipynb").write_text(json.dumps(empty))
-    shutil.copy(saved, root / "saved.ipynb")
     token, port = uuid.uuid4().hex, _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
@@ -148,6 +144,24 @@ def lab_start(env: dict, tmp: pathlib.Path, tag: str, saved: pathlib.Path, stati
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(url, token)
+        yield url, token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def lab_start(env: dict, tmp: pathlib.Path, tag: str, saved: pathlib.Path, static: pathlib.Path) -> dict:
+    """Bytes of /lab/extensions/kernelscope/*.js fetched (sizes of the served files, from
+    ``static``): opening a notebook with no report, then opening one that shows a saved report."""
+    from playwright.sync_api import sync_playwright
+    root = tmp / f"{tag}-root"
+    root.mkdir(exist_ok=True)
+    (root / "empty.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    shutil.copy(saved, root / "saved.ipynb")
+    with jupyterlab(env, root, tmp / f"{tag}-cfg") as (url, token):
         got = {"files_start": [], "files_report": []}
         phase = ["start"]
         with sync_playwright() as p:
@@ -168,15 +182,9 @@ def lab_start(env: dict, tmp: pathlib.Path, tag: str, saved: pathlib.Path, stati
             dialog.locator("button.jp-mod-reject").click()
             page.locator(".ks-root").first.wait_for(timeout=60_000)
             b.close()
-        for ph in ("start", "report"):
-            got[ph] = sum((static / f).stat().st_size for f in set(got[f"files_{ph}"]))
-        return got
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    for ph in ("start", "report"):
+        got[ph] = sum((static / f).stat().st_size for f in set(got[f"files_{ph}"]))
+    return got
 
 
 def lab_reload(env: dict, tmp: pathlib.Path, tag: str, reruns: int) -> dict:
@@ -184,11 +192,8 @@ def lab_reload(env: dict, tmp: pathlib.Path, tag: str, reruns: int) -> dict:
     page reload: the websocket bytes the page receives until the reports show again (the
     kernel's open widgets are sent to the new page)."""
     from playwright.sync_api import sync_playwright
-    root, cfg = tmp / f"{tag}-reload-root", tmp / f"{tag}-reload-cfg"
+    root = tmp / f"{tag}-reload-root"
     root.mkdir(exist_ok=True)
-    (cfg / "labconfig").mkdir(parents=True, exist_ok=True)
-    (cfg / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
     traces = TRACES[:3]
     for trace in traces:
         shutil.copy(DATA / trace, root / pathlib.Path(trace).name)
@@ -196,51 +201,35 @@ def lab_reload(env: dict, tmp: pathlib.Path, tag: str, reruns: int) -> dict:
               "source": f"import kernelscope as ks\nks.load({pathlib.Path(tr).name!r})"} for i, tr in enumerate(traces)]
     (root / "reports.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4, "nbformat_minor": 5, "metadata": {
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}))
-    token, port = uuid.uuid4().hex, _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.allow_root=True"],
-        cwd=root, env=dict(env, JUPYTER_CONFIG_DIR=str(cfg), JUPYTERLAB_SETTINGS_DIR=str(cfg / "s"),
-                           JUPYTERLAB_WORKSPACES_DIR=str(cfg / "w")),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
     idle = "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('Idle')"
-    try:
-        _wait_for(url, token)
-        with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = b.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{url}/lab/tree/reports.ipynb?token={token}&reset")
-            page.wait_for_function(idle, timeout=120_000)
-            for _ in range(reruns):
-                for i in range(len(traces)):
-                    cell = page.locator(".jp-Notebook .jp-Cell").nth(i)
-                    cell.locator(".jp-InputPrompt").click()
-                    page.keyboard.press("Escape")
-                    page.keyboard.press("Control+Enter")
-                    page.wait_for_timeout(300)
-                    page.wait_for_function(idle, timeout=120_000)
-                    cell.locator(".ks-root").first.wait_for(timeout=120_000)
-            page.keyboard.press("Control+s")      # the outputs come back with the page
-            page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=60_000)
-            frames = []
-            page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
-            t0 = time.perf_counter()
-            page.reload()
-            page.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .ks-root .ks-row').length > 0 && "
-                                   f"document.querySelectorAll('.jp-Notebook .ks-root').length >= {len(traces)}",
-                                   timeout=180_000)
-            shown_s = time.perf_counter() - t0
-            page.wait_for_timeout(3000)
-            b.close()
-        return {"runs": reruns * len(traces), "reload_bytes": sum(frames), "largest_frame": max(frames, default=0),
-                "frames": len(frames), "reports_shown_s": shown_s}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with jupyterlab(env, root, tmp / f"{tag}-reload-cfg") as (url, token), sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = b.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{url}/lab/tree/reports.ipynb?token={token}&reset")
+        page.wait_for_function(idle, timeout=120_000)
+        for _ in range(reruns):
+            for i in range(len(traces)):
+                cell = page.locator(".jp-Notebook .jp-Cell").nth(i)
+                cell.locator(".jp-InputPrompt").click()
+                page.keyboard.press("Escape")
+                page.keyboard.press("Control+Enter")
+                page.wait_for_timeout(300)
+                page.wait_for_function(idle, timeout=120_000)
+                cell.locator(".ks-root").first.wait_for(timeout=120_000)
+        page.keyboard.press("Control+s")      # the outputs come back with the page
+        page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=60_000)
+        frames = []
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
+        t0 = time.perf_counter()
+        page.reload()
+        page.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .ks-root .ks-row').length > 0 && "
+                               f"document.querySelectorAll('.jp-Notebook .ks-root').length >= {len(traces)}",
+                               timeout=180_000)
+        shown_s = time.perf_counter() - t0
+        page.wait_for_timeout(3000)
+        b.close()
+    return {"runs": reruns * len(traces), "reload_bytes": sum(frames), "largest_frame": max(frames, default=0),
+            "frames": len(frames), "reports_shown_s": shown_s}
 
 
 def _free_port() -> int:
