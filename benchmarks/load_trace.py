@@ -24,7 +24,9 @@ OUT = HERE / "out"
 
 
 def _tile_tool() -> pathlib.Path:
-    for p in (ROOT.parent / "shared" / "tools" / "tile_trace.py", ROOT / "shared" / "tools" / "tile_trace.py"):
+    # Beside the project (../shared), inside it, or beside the folder of a worktree (../../shared).
+    for p in (ROOT.parent / "shared" / "tools" / "tile_trace.py", ROOT / "shared" / "tools" / "tile_trace.py",
+              ROOT.parent.parent / "shared" / "tools" / "tile_trace.py"):
         if p.exists():
             return p
     sys.exit("tile_trace.py not found (expected ../shared/tools/tile_trace.py)")

@@ -260,18 +260,32 @@ class Report:
         JupyterLab extension renders it from a saved notebook with no kernel), static HTML
         (GitHub, nbconvert) and text."""
         from .render.html import report_html
-        from .render.view import MIME_TYPE, mime_payload, view_model
+        from .render.view import MIME_TYPE, mime_payload, pack, view_model
         model = view_model(self)
-        bundle = {MIME_TYPE: mime_payload(self, model), "text/html": report_html(self), "text/plain": repr(self)}
+        packed = pack(*model)   # one blob for both the saved MIME entry and the widget
+        bundle = {MIME_TYPE: mime_payload(self, packed=packed), "text/html": report_html(self), "text/plain": repr(self)}
         try:
-            from .widget import ReportWidget
-            view = ReportWidget(self, model=model)._repr_mimebundle_()
+            from .widget import display_widget
+            view = display_widget(self, model=model, packed=packed)._repr_mimebundle_()
         except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
             view = None
         if view:
             data = view[0] if isinstance(view, tuple) else view
             bundle.update({k: v for k, v in data.items() if k != "text/plain"})
         return bundle
+
+    def chart(self, kind: str = "kernels", *, kernel: str | None = None, top: int = 20):
+        """A chart of the report as an altair object, to restyle or save (PNG/SVG need vl-convert):
+        ``"backends"`` (GPU time per backend), ``"kernels"`` (the ``top`` costliest), ``"timeline"``
+        (launches and copies per stream, idle gaps) or ``"occupancy"`` (theoretical occupancy as
+        block size, registers and shared memory vary, for ``kernel``: a name, short name or part
+        of one; the costliest kernel by default). Shown offline in JupyterLab, Notebook 7 and VS
+        Code (see :mod:`kernelscope.render.charts`).
+
+        >>> rep.chart("occupancy", kernel="nvjet").save("occupancy.svg")   # doctest: +SKIP
+        """
+        from .render.charts import report_chart
+        return report_chart(self, kind, kernel=kernel, top=top)
 
     def widget(self):
         """The interactive view as an anywidget; ``w.selected`` is what is selected in its table.

@@ -196,7 +196,7 @@ def _cupti_importable():
     return None
 
 
-def test_reads_torch_counter_tracks(tmp_path):
+def test_reads_torch_counter_tracks(tmp_path, cupti_python):
     """torch 2.14's own Chrome-trace writer for PM counters (``_build_pm_counters`` and
     ``_build_chrome_counters`` in torch/profiler/_cupti/monitor_trace.py), run here on the real PM
     samples of the H200 recording and merged into that step's real Kineto trace, reads back into
@@ -205,9 +205,7 @@ def test_reads_torch_counter_tracks(tmp_path):
     The H200's torch is 2.11, which lacks that backend, so no torch-written counter trace could
     be recorded there; this runs torch's real writer on real samples instead of a hand-made file.
     """
-    why = _cupti_importable()   # torch's writer imports cupti-python (KERNELSCOPE_CUPTI_PATH)
-    if why:
-        pytest.skip(why)
+    # torch's writer imports cupti-python: the cupti_python fixture finds or installs it
     mt = pytest.importorskip("torch.profiler._cupti.monitor_trace",
                              reason="needs torch >= 2.14 (its CUPTI-monitor trace writer)")
     ours = pm_report()

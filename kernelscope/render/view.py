@@ -6,15 +6,20 @@ arrays (``Float64Array``/``Float32Array``/``Int32Array``). Strings travel once, 
 dictionaries; the buffer holds their int32 codes. The browser maps each column with a zero-copy
 typed-array view, so 100k launches cost one ``ArrayBuffer`` and no per-row JSON.
 
-The anywidget sends the buffer as a binary trait; the MIME bundle
-(``application/vnd.kernelscope.report.v1+json``) carries it gzipped and base64-encoded, so a
-saved notebook renders with no kernel. Both are decoded by the same front-end code (``js/src/view``).
+Both travel as one packed, gzipped blob (:func:`pack`): as the one binary buffer the anywidget
+sends when its view asks (``kernelscope.widget``), and, base64-encoded, as the MIME bundle entry
+(``application/vnd.kernelscope.report.v1+json``) that lets a saved notebook render with no kernel. Packing the header too keeps a saved notebook light
+(the header's findings, roofline and names are most of a small report). Both are decoded by the
+same front-end code (``js/src/view/data.js``), which also reads the older payload format (plain
+JSON header beside a gzipped buffer) of notebooks saved before.
 """
 from __future__ import annotations
 
 import base64
 import gzip
+import json
 import math
+import struct
 
 import numpy as np
 import pandas as pd
@@ -31,6 +36,9 @@ from .ncu_view import kernel_detail
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
+# The MIME entry's layout: 2 = {"format": 2, "encoding": "gzip+base64", "data": packed blob};
+# entries without "format" are the first layout, {"header": {...}, "encoding", "data": buffer}.
+PAYLOAD_FORMAT = 2
 
 # Curves are computed up front for the launch shapes that take the most time only: a curve set is
 # ~740 occupancy-calculator calls (~0.1 s), paid on every display; the live widget asks for others on selection.
@@ -178,17 +186,55 @@ def pack_tables(items) -> tuple[dict, bytes]:
     return tables, b"".join(chunks)
 
 
-def mime_payload(rep, model: tuple | None = None) -> dict:
+def pack(header: dict, buf: bytes) -> bytes:
+    """Header and column buffer as one gzipped blob: u32 (little-endian) length of the header's
+    UTF-8 JSON, the JSON, zero padding to a multiple of 8, then the buffer (so the browser maps
+    the columns straight out of the inflated bytes).
+
+    >>> unpack(pack(*view_model(rep)))[0]["stats"]["launches"]   # doctest: +SKIP
+    74
+    """
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    head = struct.pack("<I", len(text)) + text
+    head += b"\0" * ((-len(head)) % 8)
+    # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
+    return gzip.compress(head + buf, compresslevel=6, mtime=0)
+
+
+def unpack(blob: bytes) -> tuple[dict, bytes]:
+    """(header, column buffer) of a :func:`pack` blob."""
+    raw = gzip.decompress(blob)
+    (n,) = struct.unpack_from("<I", raw)
+    start = 4 + n + (-(4 + n)) % 8
+    return json.loads(raw[4:4 + n].decode("utf-8")), raw[start:]
+
+
+def mime_payload(rep, model: tuple | None = None, packed: bytes | None = None) -> dict:
     """The JSON-able MIME bundle entry for ``application/vnd.kernelscope.report.v1+json``
-    (``model``: a :func:`view_model` result already computed for ``rep``).
+    (``model``: a :func:`view_model` result already computed for ``rep``; ``packed``: its
+    :func:`pack` blob, when already made for the widget).
 
     >>> mime_payload(rep)["encoding"]     # doctest: +SKIP
     'gzip+base64'
     """
-    header, buf = model or view_model(rep)
-    # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
-    data = base64.b64encode(gzip.compress(buf, compresslevel=6, mtime=0)).decode("ascii")
-    return {"header": header, "encoding": "gzip+base64", "data": data}
+    if packed is None:
+        packed = pack(*(model or view_model(rep)))
+    return {"format": PAYLOAD_FORMAT, "encoding": "gzip+base64", "data": base64.b64encode(packed).decode("ascii")}
+
+
+def read_payload(payload: dict) -> tuple[dict, bytes]:
+    """(header, column buffer) of a MIME payload, in this layout or the first one.
+
+    >>> read_payload(mime_payload(rep))[0]["stats"]["launches"]   # doctest: +SKIP
+    74
+    """
+    if payload.get("format") == PAYLOAD_FORMAT:
+        return unpack(base64.b64decode(payload["data"]))
+    if "header" in payload:   # first layout: plain JSON header, gzipped buffer beside it
+        data = base64.b64decode(payload.get("data") or "")
+        gz = payload.get("encoding") == "gzip+base64" and data
+        return payload["header"], gzip.decompress(data) if gz else data
+    raise ValueError(f"not a kernelscope report payload (format {payload.get('format')!r})")
 
 
 def decode_payload(payload: dict) -> dict:
@@ -196,8 +242,7 @@ def decode_payload(payload: dict) -> dict:
 
     >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]   # doctest: +SKIP
     """
-    buf = gzip.decompress(base64.b64decode(payload["data"]))
-    return decode_buffer(payload["header"], buf)
+    return decode_buffer(*read_payload(payload))
 
 
 def decode_buffer(header: dict, buf: bytes) -> dict:
@@ -467,8 +512,12 @@ def _roofline(rep, k, problems=None) -> dict | None:
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if _num(r["peak_tflops"]) and _num(r["peak_gbps"]):
+            src = _str(r["peaks_source"]) or "datasheet"
+            # The chart prints these as they are: the numbers and their source are said here, once.
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
-                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"])})
+                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"]),
+                             "peak_label": f"{dev} {prec} peak {r['peak_tflops']:,.0f} TFLOP/s ({src})",
+                             "memory_label": f"{dev} memory {r['peak_gbps'] / 1000:.2f} TB/s ({src})"})
     memory_only = int(len(rl) - len(pts))
     note = ("Ceilings are datasheet peaks; FLOPs and bytes are counted per CPU op from its shapes "
             "(bytes: inputs read once, output written once).")

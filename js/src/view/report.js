@@ -5,7 +5,7 @@ import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { UtilizationStrip } from "./utilization.js";
 import { counterBlock, stallBlock } from "./measured.js";
-import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
+import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
 import { kernelDetail } from "./kernel.js";
 
@@ -80,7 +80,7 @@ export function renderReport(el, model, opts = {}) {
       if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
       const chart = h("div", { class: "ks-chart" });
       panels.Backends.append(chart, backendTable(b));
-      show(chart, backendSpec(b));
+      backendChart(chart, b, backendColor);
     },
     Roofline() {
       const roof = hd.roofline;
@@ -92,7 +92,7 @@ export function renderReport(el, model, opts = {}) {
       const chart = h("div", { class: "ks-chart" });
       panels.Roofline.append(chart);
       if (roof.note) panels.Roofline.append(h("p", { class: "ks-note", text: roof.note }));
-      show(chart, rooflineSpec(roof));
+      rooflineChart(chart, roof, backendColor);
     },
     "CPU ops"() {
       panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
@@ -296,7 +296,7 @@ function occupancyBlock(cfg, k, f) {
     for (const [key, field, title, x] of graphs) {
       const c = h("div", { class: "ks-chart ks-occ-chart", "data-curve": key });
       charts.append(c);
-      show(c, occupancySpec(cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title }));
+      occupancyChart(c, cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title });
     }
   }
   return block;
