@@ -12,10 +12,10 @@ missing, counters not permitted, a GPU too old for time-interval sampling, a met
 CUPTI's profiler already in use.
 
 Finding cupti-python: ``import cupti``, else the directory named by ``KERNELSCOPE_CUPTI_PATH``
-appended to ``sys.path``. torch 2.11/2.14 built for CUDA 13.0 pin ``nvidia-cuda-cupti`` 13.0.x
-while cupti-python needs ``~=13.4``, so in such an environment install it apart:
-``pip install --target DIR "cupti-python==13.4.*"`` and ``export KERNELSCOPE_CUPTI_PATH=DIR``
-(appended, so the environment's own packages win; torch keeps its libcupti).
+appended to ``sys.path``. Its PM sampling needs libcupti 13.3+ in the process, and torch loads its
+own at import (13.0.x for torch built against CUDA 13.0): an older one refuses the configuration
+(ERROR_INVALID_PARAMETER on the H200), so :func:`loaded_cupti_version` is checked first and the note
+says how to get the newer one loaded (README, Hardware counters).
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ import time
 
 from ..trace.counters import DEFAULT_METRICS, SOURCE_LIVE
 
-INSTALL_HINT = ('pip install "kernelscope[counters]" (or, beside a torch that pins an older '
-                'nvidia-cuda-cupti: pip install --target DIR "cupti-python==13.4.*" and set '
-                'KERNELSCOPE_CUPTI_PATH=DIR)')
+INSTALL_HINT = ('pip install "kernelscope[counters]" (or pip install --target DIR "cupti-python==13.4.*" '
+                '"nvidia-cuda-cupti==13.4.*" and start Python with DIR first on PYTHONPATH, or set '
+                'KERNELSCOPE_CUPTI_PATH=DIR before torch is imported)')
 DEFAULT_INTERVAL_US = 20.0
 # Host memory: CUPTI's counter-data image costs ~5 KB per sample and metric (31.7 KB per sample
 # for the 6 default metrics on the H200), so samples are decoded a chunk at a time and the total
@@ -66,6 +66,33 @@ def import_cupti():
         raise ImportError(f"PM sampling needs NVIDIA's cupti-python; KERNELSCOPE_CUPTI_PATH={extra} "
                           f"did not provide it ({e}): {INSTALL_HINT}") from None
     return cupti, pm_sampling
+
+
+# cupti-python's PM sampling (13.3+) fills CUPTI 13.3 structs: an older libcupti already in the
+# process (torch loads its own at import) rejects them with ERROR_INVALID_PARAMETER (seen on the H200).
+MIN_CUPTI_VERSION = 130300
+
+
+def loaded_cupti_version() -> int | None:
+    """``cuptiGetVersion`` of the libcupti already loaded in this process (e.g. 130001 for the one
+    torch 2.11+cu130 ships), or None when none is loaded. Never loads one itself.
+
+    >>> loaded_cupti_version() is None or loaded_cupti_version() > 0       # doctest: +SKIP
+    True
+    """
+    import ctypes
+    for name in ("libcupti.so.13", "libcupti.so.12", "libcupti.so"):
+        try:
+            lib = ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 4) | ctypes.RTLD_GLOBAL)
+        except OSError:
+            continue
+        v = ctypes.c_uint32(0)
+        try:
+            if lib.cuptiGetVersion(ctypes.byref(v)) == 0:
+                return int(v.value)
+        except AttributeError:
+            continue
+    return None
 
 
 def resolve_metrics(metrics) -> list:
@@ -133,6 +160,17 @@ class PmSampling:
             self.notes.append(f"hardware counters were not sampled: {e}")
             return
         self._cu = cu
+        loaded = loaded_cupti_version()
+        if loaded is not None and loaded < MIN_CUPTI_VERSION:
+            self.notes.append(
+                f"hardware counters were not sampled: the libcupti already loaded in this process is "
+                f"{loaded // 10000}.{loaded // 100 % 100} (torch loads its own at import), and cupti-python's PM "
+                f"sampling needs {MIN_CUPTI_VERSION // 10000}.{MIN_CUPTI_VERSION // 100 % 100} or newer. Install "
+                "nvidia-cuda-cupti>=13.4 into the same environment as torch (pip install \"kernelscope[counters]\"; "
+                "pip warns that torch pinned an older one, and torch runs with the newer), or put the directory "
+                "holding cupti-python and its nvidia-cuda-cupti first on PYTHONPATH before Python starts, then "
+                "restart the kernel")
+            return
         col = pm.Collector(self.device_index)
         try:
             col.enable()
