@@ -191,8 +191,8 @@ def test_magic_metrics_and_stalls(step):
     from IPython.core.interactiveshell import InteractiveShell
     sh = InteractiveShell.instance()
     sh.run_line_magic("load_ext", "kernelscope")
-    assert sh.run_cell(SETUP).success
-    r = sh.run_cell("%%kernelprofile --metrics --stalls --no-display -o rep_ms\n" + STEP)
+    assert sh.run_cell(SETUP, store_history=True).success   # a notebook cell: --stalls replays it
+    r = sh.run_cell("%%kernelprofile --metrics --stalls --no-display -o rep_ms\n" + STEP, store_history=True)
     assert r.success, r.error_in_exec
     rep = sh.user_ns["rep_ms"]
     print("notes:", rep.notes)

@@ -34,7 +34,7 @@ DEFAULT_INTERVAL_US = 20.0
 # Host memory: CUPTI's counter-data image costs ~5 KB per sample and metric (31.7 KB per sample
 # for the 6 default metrics on the H200), so samples are decoded a chunk at a time and the total
 # kept is capped; the values kept cost 8 bytes per sample and metric.
-DECODE_CHUNK = int(os.environ.get("KERNELSCOPE_PM_DECODE_CHUNK", "2000"))
+DECODE_CHUNK = int(os.environ.get("KERNELSCOPE_PM_DECODE_CHUNK", "20000"))
 MAX_SAMPLES = int(os.environ.get("KERNELSCOPE_PM_MAX_SAMPLES", "50000"))
 # Device memory CUPTI's hardware buffer takes while sampling.
 HW_BUFFER_BYTES = 256 << 20
@@ -277,7 +277,7 @@ class PmSampling:
                 for i in range(n):
                     vals.append(data[i].metric_values)
                 del data
-                if n < chunk:
+                if n == 0:       # a full image holds one sample fewer than its slots: stop only when empty
                     break
             else:
                 capped = expected > self.max_samples

@@ -237,7 +237,7 @@ def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0
     with open(script, "w") as f:
         f.write(_CHILD.replace("@CELLS@", json.dumps(cells)).replace("@STATUS@", json.dumps(status))
                 .replace("@RANGE@", json.dumps(RANGE)).replace("@WARMUP@", str(int(warmup)))
-                .replace("@PROTON@", json.dumps(proton)))
+                .replace("@PROTON@", repr(proton)))
     return script, status
 
 

@@ -31,10 +31,13 @@ bench)
       --json "$OUT"/overhead_metrics.json > "$OUT"/overhead.log 2>&1
   tail -30 "$OUT"/overhead.log ;;
 notebooks)
+  # The new tutorials first; each notebook is packed as soon as it ran, and none starts past the
+  # deadline (seconds since this script began), so the call returns inside the device's limit.
   export KERNELSCOPE_REFRESH_RECORDINGS=1
-  for nb in example_notebooks/0*.ipynb; do
-    run 300 python3 tests/gpu_tools/execute_notebook.py "$nb" >> "$OUT"/notebooks.log 2>&1
-    tail -3 "$OUT"/notebooks.log
-  done
-  tar czf "$OUT"/notebooks.tar.gz example_notebooks/*.ipynb example_notebooks/recordings ;;
+  for nb in example_notebooks/06_*.ipynb example_notebooks/07_*.ipynb example_notebooks/0[1-5]_*.ipynb; do
+    if [ $SECONDS -gt ${NB_DEADLINE:-470} ]; then echo "== skipped $nb (deadline)"; continue; fi
+    run 150 python3 tests/gpu_tools/execute_notebook.py "$nb" >> "$OUT"/notebooks.log 2>&1
+    tail -2 "$OUT"/notebooks.log
+    tar czf "$OUT"/notebooks.tar.gz example_notebooks/*.ipynb example_notebooks/recordings
+  done ;;
 esac; done
