@@ -31,11 +31,12 @@ INSTALL_HINT = ('pip install "kernelscope[counters]" (or pip install --target DI
                 '"nvidia-cuda-cupti==13.4.*" and start Python with DIR first on PYTHONPATH, or set '
                 'KERNELSCOPE_CUPTI_PATH=DIR before torch is imported)')
 DEFAULT_INTERVAL_US = 20.0
-# Host memory: CUPTI's counter-data image costs ~5 KB per sample and metric (31.7 KB per sample
-# for the 6 default metrics on the H200), so samples are decoded a chunk at a time and the total
-# kept is capped; the values kept cost 8 bytes per sample and metric.
-DECODE_CHUNK = int(os.environ.get("KERNELSCOPE_PM_DECODE_CHUNK", "20000"))
-MAX_SAMPLES = int(os.environ.get("KERNELSCOPE_PM_MAX_SAMPLES", "50000"))
+# Host memory: CUPTI's counter-data image costs ~5 KB per sample and metric (31.0 KiB per sample
+# for the 6 default metrics on the H200, measured). The samples are decoded in one call, into an
+# image sized to the region (a second decode after the stop returns nothing: checked on the H200,
+# where a 250-slot first decode kept 249 and the rest were gone), so the total is capped; the values
+# kept cost 8 bytes per sample and metric.
+MAX_SAMPLES = int(os.environ.get("KERNELSCOPE_PM_MAX_SAMPLES", "20000"))
 # Device memory CUPTI's hardware buffer takes while sampling.
 HW_BUFFER_BYTES = 256 << 20
 
@@ -265,22 +266,16 @@ class PmSampling:
         image_bytes, slots = 0, 0
         capped = False
         try:
-            while len(starts) < want:
-                chunk = min(DECODE_CHUNK, want - len(starts))
-                data = self._col.decode(max_samples=chunk)
-                nbytes = int(getattr(getattr(data, "_image", None), "nbytes", 0))
-                if nbytes > image_bytes:
-                    image_bytes, slots = nbytes, chunk
-                n = int(data.num_completed_samples)
-                starts.extend(int(x) for x in data._start_timestamps[:n])
-                ends.extend(int(x) for x in data._end_timestamps[:n])
-                for i in range(n):
-                    vals.append(data[i].metric_values)
-                del data
-                if n == 0:       # a full image holds one sample fewer than its slots: stop only when empty
-                    break
-            else:
-                capped = expected > self.max_samples
+            data = self._col.decode(max_samples=want)
+            image_bytes = int(getattr(getattr(data, "_image", None), "nbytes", 0))
+            slots = want
+            n = int(data.num_completed_samples)
+            starts.extend(int(x) for x in data._start_timestamps[:n])
+            ends.extend(int(x) for x in data._end_timestamps[:n])
+            for i in range(n):
+                vals.append(data[i].metric_values)
+            del data
+            capped = expected > self.max_samples
         except MemoryError:
             self.notes.append("some PM samples were lost: the region outran CUPTI's hardware buffer; "
                               "sample less often (a larger interval_us)")
@@ -299,7 +294,7 @@ class PmSampling:
                 "(a larger interval_us) or raise KERNELSCOPE_PM_MAX_SAMPLES to cover it all")
         info = {"source": SOURCE_LIVE, "interval_us": self.interval_us, "device_index": self.device_index,
                 "max_samples": self.max_samples, "capped": bool(capped), "decode_s": decode_s,
-                "decode_chunk": DECODE_CHUNK, "image_bytes": image_bytes,
+                "image_bytes": image_bytes,
                 # CUPTI sizes the image by sample slots asked for, filled or not
                 "image_bytes_per_sample": image_bytes / slots if slots else None,
                 "values_bytes": len(vals) * len(self.metrics) * 8,
