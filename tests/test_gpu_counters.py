@@ -204,8 +204,8 @@ def test_magic_metrics_and_stalls(step):
     print(s[["name", "samples", "top_stall"]].to_string())
     gemm = rep.kernels[rep.kernels["backend"] == "cuBLAS"]
     assert gemm["top_stall"].notna().all()
-    assert rep.meta["stalls"]["kernels_matched"] >= 5
-    # torch.profiler still records after Proton took CUPTI for the second run
+    assert rep.meta["stalls"]["kernels_matched"] == rep.kernels["name"].nunique()
+    # this process's torch.profiler still records: Proton sampled in the replay's own process
     r = sh.run_cell("%%kernelprofile --no-display -o rep_after\n" + STEP)
     assert r.success and len(sh.user_ns["rep_after"].kernels) >= 7
 
