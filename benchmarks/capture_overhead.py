@@ -6,8 +6,12 @@
 2. Time from the end of the profiled code to a ready report, for 10k launches: our stop +
    Report (default and through the magic) against torch.profiler's stop + ``key_averages()``.
 3. The two live-trace routes (in-memory activities vs Kineto JSON in tmpfs), where torch has both.
+4. With ``--metrics`` (CUDA and cupti-python needed): per-launch cost of ``ks.profile(metrics=True)``
+   at 20 and 100 us sampling against ``ks.profile()``, and what the samples cost after the region:
+   decode time, host memory (tracemalloc peak of stop + report; CUPTI's counter-data image per
+   sample) and the samples kept.
 
-    python benchmarks/capture_overhead.py [--launches 5000] [--post 10000] [--rounds 5] [--json OUT]
+    python benchmarks/capture_overhead.py [--launches 5000] [--post 10000] [--rounds 5] [--metrics] [--json OUT]
 
 On a machine without CUDA it measures CPU ops (torch.add on a small tensor) instead of kernels.
 """
@@ -147,12 +151,48 @@ def routes(n, rounds):
     return out
 
 
+def counters(n, rounds):
+    """PM sampling's cost: per launch against ks.profile(), and decode time and memory after."""
+    import tracemalloc
+    loop = make_loop(n)
+    for _ in range(3):
+        loop()
+
+    def timed(**kw):
+        with ks.profile(**kw) as prof:
+            t = time.perf_counter(); loop(); dt = time.perf_counter() - t
+        return dt, prof.report
+    out = {}
+    variants = {"ks_profile": {}, "metrics_20us": {"metrics": True, "interval_us": 20},
+                "metrics_100us": {"metrics": True, "interval_us": 100}}
+    res = {k: [] for k in variants}
+    names = list(variants)
+    for r in range(rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            res[k].append(timed(**variants[k])[0])
+    out["us_per_launch"] = {k: statistics.median(v) / n * 1e6 for k, v in res.items()}
+    for k in ("metrics_20us", "metrics_100us"):
+        prof = ks.profile(**variants[k])
+        prof.start(); loop()
+        tracemalloc.start()
+        t = time.perf_counter(); rep = prof.stop(); dt = time.perf_counter() - t
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        c = rep.meta.get("counters", {})
+        out[k] = {"stop_to_report_s": dt, "decode_s": c.get("decode_s"), "samples": c.get("samples"),
+                  "host_peak_bytes": peak, "image_bytes": c.get("image_bytes"),
+                  "image_bytes_per_sample": c.get("image_bytes_per_sample"), "values_bytes": c.get("values_bytes"),
+                  "notes": [x for x in rep.notes if "counter" in x or "PM" in x]}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--launches", type=int, default=5000)
     ap.add_argument("--post", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--metrics", action="store_true", help="also measure PM sampling (ks.profile(metrics=True))")
     a = ap.parse_args()
     shell = None
     try:
@@ -168,6 +208,8 @@ def main():
     pp = post_processing(a.post, a.rounds, shell)
     rt = routes(a.post, a.rounds)
     res = {"info": info, "us_per_launch": pl, "post_s": pp, "routes": rt}
+    if a.metrics:
+        res["counters"] = counters(a.launches, a.rounds) if CUDA else {"skipped": "needs CUDA"}
     bare = pl["bare"]
     print(f"# {info}")
     print(f"per launch ({a.launches} tiny {'kernels' if CUDA else 'CPU ops'}, median of {a.rounds}):")
@@ -178,6 +220,20 @@ def main():
     for k, v in pp.items():
         print(f"  {k:30s} {v:7.3f} s   {v / ka:5.2f}x key_averages()")
     print("live trace routes:", rt)
+    if a.metrics and CUDA:
+        c = res["counters"]
+        base = c["us_per_launch"]["ks_profile"]
+        print(f"PM sampling ({a.launches} tiny kernels, median of {a.rounds}):")
+        for k, v in c["us_per_launch"].items():
+            print(f"  {k:18s} {v:8.2f} us   {v / base:5.2f}x ks.profile()")
+        for k in ("metrics_20us", "metrics_100us"):
+            m = c[k]
+            n = lambda x: float("nan") if x is None else x   # noqa: E731 - sampling may have been refused
+            print(f"  {k}: {m['samples']} samples, stop -> report {n(m['stop_to_report_s']):.3f} s (decode "
+                  f"{n(m['decode_s']):.3f} s), host peak {n(m['host_peak_bytes']) / 2**20:.1f} MiB, CUPTI image "
+                  f"{n(m['image_bytes_per_sample']) / 1024:.1f} KiB/sample, kept values {n(m['values_bytes']) / 1024:.1f} KiB")
+            for note in m["notes"]:
+                print("    note:", note)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

@@ -2,6 +2,8 @@
 
     python benchmarks/widget_render.py                 # 1k, 10k, 100k launches
     python benchmarks/widget_render.py --sizes 1000 10000
+    python benchmarks/widget_render.py --baseline-js OLD/report.js   # also an earlier build
+
 
 Traces are the real H200 MLP step (74 launches) tiled with the shared tile_trace.py (benchmarks/tiles.py) and
 cached in benchmarks/out/. For each size, side by side in one run:
@@ -10,7 +12,10 @@ cached in benchmarks/out/. For each size, side by side in one run:
   decode -> render (virtualized table) -> two animation frames, i.e. what JupyterLab does with
   a saved or live report output;
 * per-row JSON: the kernels table as JSON records (``DataFrame.to_json(orient="records")``) ->
-  ``JSON.parse`` -> one DOM row per launch -> two animation frames, the approach the issue rules out.
+  ``JSON.parse`` -> one DOM row per launch -> two animation frames, the approach the issue rules out;
+* with ``--baseline-js``: an earlier build of the view (``kernelscope/static/report.js`` of that
+  version) on the payload layout it reads (the first one: plain JSON header beside the gzipped
+  columns), timed the same way, e.g. the build before issue 15 (vega inside, 924 KB).
 
 Also timed: Python's view-model encoding (after the analysis it reads is computed, which is
 reported on its own line), a scroll of the table to its end, and a timeline redraw after zoom.
@@ -19,7 +24,9 @@ Prints a table and writes benchmarks/out/widget_render.json.
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
+import gzip
 import http.server
 import json
 import math
@@ -44,7 +51,8 @@ REPEAT = 3
 PAGE = """<!doctype html><meta charset="utf-8"><body style="width:1300px">
 <div id="root"></div>
 <script type="module">
-import { render } from "./report.js";
+import { render } from "./__JS__";
+window.loadMs = performance.now();   // page start to the view module evaluated
 const frames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
 window.runOurs = async (url) => {
   const text = await (await fetch(url)).text();
@@ -121,12 +129,16 @@ def prepare(n: int, site: pathlib.Path) -> dict:
     encode_s = time.perf_counter() - t
     ours = json.dumps(payload)
     rows = rep.kernels.to_json(orient="records")
+    # The first payload layout (before issue 15), for an earlier build of the view.
+    first = json.dumps({"header": model[0], "encoding": "gzip+base64",
+                        "data": base64.b64encode(gzip.compress(model[1], compresslevel=6, mtime=0)).decode()})
     (site / f"ours_{n}.json").write_text(ours)
+    (site / f"first_{n}.json").write_text(first)
     (site / f"rows_{n}.json").write_text(rows)
     return {"launches": len(rep.kernels), "kernels": int(rep.kernels["name"].nunique()),
             "load_s": load_s, "analysis_s": analysis_s, "encode_s": encode_s,
             "binary_bytes": len(model[1]), "header_bytes": len(json.dumps(model[0])),
-            "mime_bytes": len(ours), "rows_json_bytes": len(rows)}
+            "mime_bytes": len(ours), "first_layout_bytes": len(first), "rows_json_bytes": len(rows)}
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -141,7 +153,7 @@ def serve(site: pathlib.Path):
     return httpd
 
 
-def measure(sizes):
+def measure(sizes, baseline_js=None, repeat=REPEAT):
     from playwright.sync_api import sync_playwright
     site = OUT / "site"
     site.mkdir(parents=True, exist_ok=True)
@@ -149,7 +161,10 @@ def measure(sizes):
     if not bundle.exists():
         sys.exit("kernelscope/static/report.js missing: build the front end (cd js && npm run build)")
     (site / "report.js").write_bytes(bundle.read_bytes())
-    (site / "index.html").write_text(PAGE)
+    (site / "index.html").write_text(PAGE.replace("__JS__", "report.js"))
+    if baseline_js:
+        (site / "before.js").write_bytes(pathlib.Path(baseline_js).read_bytes())
+        (site / "before.html").write_text(PAGE.replace("__JS__", "before.js"))
     results = []
     for n in sizes:
         info = prepare(n, site)
@@ -159,23 +174,32 @@ def measure(sizes):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for r in results:
-            ours, rows = [], []
-            for i in range(REPEAT):
-                for kind, acc in (("Ours", ours), ("Rows", rows)):
+            ours, rows, before = [], [], []
+            variants = [("Ours", "index", "ours", ours), ("Rows", "index", "rows", rows)]
+            if baseline_js:
+                variants.append(("Ours", "before", "first", before))
+            for i in range(repeat):
+                for kind, html, name, acc in variants:
                     if kind == "Rows" and i and r["size"] >= 100_000:
                         continue   # one run of the per-row table at 100k (about 90 s) is enough
                     page = browser.new_page(viewport={"width": 1400, "height": 900})
-                    page.goto(f"{url}/index.html")
+                    page.goto(f"{url}/{html}.html")
                     page.wait_for_function(f"typeof window.run{kind} === 'function'")
-                    name = "ours" if kind == "Ours" else "rows"
-                    acc.append(page.evaluate(f"window.run{kind}('{name}_{r['size']}.json')"))
+                    res = page.evaluate(f"window.run{kind}('{name}_{r['size']}.json')")
+                    res["load"] = page.evaluate("window.loadMs")
+                    acc.append(res)
                     page.close()
+            r["repeat"] = repeat
             r["ours_paint_ms"] = statistics.median(x["paint"] for x in ours)
             r["ours_scroll_ms"] = statistics.median(x["scroll"] for x in ours)
             r["ours_timeline_redraw_ms"] = statistics.median(x["redraw"] for x in ours)
             r["ours_dom_rows"] = ours[0]["domRows"]
+            r["ours_module_ms"] = statistics.median(x["load"] for x in ours)
             r["rows_paint_ms"] = statistics.median(x["paint"] for x in rows)
             r["rows_dom_rows"] = rows[0]["domRows"]
+            if before:
+                r["before_paint_ms"] = statistics.median(x["paint"] for x in before)
+                r["before_module_ms"] = statistics.median(x["load"] for x in before)
         browser.close()
     httpd.shutdown()
     return results
@@ -184,8 +208,10 @@ def measure(sizes):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    ap.add_argument("--baseline-js", help="report.js of an earlier build, timed beside ours")
+    ap.add_argument("--repeat", type=int, default=REPEAT, help=f"runs of each variant (median; default {REPEAT})")
     a = ap.parse_args(argv)
-    results = measure(a.sizes)
+    results = measure(a.sizes, a.baseline_js, a.repeat)
     (OUT / "widget_render.json").write_text(json.dumps(results, indent=1))
     print(f"{'launches':>9} {'payload':>9} {'rows JSON':>10} {'size x':>7} {'paint':>9} {'rows paint':>11} "
           f"{'paint x':>8} {'scroll':>7} {'redraw':>7} {'encode':>7} {'analysis':>9}")
@@ -195,7 +221,16 @@ def main(argv=None):
               f"{r['rows_paint_ms'] / r['ours_paint_ms']:>7.1f}x {r['ours_scroll_ms']:>5.0f}ms "
               f"{r['ours_timeline_redraw_ms']:>5.0f}ms {r['encode_s']:>6.2f}s {r['analysis_s']:>8.2f}s")
     print("payload: our MIME entry (header + gzip/base64 columns); rows JSON: kernels as per-row records. "
-          "paint: parse + decode + render + 2 frames, median of 3 (per-row table at 100k: 1 run), headless chromium.")
+          f"paint: parse + decode + render + 2 frames, median of {a.repeat} (per-row table at 100k: 1 run), headless chromium.")
+    if a.baseline_js:
+        print(f"\n{'launches':>9} {'payload':>9} {'earlier':>9} {'paint':>9} {'earlier':>9} {'ratio':>6} "
+              f"{'module':>8} {'earlier':>8}")
+        for r in results:
+            print(f"{r['launches']:>9,} {r['mime_bytes'] / 1e6:>7.2f}MB {r['first_layout_bytes'] / 1e6:>7.2f}MB "
+                  f"{r['ours_paint_ms']:>7.0f}ms {r['before_paint_ms']:>7.0f}ms {r['ours_paint_ms'] / r['before_paint_ms']:>6.2f} "
+                  f"{r['ours_module_ms']:>6.0f}ms {r['before_module_ms']:>6.0f}ms")
+        print(f"earlier: {a.baseline_js} on the first payload layout; module: page start to the view "
+              "module evaluated (median).")
 
 
 if __name__ == "__main__":

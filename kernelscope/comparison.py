@@ -15,6 +15,14 @@ class Comparison(Diff):
     >>> c.kernels[["short_name", "total_before_us", "total_after_us", "ratio"]]                      # doctest: +SKIP
     """
 
+    def chart(self, top: int = 20):
+        """The ``top`` largest per-kernel changes as an altair chart (see :mod:`kernelscope.render.charts`).
+
+        >>> ks.compare(before, after).chart().save("change.svg")   # doctest: +SKIP
+        """
+        from .render.charts import comparison_chart
+        return comparison_chart(self, top=top)
+
     def __repr__(self) -> str:
         from .render.compare import comparison_text
         return comparison_text(self)

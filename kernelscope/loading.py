@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import msgspec
 
@@ -18,8 +19,9 @@ def load(source):
     """Open a recording as a :class:`~kernelscope.Report`.
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), a report saved
-    with ``Report.save``, or a stopped ``torch.profiler.profile`` object. Which kind of file it
-    is comes from its parsed top level (a saved report's ``"format"`` key), not from its name.
+    with ``Report.save``, a stopped ``torch.profiler.profile`` object, or an Nsight Compute
+    report (``.ncu-rep``: :func:`load_ncu`). Which kind of JSON file it is comes from its parsed
+    top level (a saved report's ``"format"`` key), not from its name.
 
     >>> import kernelscope as ks
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")    # doctest: +SKIP
@@ -32,6 +34,8 @@ def load(source):
     if not isinstance(source, (str, os.PathLike)):
         raise TraceError(repr(source)[:80], "expected a file path or a stopped torch.profiler.profile")
     path = os.fspath(source)
+    if _is_ncu_report(path):
+        return load_ncu(path)   # an Nsight Compute report opened like any recording
     from .trace.kineto import read_kineto
     try:
         trace = read_kineto(path)
@@ -55,21 +59,56 @@ def _report(raw: bytes, path: str) -> Report:
     return Report.from_dict(d, source=path)
 
 
-def load_ncu(path, *, kernels_report=None):
-    """Open an Nsight Compute CSV export (``ncu --csv --page details`` or ``--page raw``).
+def load_ncu(path, *, kernels_report=None, source=True):
+    """Open an Nsight Compute report (``.ncu-rep``, also gzip/xz-compressed) or CSV export
+    (``ncu --csv --page details`` or ``--page raw``).
 
     Without ``kernels_report``: a Report whose kernels are ncu's launches (name, grid, block,
-    registers, shared memory, duration, device), ``report.ncu`` the tidy table, and the ncu
-    metrics also on ``report.kernels`` as ``ncu_*`` columns. With ``kernels_report`` (a Kineto
-    Report of the same workload): that report with ncu's measured metrics merged onto its
-    kernels instead.
+    registers, shared memory, duration, device), ``report.ncu`` the tidy table, one row per
+    launch, and the ncu metrics also on ``report.kernels`` as ``ncu_*`` columns. From a full
+    report also ``rep.stalls`` (warp-stall shares per launch), ``rep.kernels["top_stall"]``,
+    Nsight Compute's rule results as findings and ``rep.ncu_detail`` (its rules, the source hot
+    spots and the SASS around them). With ``kernels_report`` (a Kineto Report of the same
+    workload): that report with ncu's measurements merged onto its kernels instead (by kernel
+    name and launch order). ``source`` (True, False or a count) says for how many of the longest
+    launches source hot spots and SASS are read (the slow part of reading a report; True: the 50
+    longest). Reading ``.ncu-rep`` needs ``pip install "kernelscope[ncu]"``.
 
     >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
     >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
     (7, 62.5)
     """
     from .trace.ncu import read_ncu, trace_from_ncu
-    table = read_ncu(path)
+    if not _is_ncu_report(path):
+        table = read_ncu(path)
+        if kernels_report is not None:
+            return Report(kernels_report.trace, ncu=table)
+        return Report(trace_from_ncu(table, source=os.fspath(path)), ncu=table)
+    from .analysis.ncu_kernels import source_hotspots, stalls_table
+    from .trace.ncu_rep import read_ncu_report
+    data = read_ncu_report(path, source=source)
+    detail = {"rules": data.rules, "hotspots": source_hotspots(data.samples, data.sources), "sass": data.sass}
+    stalls = stalls_table(data.stall_counts)
     if kernels_report is not None:
-        return Report(kernels_report.trace, ncu=table)
-    return Report(trace_from_ncu(table, source=os.fspath(path)), ncu=table)
+        trace = kernels_report.trace
+        trace.meta.setdefault("notes", []).extend(data.notes)
+    else:
+        trace = trace_from_ncu(data.launches, source=os.fspath(path))
+        trace.meta["notes"].extend(data.notes)
+    return Report(trace, ncu=data.launches, stalls=stalls, ncu_detail=detail)
+
+
+def _is_ncu_report(path) -> bool:
+    """By name (``.ncu-rep``, ``.ncu-repz``, compressed) or by ncu's header in the first bytes."""
+    from .trace.ncu_rep import REPORT_MAGIC, is_report_path
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    if is_report_path(path):
+        return True
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False   # never open a pipe or a device to sniff it: the CSV reader refuses them
+        with open(os.fspath(path), "rb") as f:
+            return f.read(4) == REPORT_MAGIC
+    except (OSError, ValueError):
+        return False   # the CSV reader names the problem

@@ -6,6 +6,7 @@ Reports save to a versioned JSON file (no pickle) and load back with ``kernelsco
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import math
 import os
@@ -37,17 +38,65 @@ class Report:
     >>> rep.summary().head(3)                              # doctest: +SKIP
     """
 
-    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None):
+    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None, stalls: pd.DataFrame | None = None,
+                 ncu_detail: dict | None = None):
+        if stalls is not None:
+            # A full .ncu-rep report's stalls take the place of any earlier ones from the same
+            # source and join the others (Proton's live ones), in a copy of the trace so that a
+            # report merged onto (``kernels_report``) keeps its own tables.
+            stalls = frame({c: stalls[c].tolist() for c in stalls.columns}, TABLES["stalls"])
+            old = trace.stalls
+            if len(old) and len(stalls):
+                old = old[~old["source"].isin(set(stalls["source"].dropna()))]
+            elif len(old):
+                from .analysis.ncu_kernels import STALL_SOURCE
+                old = old[old["source"] != STALL_SOURCE]
+            trace = dataclasses.replace(trace, stalls=stalls if not len(old) else
+                                        pd.concat([old, stalls], ignore_index=True))
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
+        # Nsight Compute's rules, source hot spots and SASS of a full .ncu-rep report
+        # (``rules``, ``hotspots``, ``sass``).
+        self.ncu_detail = dict(ncu_detail or {})
         self.kernels, self.shapes = analyze_kernels(trace)
         self.copies = annotate_copies(trace)
         if ncu is not None and len(ncu):
             from .trace.ncu import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
+        if len(trace.counters):
+            from .analysis.counters import annotate_counters
+            self.copies = annotate_counters(self.copies, trace.counters)
+        if len(trace.stalls):
+            from .analysis.stalls import annotate_top_stall
+            self.kernels = annotate_top_stall(self.kernels, trace.stalls)
 
-    # -- tables (kernels, copies and shapes are set on construction) ---------------------
+    # -- tables (kernels, copies and shapes are set on construction; copies gain the counter
+    # columns of metrics, time-weighted over each copy, when the run sampled them) ------------
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """Hardware-counter samples (CUPTI PM sampling), one row per sample: ``start_us``,
+        ``duration_us``, ``sm_active_pct``, ``tensor_pct``, ``dram_pct``, ``dram_gbps`` and each
+        raw metric by its CUPTI name. Empty unless the run sampled them
+        (``ks.profile(metrics=True)``, ``%%kernelprofile --metrics``) or the trace holds torch's
+        counter tracks; ``meta["counters"]`` says how they were taken.
+
+        >>> rep.metrics[["start_us", "tensor_pct"]].head()      # doctest: +SKIP
+        """
+        return self.trace.counters
+
+    @property
+    def stalls(self) -> pd.DataFrame:
+        """Warp-stall samples per kernel: ``name``, ``source`` (who sampled), ``samples``,
+        ``top_stall`` and one column per reason with its share of the stall samples
+        (:mod:`kernelscope.analysis.stalls`): one row per launch from a full Nsight Compute report
+        (``launch``: its ncu id), one per kernel name from Proton's live sampling. Empty unless a
+        source sampled them (``%%kernelprofile --stalls`` or ``--ncu``, ``ks.load_ncu``).
+
+        >>> rep.stalls[["name", "top_stall", "long_scoreboard"]]  # doctest: +SKIP
+        """
+        return self.trace.stalls
+
     @property
     def runtime(self) -> pd.DataFrame:
         """CUDA runtime and driver API calls on the host."""
@@ -157,6 +206,8 @@ class Report:
                "tables": tables}
         if self.ncu is not None:
             out["ncu"] = _table_to_json(self.ncu)
+        if self.ncu_detail:
+            out["ncu_detail"] = {k: _table_to_json(v) for k, v in self.ncu_detail.items()}
         return out
 
     def save(self, path) -> str:
@@ -185,13 +236,14 @@ class Report:
             tables = {name: frame(_table_from_json(d["tables"].get(name, {})), schema)
                       for name, schema in TABLES.items()}
             ncu = pd.DataFrame(_table_from_json(d["ncu"])) if d.get("ncu") else None
+            detail = {str(k): pd.DataFrame(_table_from_json(v)) for k, v in (d.get("ncu_detail") or {}).items()}
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = _clean_meta(d.get("meta"))
         trace = Trace(**tables, meta=meta)
         from .trace.timebase import cover_span
         cover_span(trace)   # a hand-edited span may not cover the recorded kernels
-        return cls(trace, ncu=ncu)
+        return cls(trace, ncu=ncu, ncu_detail=detail)
 
     # -- display -------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -208,18 +260,32 @@ class Report:
         JupyterLab extension renders it from a saved notebook with no kernel), static HTML
         (GitHub, nbconvert) and text."""
         from .render.html import report_html
-        from .render.view import MIME_TYPE, mime_payload, view_model
+        from .render.view import MIME_TYPE, mime_payload, pack, view_model
         model = view_model(self)
-        bundle = {MIME_TYPE: mime_payload(self, model), "text/html": report_html(self), "text/plain": repr(self)}
+        packed = pack(*model)   # one blob for both the saved MIME entry and the widget
+        bundle = {MIME_TYPE: mime_payload(self, packed=packed), "text/html": report_html(self), "text/plain": repr(self)}
         try:
-            from .widget import ReportWidget
-            view = ReportWidget(self, model=model)._repr_mimebundle_()
+            from .widget import display_widget
+            view = display_widget(self, model=model, packed=packed)._repr_mimebundle_()
         except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
             view = None
         if view:
             data = view[0] if isinstance(view, tuple) else view
             bundle.update({k: v for k, v in data.items() if k != "text/plain"})
         return bundle
+
+    def chart(self, kind: str = "kernels", *, kernel: str | None = None, top: int = 20):
+        """A chart of the report as an altair object, to restyle or save (PNG/SVG need vl-convert):
+        ``"backends"`` (GPU time per backend), ``"kernels"`` (the ``top`` costliest), ``"timeline"``
+        (launches and copies per stream, idle gaps) or ``"occupancy"`` (theoretical occupancy as
+        block size, registers and shared memory vary, for ``kernel``: a name, short name or part
+        of one; the costliest kernel by default). Shown offline in JupyterLab, Notebook 7 and VS
+        Code (see :mod:`kernelscope.render.charts`).
+
+        >>> rep.chart("occupancy", kernel="nvjet").save("occupancy.svg")   # doctest: +SKIP
+        """
+        from .render.charts import report_chart
+        return report_chart(self, kind, kernel=kernel, top=top)
 
     def widget(self):
         """The interactive view as an anywidget; ``w.selected`` is what is selected in its table.
@@ -241,6 +307,7 @@ _META_CHECKS = {
     "view": lambda v: isinstance(v, dict) and (v.get("top") is None or (
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),
     "repeats": lambda v: isinstance(v, dict), "cell": lambda v: isinstance(v, dict),
+    "counters": lambda v: isinstance(v, dict), "stalls": lambda v: isinstance(v, dict),
 }
 
 

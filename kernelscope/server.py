@@ -30,15 +30,16 @@ def _load_jupyter_server_extension(serverapp):
 def report_payload(os_path: str, display_path: str | None = None) -> dict:
     """The MIME payload of a trace or report file (what the handler answers).
 
-    >>> report_payload("tests/data/attention.pt.trace.json.gz")["header"]["stats"]["launches"]  # doctest: +SKIP
+    >>> read_payload(report_payload("tests/data/attention.pt.trace.json.gz"))[0]["title"]  # doctest: +SKIP
+    'attention.pt.trace.json.gz'
     """
     from . import load
-    from .render.view import mime_payload
+    from .render.view import mime_payload, view_model
     rep = load(os_path)
-    payload = mime_payload(rep)
+    header, buf = view_model(rep)
     if display_path:
-        payload["header"]["title"] = os.path.basename(display_path)
-    return payload
+        header["title"] = os.path.basename(display_path)
+    return mime_payload(rep, (header, buf))
 
 
 def _handler_class():

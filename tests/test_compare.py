@@ -16,11 +16,8 @@ from kernelscope.render.compare import comparison_html
 from kernelscope.capture.repeats import per_repeat_totals
 from kernelscope.report import Report
 
-from .conftest import DATA
+from .conftest import CHROMIUM_ARGS, DATA
 
-CHROMIUM = os.environ.get("KERNELSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def raw_kernels(name):
@@ -205,17 +202,15 @@ def test_rejects_what_it_cannot_compare():
 
 
 @pytest.mark.browser
-def test_diverging_bars_in_a_real_browser(tmp_path):
+def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
     """Faster kernels' bars grow left of the centre line, slower ones right, in chromium."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not installed")
     from playwright.sync_api import sync_playwright
 
     c = ks.compare(DATA / "mlp_train.pt.trace.json.gz", DATA / "attention.pt.trace.json.gz")
     page_file = tmp_path / "compare.html"
     page_file.write_text(f"<!doctype html><meta charset='utf-8'><body>{comparison_html(c)}</body>")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         pg = b.new_page()
         pg.goto(page_file.as_uri())
         rows = pg.eval_on_selector_all(

@@ -10,6 +10,8 @@ import zipfile
 
 import pytest
 
+from tests.test_widget import embedded_view
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LABEXT = "share/jupyter/labextensions/kernelscope"
 
@@ -57,9 +59,14 @@ def test_wheel_has_the_prebuilt_labextension(wheel):
 def test_wheel_has_the_widget_bundle_and_server_config(wheel):
     esm = wheel.read("kernelscope/static/widget.js").decode()
     assert "export" in esm
-    assert len(esm) > 100_000                                   # vega-embed bundled, no CDN
-    assert "cdn.jsdelivr" not in esm and "unpkg.com" not in esm
-    assert ".ks-root" in wheel.read("kernelscope/static/widget.css").decode()
+    # Self-contained (no CDN), charts drawn by our own SVG code, and small: every displayed
+    # report's widget state carries this module (issue 15).
+    assert len(esm.encode()) <= 150_000
+    view = embedded_view(esm)
+    assert "ks-svg" in view and ".ks-root" in view and "vega" not in view.lower()
+    for text in (esm, view):
+        assert "cdn.jsdelivr" not in text and "unpkg.com" not in text and "https://" not in text
+    assert "ks-svg" in wheel.read("kernelscope/static/report.js").decode()
     cfg = json.loads(wheel.read(_data("etc/jupyter/jupyter_server_config.d/kernelscope.json")))
     assert cfg["ServerApp"]["jpserver_extensions"] == {"kernelscope.server": True}
     assert "kernelscope/server.py" in wheel.namelist()

@@ -323,3 +323,41 @@ def test_in_a_real_ipykernel_value_then_report_and_cell_lines():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_metrics_and_stalls_without_a_gpu_keep_the_profile(shell, capsys):
+    """--metrics and --stalls on a machine without CUDA: the ordinary profile with a note each.
+    (On a GPU the second, stall-sampling run is announced as --repeat's runs are:
+    tests/test_gpu_counters.py.)"""
+    if torch.cuda.is_available():
+        pytest.skip("has a GPU: tests/test_gpu_counters.py covers this")
+    shell.user_ns["runs_ms"] = []
+    r = shell.run_cell(textwrap.dedent("""\
+        %%kernelprofile --metrics --interval-us 50 --stalls --no-display -o rep_ms
+        runs_ms.append(1)
+        y_ms = torch.ones(8) * 2
+        """))
+    assert r.success, r.error_in_exec
+    # no second run where stalls cannot be sampled: nothing announced, the cell ran once
+    assert "the cell runs" not in capsys.readouterr().err
+    assert shell.user_ns["runs_ms"] == [1]
+    rep = shell.user_ns["rep_ms"]
+    assert (rep.ops["name"] == "aten::mul").sum() == 1
+    assert any("hardware counters need a CUDA device" in n for n in rep.notes)
+    assert any("warp stalls need a CUDA device" in n for n in rep.notes)
+    assert len(rep.metrics) == 0 and len(rep.stalls) == 0
+
+
+def test_metrics_options_are_checked(shell):
+    r = shell.run_cell("%%kernelprofile --interval-us 20\nx = 1\n")
+    assert not r.success and "with --metrics" in str(r.error_in_exec)
+    r = shell.run_cell("%%kernelprofile --metrics --interval-us 0.5\nx = 1\n")
+    assert not r.success and "at least 1" in str(r.error_in_exec)
+    with pytest.raises(Exception, match="--stalls are for %%kernelprofile on a cell"):
+        shell.run_line_magic("kernelprofile", "start --stalls")
+
+
+def test_metrics_names_reach_the_profile():
+    from kernelscope_magics.magic import _metrics
+    assert _metrics("default") is True and _metrics(None) is None
+    assert _metrics("dram__bytes.sum, sm__cycles_active.avg") == ["dram__bytes.sum", "sm__cycles_active.avg"]

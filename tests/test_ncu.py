@@ -119,9 +119,9 @@ def test_bad_input_names_the_file(tmp_path):
     trace = os.path.join(DATA, "mlp_train.pt.trace.json.gz")
     with pytest.raises(ks.TraceError, match=r"mlp_train.pt.trace.json.gz: is JSON, not an Nsight Compute CSV export \(a Kineto trace\? open it with ks.load\)"):
         ks.load_ncu(trace)
-    rep_file = tmp_path / "x.ncu-rep"
+    rep_file = tmp_path / "x.csv"
     rep_file.write_bytes(b"NVPERF\x00\x01\x02" * 20)
-    with pytest.raises(ks.TraceError, match=r"x.ncu-rep: binary file.*--csv --page details"):
+    with pytest.raises(ks.TraceError, match=r"x.csv: binary file, neither an Nsight Compute CSV export nor an .ncu-rep"):
         ks.load_ncu(rep_file)
     other = tmp_path / "other.csv"
     other.write_text("a,b,c\n1,2,3\n")
@@ -147,3 +147,10 @@ def test_prof_lines_anywhere_are_skipped(tmp_path):
     p.write_text("\n".join(lines))
     t = read_ncu(p)
     assert len(t) == 86 and np.isclose(t.sm_frequency_hz.iloc[0], 1_947_314_453.12)
+
+
+def test_integer_metric_beyond_int64_stays_a_float():
+    """A counter too large for int64 (a damaged export the fuzz test met) reads as a float."""
+    from kernelscope.trace.ncu import _typed
+    assert _typed(["99999999999999999999999", "5"]).tolist() == [1e23, 5.0]
+    assert str(_typed(["5", "6"]).dtype) == "Int64"

@@ -11,7 +11,8 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.render.html import report_html
-from kernelscope.render.view import MIME_TYPE, decode_buffer, decode_payload, mime_payload, view_model
+from kernelscope.render.view import (MIME_TYPE, decode_buffer, decode_payload, mime_payload, pack, read_payload,
+                                     unpack, view_model)
 from kernelscope.trace.model import Trace
 from kernelscope.widget import ReportWidget
 
@@ -28,6 +29,15 @@ def mlp():
 @pytest.fixture(scope="module")
 def attention():
     return ks.load(DATA / "attention.pt.trace.json.gz")
+
+
+def embedded_view(esm: str) -> str:
+    """The report view module inside the anywidget loader (js/src/widget_loader.js: gzip, base64)."""
+    import base64
+    import gzip
+    import re
+    (blob,) = re.findall(r'"(H4sI[A-Za-z0-9+/=]+)"', esm)
+    return gzip.decompress(base64.b64decode(blob)).decode("utf-8")
 
 
 def hostile_report(rep):
@@ -141,17 +151,53 @@ def test_mime_payload_round_trips_and_is_deterministic(mlp):
     header, buf = view_model(mlp)
     p1, p2 = mime_payload(mlp), mime_payload(mlp)
     assert p1 == p2                         # saved notebooks do not churn
-    assert p1["encoding"] == "gzip+base64"
+    assert set(p1) == {"format", "encoding", "data"} and p1["encoding"] == "gzip+base64"
+    got_header, got_buf = read_payload(p1)
+    assert got_header == json.loads(json.dumps(header)) and got_buf == buf
     got = decode_payload(p1)
     np.testing.assert_array_equal(got["kernels"]["duration_us"], decode_buffer(header, buf)["kernels"]["duration_us"])
-    assert len(p1["data"]) < len(buf)      # gzip pays for base64 on this trace
+    # The header is packed and gzipped with the columns: the whole entry is smaller than the
+    # plain JSON header alone (issue 15: the header was 45-137 KB of plain JSON per report).
+    assert len(json.dumps(p1)) < len(json.dumps(header)) / 2
+
+
+def test_pack_aligns_the_columns(mlp):
+    header, buf = view_model(mlp)
+    import gzip
+    import struct
+    raw = gzip.decompress(pack(header, buf))
+    (n,) = struct.unpack_from("<I", raw)
+    start = 4 + n + (-(4 + n)) % 8
+    assert start % 8 == 0 and raw[start:] == buf            # columns map straight out of it
+    assert json.loads(raw[4:4 + n]) == json.loads(json.dumps(header))
+    assert unpack(pack(header, buf))[1] == buf
+
+
+def test_older_payloads_still_decode():
+    """Notebooks saved before the packed layout hold {header, encoding, data}: still readable."""
+    import nbformat
+    nb = nbformat.read(pathlib.Path(__file__).parent / "ui" / "notebooks" / "saved_report_v1.ipynb", 4)
+    (payload,) = [o["data"][MIME_TYPE] for c in nb.cells for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
+    assert "format" not in payload and payload["encoding"] == "gzip+base64"
+    header, _ = read_payload(payload)
+    cols = decode_payload(payload)
+    assert header["stats"]["launches"] == len(cols["kernels"]["duration_us"]) == 14
+    assert any("flash" in n for n in cols["kernels"]["name"])
+    # The committed tutorials were executed on the H200 before the packed layout: all still read.
+    tutorials = sorted((pathlib.Path(__file__).parent.parent / "example_notebooks").glob("0*.ipynb"))
+    payloads = [o["data"][MIME_TYPE] for p in tutorials for c in nbformat.read(p, 4).cells
+                for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
+    assert payloads
+    for p in payloads:
+        header, _ = read_payload(p)
+        assert len(decode_payload(p)["kernels"]["duration_us"]) == header["stats"]["launches"]
 
 
 def test_display_bundle_carries_every_type(mlp):
     bundle = mlp._repr_mimebundle_()
     assert set(bundle) == {MIME_TYPE, "text/html", "text/plain", WIDGET_MIME}
     assert bundle["text/plain"] == repr(mlp)
-    assert bundle[MIME_TYPE]["header"]["stats"]["launches"] == 74
+    assert read_payload(bundle[MIME_TYPE])[0]["stats"]["launches"] == 74
     assert bundle[WIDGET_MIME]["model_id"]
     assert "kernelscope" in bundle["text/html"]
     json.dumps(bundle)
@@ -180,7 +226,13 @@ def test_hostile_names_are_escaped_everywhere(mlp):
 def test_widget_traits_and_selection(mlp):
     w = ReportWidget(mlp)
     assert w.header["stats"]["launches"] == 74
-    assert isinstance(w.data, bytes) and len(w.data) == w.header["nbytes"]
+    header, buf = unpack(w.data)            # one packed, gzipped blob: header and columns
+    assert header == json.loads(json.dumps(w.header)) and len(buf) == w.header["nbytes"]
+    assert len(w.data) < len(buf) + len(json.dumps(w.header))
+    # Not in the widget's state (which notebooks save per widget): the view asks for it.
+    state = w.get_state()
+    assert "selection" in state and not {"data", "header", "_css"} & set(state)
+    assert len(json.dumps({k: v for k, v in state.items() if k != "_esm"})) < 2_000
     assert w.selection == [] and w.selected.empty
     gemm = mlp.summary()["name"].iloc[0]
     w.selection = [gemm]
@@ -191,8 +243,9 @@ def test_widget_traits_and_selection(mlp):
     assert len(w.selected) == 4
     state = w.get_state()
     assert state["selection"] == [gemm, "not a kernel"]
-    assert "export" in w._esm and len(w._esm) > 100_000     # the bundled ES module, not a path
-    assert ".ks-root" in w._css
+    assert "export" in w._esm and len(w._esm.encode()) <= 150_000   # issue 15: saved with every widget
+    view = embedded_view(w._esm)              # the bundled view, charts and stylesheet inside
+    assert "ks-svg" in view and ".ks-root" in view and "vega" not in view.lower()
 
 
 def test_report_widget_method(attention):
@@ -218,6 +271,16 @@ def test_curves_on_request_match_the_saved_ones(mlp):
     assert config_curves(mlp, saved[0]["config"]) == saved[0]
     entry = config_curves(mlp, missing[0]["config"])
     assert entry["curves"]["registers"] and entry["occupancy"] == missing[0]["occupancy"]
+
+
+def test_widget_sends_its_report_when_a_view_asks(mlp):
+    w = ReportWidget(mlp)
+    sent = []
+    w.send = lambda content, buffers=None: sent.append((content, buffers))
+    w._on_message(w, {"type": "data"}, [])
+    ((content, buffers),) = sent
+    assert content == {"type": "data"} and buffers == [w.data]
+    assert unpack(buffers[0])[0]["stats"]["launches"] == 74
 
 
 def test_widget_answers_a_curves_request(mlp):
@@ -257,3 +320,16 @@ def test_host_lanes_hold_the_outermost_ops(mlp):
     # The host-blocking calls are marked in Python (trace.model.SYNC_CALLS), not matched in the JS.
     syncs = {n for n, k in zip(host["name"], host["kind"]) if k == "sync"}
     assert syncs and syncs <= {"cudaStreamSynchronize", "cudaDeviceSynchronize"}
+
+
+def test_no_front_end_still_shows_every_other_view(mlp, tmp_path, monkeypatch):
+    """A kernelscope whose front end was never built (widget.js missing): the display bundle
+    still carries the MIME entry (no-kernel view), static HTML and text, just no widget."""
+    import kernelscope.widget as widget
+    monkeypatch.setattr(widget, "_STATIC", tmp_path)          # an empty directory: nothing built
+    with pytest.raises(RuntimeError, match="front end is not built"):
+        ReportWidget(mlp)
+    bundle = mlp._repr_mimebundle_()
+    assert set(bundle) == {MIME_TYPE, "text/html", "text/plain"}
+    assert read_payload(bundle[MIME_TYPE])[0]["stats"]["launches"] == 74
+    assert "kernelscope-static" in bundle["text/html"] and bundle["text/plain"] == repr(mlp)

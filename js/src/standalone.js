@@ -1,10 +1,10 @@
 // Standalone entry (no Jupyter): the same report view for a plain page, e.g. the render
 // benchmark or an exported HTML file. Renders a MIME payload into an element.
-import { fromMime, fromBytes, MIME_TYPE } from "./view/data.js";
+import { fromMime, fromPacked, MIME_TYPE } from "./view/data.js";
 import { renderReport } from "./view/report.js";
 import css from "./view/style.css";
 
-export { fromMime, fromBytes, renderReport, MIME_TYPE };
+export { fromMime, fromPacked, renderReport, MIME_TYPE };
 
 /** Decode a MIME payload and render it; resolves to the view controller. */
 export async function render(el, payload, opts = {}) {

@@ -1,8 +1,42 @@
-// anywidget entry: the report view over the widget model's traits (header, data, selection).
-import { fromBytes } from "./view/data.js";
+// anywidget entry: the report view of a kernelscope.widget.ReportWidget. The report's data is
+// asked of Python with a custom message (it is not a synced trait, so saved widget state stays
+// small), once per widget model on this page; `selection` syncs both ways.
+import { fromPacked } from "./view/data.js";
 import { renderReport } from "./view/report.js";
+import { h } from "./view/format.js";
+import css from "./view/style.css";
+
+// How long to wait for the kernel before saying why nothing shows.
+const WAIT_MS = 5000;
+const reports = new WeakMap();
+
+/** The decoded report of a widget model (asked for once; every view of the model shares it). */
+function reportOf(model) {
+  if (!reports.has(model)) {
+    reports.set(model, new Promise((resolve, reject) => {
+      const onData = (msg, buffers) => {
+        if (!msg || msg.type !== "data") return;
+        model.off("msg:custom", onData);
+        fromPacked(buffers && buffers[0]).then(resolve, reject);
+      };
+      model.on("msg:custom", onData);
+      model.send({ type: "data" });
+    }));
+  }
+  return reports.get(model);
+}
+
+/** Our stylesheet, once per document (anywidget would add one per widget). */
+function addStyle() {
+  if (document.getElementById("kernelscope-style")) return;
+  const style = document.createElement("style");
+  style.id = "kernelscope-style";
+  style.textContent = css;
+  document.head.append(style);
+}
 
 function render({ model, el }) {
+  addStyle();
   // Occupancy curves the header lacks are computed by Python on request (custom messages).
   const pending = new Map();
   const pendingRanks = new Map();
@@ -13,10 +47,11 @@ function render({ model, el }) {
     }
     // One rank's full report, asked for by the multi-rank view's rank selector.
     if (msg && msg.type === "rank" && pendingRanks.has(msg.rank)) {
-      let view = null;
-      try { view = msg.header ? fromBytes(msg.header, (buffers || [])[0]) : null; } catch (err) { view = null; }
-      pendingRanks.get(msg.rank)(view);
+      const resolve = pendingRanks.get(msg.rank);
       pendingRanks.delete(msg.rank);
+      const data = (buffers || [])[0];
+      if (msg.error || !data) resolve(null);
+      else fromPacked(data).then(resolve, () => resolve(null));
     }
   };
   model.on("msg:custom", onMsg);
@@ -28,15 +63,22 @@ function render({ model, el }) {
     pendingRanks.set(rank, resolve);
     model.send({ type: "rank", rank });
   });
-  const draw = () => {
-    let view;
-    try {
-      view = fromBytes(model.get("header"), model.get("data"));
-    } catch (err) {
-      el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
-      return null;
+  let ctl = null;
+  let gone = false;
+  el.textContent = "";
+  // Not .ks-root: that class marks a drawn report (tests and the lab renderer wait for it).
+  el.append(h("div", { class: "ks-loading", text: "kernelscope: loading the report…" }));
+  const slow = setTimeout(() => {
+    if (!ctl && !gone) {
+      el.firstChild.textContent = "kernelscope: waiting for the report's data from the Python kernel. If the kernel "
+        + "has gone, run the cell again; JupyterLab and Notebook 7 with kernelscope installed show a saved "
+        + "report from the notebook's own output, with no kernel.";
     }
-    const ctl = renderReport(el, view, {
+  }, WAIT_MS);
+  reportOf(model).then((view) => {
+    clearTimeout(slow);
+    if (gone) return;
+    ctl = renderReport(el, view, {
       requestCurves,
       requestRank,
       onSelect(names) {
@@ -45,17 +87,18 @@ function render({ model, el }) {
       },
     });
     if (ctl.setSelection) ctl.setSelection(model.get("selection") || []);
-    return ctl;
-  };
-  let ctl = draw();
+  }, (err) => {
+    clearTimeout(slow);
+    if (!gone) el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
+  });
   const onSel = () => ctl && ctl.setSelection && ctl.setSelection(model.get("selection") || []);
-  const onData = () => { ctl = draw(); };
   model.on("change:selection", onSel);
-  model.on("change:data", onData);
   return () => {
+    gone = true;
+    clearTimeout(slow);
     model.off("change:selection", onSel);
-    model.off("change:data", onData);
     model.off("msg:custom", onMsg);
+    pending.clear();
   };
 }
 

@@ -29,6 +29,10 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
         k["occupancy_source"] = np.where(ours, "kernelscope", np.where(
             k["reported_occupancy"].notna(), "XLA profiler (CUDA occupancy API on the recording GPU)", None))
         k["theoretical_occupancy"] = k["theoretical_occupancy"].fillna(k["reported_occupancy"])
+    counters = getattr(trace, "counters", None)
+    if counters is not None and len(counters):
+        from .counters import annotate_counters
+        k = annotate_counters(k, counters)
     return k, shapes
 
 

@@ -104,11 +104,14 @@ def find_all(report) -> list:
     if tl is None:
         from .timeline import timeline
         tl = timeline(report)
+    from .counter_findings import counter_findings
     from .empty_capture import empty_capture_findings
     from .gemm_fallback import gemm_fallback_findings
+    from .ncu_kernels import access_findings, rule_findings    # Nsight Compute's measurements
     out = []
     for rule in (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
-                 graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings):
+                 graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
+                 counter_findings, rule_findings, access_findings):
         try:
             out.extend(rule(report, tl))
         except Exception as e:  # one broken rule must not hide the others or the report

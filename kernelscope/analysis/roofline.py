@@ -89,14 +89,26 @@ def op_counts(name: str, dims, types, trace_flops=None):
 
 
 def roofline(report) -> pd.DataFrame:
-    """One row per CPU op instance whose work we can count, with its kernels' total time.
+    """One row per CPU op instance whose work we can count, with its kernels' total time, then
+    one row per launch Nsight Compute measured (``flops_source`` "Nsight Compute").
 
     ``roof_share`` is achieved FLOP/s over the attainable peak min(peak, intensity x bandwidth);
-    ``bound`` says which roof applies. Peaks are datasheet values (``peaks_source``).
+    ``bound`` says which roof applies. Peaks of counted ops are datasheet values
+    (``peaks_source``); measured launches carry the device peaks ncu read at their clocks.
 
     >>> rl = roofline(ks.load("mlp_train.pt.trace.json.gz"))             # doctest: +SKIP
     >>> rl[["op", "achieved_tflops", "peak_tflops", "roof_share"]]     # doctest: +SKIP
     """
+    from .ncu_kernels import roofline_rows
+    counted = _counted_roofline(report)
+    measured = roofline_rows(report)
+    if not measured:
+        return counted
+    m = pd.DataFrame(measured, columns=ROOFLINE_COLUMNS)
+    return m if not len(counted) else pd.concat([counted, m], ignore_index=True)
+
+
+def _counted_roofline(report) -> pd.DataFrame:
     k = report.kernels
     ops = report.ops
     k = k[k["op_index"].notna() & k["duration_us"].notna()] if len(k) else k

@@ -93,11 +93,17 @@ _REASONS = [
                 "warps wait for a Hopper warpgroup matrix multiply (wgmma) to finish",
                 "expected in tensor-core GEMMs; deeper pipelining hides it"),
     StallReason("branch", "branch", "warps wait on a branch instruction", "fewer divergent branches"),
+    StallReason("warpgroup_arrive", "waiting at a warpgroup arrive",
+                "warps wait at a warpgroup barrier for their wgmma results (wgmma.wait_group)",
+                "expected in Hopper tensor-core kernels; more stages in flight between issue and wait"),
 ]
 REASONS = {r.name: r for r in _REASONS}
 # Reasons that count as "stalled" in the shares (a warp issuing is not stalled).
 NOT_STALLS = frozenset({"selected"})
 
+# Spellings one source uses for another's reason (ncu's PC sampling says "no_instructions" where
+# its warp-state metrics and Proton say "no_instruction").
+_ALIASES = {"no_instructions": "no_instruction"}
 _PREFIXES = ("smsp__pcsamp_warps_issue_stalled_", "smsp__warps_issue_stalled_",
              "smsp__average_warps_issue_stalled_", "stalled_", "stall_")
 _SUFFIXES = ("_not_issued", "_per_issue_active.ratio", "_per_warp_active.pct", ".sum", ".avg", ".ratio")
@@ -108,6 +114,8 @@ def normalize_reason(name: str) -> str:
 
     >>> normalize_reason("stalled_not_Selected")
     'not_selected'
+    >>> normalize_reason("smsp__pcsamp_warps_issue_stalled_no_instructions")
+    'no_instruction'
     """
     s = str(name).strip().lower()
     for p in _PREFIXES:
@@ -117,7 +125,7 @@ def normalize_reason(name: str) -> str:
     for suf in _SUFFIXES:
         if s.endswith(suf):
             s = s[: -len(suf)]
-    return s
+    return _ALIASES.get(s, s)
 
 
 def explain(reason: str) -> StallReason:
@@ -173,7 +181,7 @@ def top_stalls(stalls: pd.DataFrame, n: int = 3) -> list[tuple[str, float]]:
     """
     if stalls is None or not len(stalls):
         return []
-    cols = [c for c in stalls.columns if c not in _META_COLUMNS and pd.api.types.is_float_dtype(stalls[c])]
+    cols = reason_columns(stalls)
     w = stalls["samples"].fillna(0).to_numpy(dtype=float)
     if not cols or w.sum() <= 0:
         return []
@@ -183,5 +191,72 @@ def top_stalls(stalls: pd.DataFrame, n: int = 3) -> list[tuple[str, float]]:
     return [(cols[i], float(mean[i])) for i in order if mean[i] > 0]
 
 
-_META_COLUMNS = frozenset({"name", "launch", "correlation", "source", "samples", "top_stall", "launches",
-                           "device", "kernel_id"})
+# Columns of a stalls table that are not reasons (keys, provenance, sample counts).
+META_COLUMNS = frozenset({"name", "launch", "correlation", "source", "samples", "top_stall", "launches",
+                          "device", "kernel_id", "sampled_time_us", "in_profiled_run"})
+
+
+def reason_columns(stalls: pd.DataFrame) -> list:
+    """The share columns of a stalls table (every float column that is not :data:`META_COLUMNS`).
+
+    >>> reason_columns(stall_shares(pd.DataFrame({"name": ["k"], "stalled_wait": [1]}), keys=["name"], source="x"))
+    ['wait']
+    """
+    return [c for c in stalls.columns if c not in META_COLUMNS and pd.api.types.is_float_dtype(stalls[c])]
+
+
+def empty_stalls() -> pd.DataFrame:
+    """A stalls table with no rows: the columns every ``report.stalls`` has (the Trace's schema).
+
+    >>> empty_stalls().columns.tolist()
+    ['name', 'launch', 'source', 'samples', 'top_stall', 'launches']
+    """
+    from ..trace.model import STALL_COLUMNS, frame
+    return frame({}, STALL_COLUMNS)
+
+
+def kernel_top_stall(kernels: pd.DataFrame, stalls: pd.DataFrame) -> pd.Series:
+    """``top_stall`` for each row of a kernels table: the launch's own stalls row where one
+    matches (``ncu_id`` to an Nsight Compute row's ``launch``, else ``correlation``), else the
+    top reason over all rows of the kernel's name (weighted by samples); None where no row fits.
+
+    >>> k = pd.DataFrame({"name": ["a", "b"], "correlation": [1, 2]})
+    >>> s = stall_shares(pd.DataFrame({"name": ["a"], "stalled_wait": [5]}), keys=["name"], source="x")
+    >>> kernel_top_stall(k, s).tolist()
+    ['wait', None]
+    """
+    out = pd.Series([None] * len(kernels), index=kernels.index, dtype=object)
+    if stalls is None or not len(stalls) or not len(kernels) or "top_stall" not in stalls.columns:
+        return out
+    for kcol, scol in (("ncu_id", "launch"), ("correlation", "correlation")):
+        if kcol in kernels.columns and scol in stalls.columns:
+            s = stalls[stalls[scol].notna() & stalls["top_stall"].notna()]
+            by = dict(zip(pd.to_numeric(s[scol], errors="coerce").astype(float), s["top_stall"]))
+            keys = pd.to_numeric(kernels[kcol], errors="coerce").astype(float)
+            hit = [by.get(x) if x == x else None for x in keys.tolist()]
+            out = pd.Series([o if o is not None else h for o, h in zip(out.tolist(), hit)], index=kernels.index,
+                            dtype=object)
+            if out.notna().any():
+                return out
+    if "name" in stalls.columns and "name" in kernels.columns:
+        by_name = {name: (top_stalls(g, 1) or [(None, 0)])[0][0] for name, g in stalls.groupby("name", sort=False)}
+        return pd.Series([by_name.get(n) for n in kernels["name"].tolist()], index=kernels.index, dtype=object)
+    return out
+
+
+def annotate_top_stall(kernels: pd.DataFrame, stalls: pd.DataFrame) -> pd.DataFrame:
+    """Kernels with ``top_stall`` (:func:`kernel_top_stall`) and ``stall_source`` (who sampled
+    the kernel's stalls: Nsight Compute, Proton) from a stalls table.
+
+    >>> k = pd.DataFrame({"name": ["a", "b"]})
+    >>> s = stall_shares(pd.DataFrame({"name": ["a"], "stalled_wait": [3]}), keys=["name"], source="x")
+    >>> annotate_top_stall(k, s)[["top_stall", "stall_source"]].values.tolist()
+    [['wait', 'x'], [None, None]]
+    """
+    if stalls is None or not len(stalls) or "name" not in stalls.columns or not len(kernels):
+        return kernels
+    out = kernels.copy()
+    out["top_stall"] = kernel_top_stall(out, stalls)
+    src = out["name"].map(stalls.drop_duplicates("name").set_index("name")["source"])
+    out["stall_source"] = src.astype(object).where(src.notna() & out["top_stall"].notna(), None)
+    return out

@@ -54,6 +54,12 @@ class profile:
     executed line of that code, so kernels map to the exact line (what ``%%kernelprofile
     --stack`` uses for notebook cells); ``trace_path`` also writes the raw Chrome trace (for
     Perfetto); ``record_shapes``/``with_flops`` are on by default.
+
+    ``metrics=True`` (or a list of CUPTI metric names) also samples hardware counters GPU-wide
+    every ``interval_us`` (default 20) through CUPTI PM sampling, with no kernel replay:
+    ``report.metrics`` holds the samples and each kernel gains ``sm_active_pct``, ``tensor_pct``,
+    ``dram_pct`` and ``dram_gbps`` (:mod:`kernelscope.capture.counters`; needs
+    ``kernelscope[counters]``). Anything that stops sampling leaves the profile intact with a note.
     """
 
     def __new__(cls, fn=None, **kwargs):
@@ -66,8 +72,12 @@ class profile:
         return self
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
-                 lines_of=None, trace_path=None, name="<live profiler>"):
+                 lines_of=None, trace_path=None, name="<live profiler>", metrics=None, interval_us=None):
         self.lean = lean
+        self.metrics = metrics or None
+        self.interval_us = interval_us
+        self._pm = None
+        self._pm_raw = None
         self.with_stack = with_stack
         self.record_shapes = record_shapes and not lean
         self.with_flops = with_flops and not lean
@@ -97,7 +107,8 @@ class profile:
     def __call__(self, fn):
         opts = dict(lean=self.lean, with_stack=self.with_stack, record_shapes=self.record_shapes,
                     with_flops=self.with_flops, lines_of=self.lines_of,
-                    trace_path=self.trace_path, name=self.name)
+                    trace_path=self.trace_path, name=self.name, metrics=self.metrics,
+                    interval_us=self.interval_us)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -135,6 +146,9 @@ class profile:
         except BaseException:
             with _lock:
                 _active = None
+            if self._pm is not None:
+                self._pm, pm = None, self._pm
+                pm.collect()   # releases CUPTI's profiler again
             raise
         return self
 
@@ -154,6 +168,8 @@ class profile:
                 self._notes.append("lean mode needs a GPU; recorded CPU ops instead")
         p = torch.profiler.profile(activities=acts, record_shapes=self.record_shapes,
                                    with_flops=self.with_flops, with_stack=self.with_stack)
+        if self.metrics:
+            self._prepare_counters(torch, has_cuda)
         try:
             with warnings.catch_warnings():
                 # torch 2.11 warns that events are cleared "at the end of each cycle"; a capture
@@ -178,9 +194,23 @@ class profile:
             for s, start, _ in self._events:
                 start.record(s)
             self._event_kind = "torch"
+        if self._pm is not None:
+            self._pm.start()
         if self.lines_of is not None and not self.lean:
             from .lines import LineMarks
             self._marks = LineMarks(self.lines_of).__enter__()
+
+    def _prepare_counters(self, torch, has_cuda):
+        """Enable and configure PM sampling before the profiler starts (refusals stop here)."""
+        if not has_cuda:
+            self._notes.append("hardware counters need a CUDA device; none was found, so none were sampled")
+            return
+        from .counters import PmSampling
+        torch.cuda.init()
+        dev = torch.cuda.current_device()
+        torch.empty(0, device=f"cuda:{dev}")   # CUPTI asks the chip name of a device in use
+        self._pm = PmSampling(self.metrics, self.interval_us, dev)
+        self._pm.prepare()
 
     @contextmanager
     def repeat(self, i):
@@ -225,13 +255,13 @@ class profile:
                 for s, _, end in self._events:
                     end.record(s)
                 if self._events:
+                    # Drain the GPU before the PM sampler stops, so the region's last kernels are sampled.
+                    (cupy_events.synchronize if self._event_kind == "cupy" else torch.cuda.synchronize)()
+                if self._pm is not None:
+                    self._pm.stop()
+                if self._events:
                     s0 = self._events[0][1]
-                    if self._event_kind == "cupy":
-                        cupy_events.synchronize()
-                        elapsed = cupy_events.elapsed_ms
-                    else:
-                        torch.cuda.synchronize()
-                        elapsed = type(s0).elapsed_time
+                    elapsed = cupy_events.elapsed_ms if self._event_kind == "cupy" else type(s0).elapsed_time
                     starts = [elapsed(s0, st) for _, st, _ in self._events]
                     ends = [elapsed(s0, en) for _, _, en in self._events]
                     cuda_us = (max(ends) - min(starts)) * 1000.0
@@ -243,8 +273,13 @@ class profile:
                     warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
                     self.torch_profiler.stop()
         finally:
-            with _lock:
-                _active = None
+            try:
+                if self._pm is not None:
+                    # decode after the profiler stopped; always releases CUPTI's profiler
+                    self._pm_raw = self._pm.collect()
+            finally:
+                with _lock:
+                    _active = None
         self.report = self._build(cuda_us, partial, error)
         if interrupted is not None:
             raise interrupted
@@ -270,7 +305,8 @@ class profile:
                            for a, b in zip(lines, k["source"].tolist())]
         meta = trace.meta
         meta.setdefault("notes", [])
-        meta["notes"] = list(self._notes) + list(meta["notes"])
+        pm_notes = self._attach_counters(trace) if self._pm is not None else []
+        meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes
         meta["cuda_event_us"] = cuda_us
         meta["cuda_event_source"] = self._event_kind
         meta["partial"] = bool(partial)
@@ -298,6 +334,19 @@ class profile:
                     f"{launches} launch call(s) recorded but no GPU activity: another tool may hold "
                     "CUPTI (Nsight Systems/Compute, DCGM profiling); stop it and run again")
         return report
+
+    def _attach_counters(self, trace) -> list:
+        pm, self._pm = self._pm, None
+        raw, self._pm_raw = self._pm_raw, None
+        notes = list(pm.notes)
+        if raw is not None:
+            from ..trace.counters import attach_samples
+            s, e, v, info = raw
+            notes += attach_samples(trace, s, e, v, pm.metrics, pm.calibration,
+                                    device_index=pm.device_index, info=info)
+        else:
+            trace.meta["counters"] = {"requested": list(pm.metrics), "samples": 0}
+        return notes
 
 
 def _rank_tag():

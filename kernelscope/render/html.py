@@ -18,6 +18,10 @@ def _e(v) -> str:
     return escape("-" if v is None else str(v), quote=True)
 
 
+def _pct100(x) -> str:
+    return "-" if x is None or x != x else f"{x:.0f}%"
+
+
 def _pct(x) -> str:
     return "-" if x is None or x != x else f"{x:.1%}"
 
@@ -33,6 +37,12 @@ def report_html(rep, top: int = 20) -> str:
     s = rep.summary().head(top)
     first = k.drop_duplicates("name").set_index("name") if len(k) else None
     busy = _busy(rep)
+    measured = [c for c in ("sm_active_pct", "tensor_pct", "dram_pct") if c in k.columns] if len(rep.metrics) else []
+    kc = None
+    if measured:
+        from ..analysis.counters import kernel_counters
+        kc = kernel_counters(k).set_index("name")
+    stall = "top_stall" in k.columns and len(rep.stalls) > 0
     rows = []
     for r in s.itertuples():
         occ, lim = "-", ""
@@ -48,14 +58,29 @@ def report_html(rep, top: int = 20) -> str:
             f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches}</td>"
             f"<td style='{_NUM}'>{fmt_us(r.total_us)}</td><td style='{_NUM}'>{fmt_us(r.mean_us)}</td>"
             f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
-            f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td></tr>")
+            f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td>"
+            + "".join(f"<td style='{_NUM}'>{_pct100(kc.loc[r.name, c] if kc is not None and r.name in kc.index else None)}</td>"
+                      for c in measured)
+            + (f"<td style='{_CELL}'>{_e(first.loc[r.name].get('top_stall') if first is not None and r.name in first.index else None)}</td>"
+               if stall else "")
+            + "</tr>")
     more = k["name"].nunique() - len(s) if len(k) else 0
+    labels = {"sm_active_pct": "SMs active", "tensor_pct": "tensor", "dram_pct": "DRAM"}
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
-                   ("kernel", "backend", "launches", "total", "mean", "share", "occupancy"))
+                   ("kernel", "backend", "launches", "total", "mean", "share", "occupancy",
+                    *[labels[c] for c in measured], *(["top stall"] if stall else [])))
     table = (f"<table style='border-collapse:collapse;margin:6px 0'><thead><tr>{head}</tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>" if rows else "<p>No GPU kernels were recorded.</p>")
     if more > 0:
         table += f"<p style='{_MUTED}'>… and {more} more kernels (rep.summary() has them all)</p>"
+    if measured:
+        c = rep.meta.get("counters") or {}
+        table += (f"<p style='{_MUTED}'>SMs active, tensor and DRAM: measured by {_e(c.get('source') or 'CUPTI PM sampling')}"
+                  + (f" every {c['interval_us']:.0f} us" if isinstance(c.get("interval_us"), (int, float)) else "")
+                  + ", GPU-wide, time-weighted per kernel.</p>")
+    if stall:
+        table += (f"<p style='{_MUTED}'>Top stall: {_e(', '.join(sorted({str(x) for x in rep.stalls['source'].dropna()})))}."
+                  "</p>")
 
     stats = [("wall time", fmt_us(rep.wall_time_us)), ("GPU busy", _pct(busy)), ("launches", f"{len(k):,}"),
              ("kernels", f"{k['name'].nunique():,}" if len(k) else "0"), ("GPU kernel time", fmt_us(rep.gpu_time_us)),
@@ -74,10 +99,18 @@ def report_html(rep, top: int = 20) -> str:
         "<div class='kernelscope-static' style='font-family:system-ui,sans-serif;font-size:13px'>"
         f"<div>{title}</div><div style='margin:4px 0'>{tiles}</div>"
         + (f"<ul style='{_MUTED}margin:2px 0'>{notes}</ul>" if notes else "")
-        + findings + table + backends
+        + findings + table + _ncu(rep) + backends
         + f"<p style='{_MUTED}font-size:11px'>Static view. The interactive report (timeline, occupancy, "
           "roofline) shows in JupyterLab with kernelscope installed, with or without a kernel.</p></div>"
     )
+
+
+def _ncu(rep) -> str:
+    try:
+        from .ncu_view import kernel_detail_html
+        return kernel_detail_html(rep)
+    except Exception:  # noqa: BLE001 - a static view shows what it can
+        return ""
 
 
 def _busy(rep):

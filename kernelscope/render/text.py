@@ -43,6 +43,7 @@ def report_text(rep, top: int = 10) -> str:
         more = k["name"].nunique() - len(s)
         if more > 0:
             lines.append(f"  … and {more} more kernels (rep.summary() has them all)")
+        lines += _measured_lines(rep, s["name"].tolist()[:5])
     findings = rep.findings
     if findings:
         lines.append("")
@@ -50,3 +51,32 @@ def report_text(rep, top: int = 10) -> str:
         for f in findings[:5]:
             lines.append(f"  [{f.severity}] {f.title}")
     return "\n".join(lines)
+
+
+def _measured_lines(rep, names) -> list:
+    """Hardware counters (PM sampling) and live warp stalls of the top kernels, when recorded."""
+    k = rep.kernels
+    out = []
+    if "tensor_pct" in k.columns and len(getattr(rep, "metrics", ())):
+        from ..analysis.counters import kernel_counters
+        c = rep.meta.get("counters") or {}
+        iv = c.get("interval_us")
+        kc = kernel_counters(k).set_index("name")
+        out += ["", f"  hardware counters ({c.get('source') or 'CUPTI PM sampling'}"
+                    + (f", every {iv:.0f} us" if iv else "") + ", time-weighted per kernel):",
+                f"  {'kernel':<48} {'SMs active':>10} {'tensor':>7} {'DRAM':>6} {'DRAM GB/s':>10}"]
+        for n in names:
+            if n not in kc.index:
+                continue
+            r = kc.loc[n]
+            f = lambda v, u="%": "-" if v != v else f"{v:.0f}{u}"  # noqa: E731
+            out.append(f"  {_clip(r.get('short_name', n), 48):<48} {f(r['sm_active_pct']):>10} "
+                       f"{f(r['tensor_pct']):>7} {f(r['dram_pct']):>6} {f(r['dram_gbps'], ''):>10}")
+    if "top_stall" in k.columns and len(getattr(rep, "stalls", ())):
+        src = ", ".join(sorted({str(x) for x in rep.stalls["source"].dropna()}))
+        first = k.drop_duplicates("name").set_index("name")
+        rows = [(first.loc[n, "short_name"], first.loc[n, "top_stall"]) for n in names
+                if n in first.index and isinstance(first.loc[n, "top_stall"], str)]
+        if rows:
+            out += ["", f"  top warp stall ({src}): " + "; ".join(f"{_clip(a, 40)}: {b}" for a, b in rows)]
+    return out

@@ -6,29 +6,39 @@ arrays (``Float64Array``/``Float32Array``/``Int32Array``). Strings travel once, 
 dictionaries; the buffer holds their int32 codes. The browser maps each column with a zero-copy
 typed-array view, so 100k launches cost one ``ArrayBuffer`` and no per-row JSON.
 
-The anywidget sends the buffer as a binary trait; the MIME bundle
-(``application/vnd.kernelscope.report.v1+json``) carries it gzipped and base64-encoded, so a
-saved notebook renders with no kernel. Both are decoded by the same front-end code (``js/src/view``).
+Both travel as one packed, gzipped blob (:func:`pack`): as the one binary buffer the anywidget
+sends when its view asks (``kernelscope.widget``), and, base64-encoded, as the MIME bundle entry
+(``application/vnd.kernelscope.report.v1+json``) that lets a saved notebook render with no kernel. Packing the header too keeps a saved notebook light
+(the header's findings, roofline and names are most of a small report). Both are decoded by the
+same front-end code (``js/src/view/data.js``), which also reads the older payload format (plain
+JSON header beside a gzipped buffer) of notebooks saved before.
 """
 from __future__ import annotations
 
 import base64
 import gzip
+import json
 import math
+import struct
 
 import numpy as np
 import pandas as pd
 
 from ..analysis.backend_rules import BACKENDS, COPY_COLORS
+from ..analysis.devices import device_label, device_types
 from ..analysis.occupancy import LIMITERS
 from ..analysis.shapes import shape_curves
 from ..analysis.timeline import CAUSES
 from ..jsonable import jsonable
 from ..trace.model import SYNC_CALLS
 from ..trace.ncu import COMPARED_METRICS
+from .ncu_view import kernel_detail
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 VIEW_VERSION = 1
+# The MIME entry's layout: 2 = {"format": 2, "encoding": "gzip+base64", "data": packed blob};
+# entries without "format" are the first layout, {"header": {...}, "encoding", "data": buffer}.
+PAYLOAD_FORMAT = 2
 
 # Curves are computed up front for the launch shapes that take the most time only: a curve set is
 # ~740 occupancy-calculator calls (~0.1 s), paid on every display; the live widget asks for others on selection.
@@ -64,6 +74,10 @@ GAP_COLUMNS = [
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
 HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
+# Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
+COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
+# Stall rows listed in the view (by samples); the rest stay in rep.stalls.
+TOP_STALL_ROWS = 200
 _MISSING_INT = -1
 
 
@@ -98,14 +112,21 @@ def view_model(rep) -> tuple[dict, bytes]:
     copies = rep.copies.reset_index(drop=True)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
-    launch_spec = LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra]
+    counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and _numeric(k[c])]
+    launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
+                   + ([("top_stall", "str")] if "top_stall" in k.columns else []))
+    counters = _counter_samples(rep)
 
     problems = []
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
     host = _host_spans(rep.ops, rep.runtime)
-    tables, buf = pack_tables((("kernels", k, launch_spec), ("copies", copies, COPY_COLUMNS),
-                               ("gaps", gaps, GAP_COLUMNS), ("host", host, HOST_COLUMNS)))
+    copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
+    parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
+             ("host", host, HOST_COLUMNS)]
+    if counters is not None:
+        parts.append(("counters", counters[0], counters[1]))
+    tables, buf = pack_tables(parts)
 
     header = {
         "version": VIEW_VERSION,
@@ -123,6 +144,11 @@ def view_model(rep) -> tuple[dict, bytes]:
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
         "ncu_columns": ncu_cols,
+        # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
+        "counters": _counter_header(rep, counters),
+        "stalls": _stalls_header(rep),
+        # The kernel deep dive of launches Nsight Compute measured (render/ncu_view.py).
+        "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
         # Display options of %%kernelprofile (--top, --sort), when it set them.
         "view": jsonable(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
@@ -160,17 +186,55 @@ def pack_tables(items) -> tuple[dict, bytes]:
     return tables, b"".join(chunks)
 
 
-def mime_payload(rep, model: tuple | None = None) -> dict:
+def pack(header: dict, buf: bytes) -> bytes:
+    """Header and column buffer as one gzipped blob: u32 (little-endian) length of the header's
+    UTF-8 JSON, the JSON, zero padding to a multiple of 8, then the buffer (so the browser maps
+    the columns straight out of the inflated bytes).
+
+    >>> unpack(pack(*view_model(rep)))[0]["stats"]["launches"]   # doctest: +SKIP
+    74
+    """
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    head = struct.pack("<I", len(text)) + text
+    head += b"\0" * ((-len(head)) % 8)
+    # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
+    return gzip.compress(head + buf, compresslevel=6, mtime=0)
+
+
+def unpack(blob: bytes) -> tuple[dict, bytes]:
+    """(header, column buffer) of a :func:`pack` blob."""
+    raw = gzip.decompress(blob)
+    (n,) = struct.unpack_from("<I", raw)
+    start = 4 + n + (-(4 + n)) % 8
+    return json.loads(raw[4:4 + n].decode("utf-8")), raw[start:]
+
+
+def mime_payload(rep, model: tuple | None = None, packed: bytes | None = None) -> dict:
     """The JSON-able MIME bundle entry for ``application/vnd.kernelscope.report.v1+json``
-    (``model``: a :func:`view_model` result already computed for ``rep``).
+    (``model``: a :func:`view_model` result already computed for ``rep``; ``packed``: its
+    :func:`pack` blob, when already made for the widget).
 
     >>> mime_payload(rep)["encoding"]     # doctest: +SKIP
     'gzip+base64'
     """
-    header, buf = model or view_model(rep)
-    # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
-    data = base64.b64encode(gzip.compress(buf, compresslevel=6, mtime=0)).decode("ascii")
-    return {"header": header, "encoding": "gzip+base64", "data": data}
+    if packed is None:
+        packed = pack(*(model or view_model(rep)))
+    return {"format": PAYLOAD_FORMAT, "encoding": "gzip+base64", "data": base64.b64encode(packed).decode("ascii")}
+
+
+def read_payload(payload: dict) -> tuple[dict, bytes]:
+    """(header, column buffer) of a MIME payload, in this layout or the first one.
+
+    >>> read_payload(mime_payload(rep))[0]["stats"]["launches"]   # doctest: +SKIP
+    74
+    """
+    if payload.get("format") == PAYLOAD_FORMAT:
+        return unpack(base64.b64decode(payload["data"]))
+    if "header" in payload:   # first layout: plain JSON header, gzipped buffer beside it
+        data = base64.b64decode(payload.get("data") or "")
+        gz = payload.get("encoding") == "gzip+base64" and data
+        return payload["header"], gzip.decompress(data) if gz else data
+    raise ValueError(f"not a kernelscope report payload (format {payload.get('format')!r})")
 
 
 def decode_payload(payload: dict) -> dict:
@@ -178,8 +242,7 @@ def decode_payload(payload: dict) -> dict:
 
     >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]   # doctest: +SKIP
     """
-    buf = gzip.decompress(base64.b64decode(payload["data"]))
-    return decode_buffer(payload["header"], buf)
+    return decode_buffer(*read_payload(payload))
 
 
 def decode_buffer(header: dict, buf: bytes) -> dict:
@@ -195,6 +258,58 @@ def decode_buffer(header: dict, buf: bytes) -> dict:
             cols[c["name"]] = arr
         out[tname] = cols
     return out
+
+
+# -- counters and stalls -----------------------------------------------------------------------
+def _counter_samples(rep):
+    """(samples table, column spec) for the utilization strip, or None without samples."""
+    m = getattr(rep, "metrics", None)
+    if m is None or not len(m):
+        return None
+    from ..trace.counters import DERIVED
+    m = m.sort_values("start_us", kind="stable").reset_index(drop=True)
+    types = device_types(rep.devices)
+    m = m.assign(device=[device_label(i, types.get(i)) for i in m["device_index"].tolist()])
+    cols = [d.column for d in DERIVED if d.column in m.columns and np.isfinite(m[d.column].to_numpy(float)).any()]
+    spec = [("device", "str"), ("start_us", "f64"), ("duration_us", "f32")] + [(c, "f32") for c in cols]
+    return m, spec
+
+
+def _counter_header(rep, counters) -> dict | None:
+    if counters is None:
+        return None
+    from ..trace.counters import DERIVED
+    meta = rep.meta.get("counters") if isinstance(rep.meta.get("counters"), dict) else {}
+    have = {c for c, _ in counters[1]}
+    tracks = [{"column": d.column, "label": d.label, "unit": d.unit, "meaning": d.meaning, "color": d.color,
+               # percentages share one 0-100 scale; bandwidth scales to its own maximum
+               "max": 100.0 if d.unit == "%" else None}
+              for d in DERIVED if d.column in have]
+    iv = _num(meta.get("interval_us"))
+    src = _str(meta.get("source")) or "CUPTI PM sampling"
+    return {"source": src, "interval_us": iv, "samples": int(len(counters[0])), "capped": bool(meta.get("capped")),
+            "tracks": tracks,
+            "note": (f"Measured by {src}" + (f" every {iv:.0f} us" if iv else "") + ", GPU-wide (all SMs, "
+                     "all streams), no kernel replay. A kernel's values are the samples time-weighted over "
+                     "its interval; sampling may lock GPU clocks.")}
+
+
+def _stalls_header(rep) -> dict | None:
+    s = getattr(rep, "stalls", None)
+    if s is None or not len(s):
+        return None
+    from ..analysis.stalls import REASONS, explain, reason_columns, top_stalls
+    reasons = reason_columns(s)
+    rows = []
+    for r in s.sort_values("samples", ascending=False).head(TOP_STALL_ROWS).to_dict("records"):
+        shares = {c: _num(r[c]) for c in reasons if _num(r.get(c))}
+        rows.append({"name": _str(r.get("name")), "source": _str(r.get("source")), "samples": _num(r.get("samples")),
+                     "top_stall": _str(r.get("top_stall")), "shares": shares})
+    used = sorted({c for row in rows for c in row["shares"]}, key=lambda c: list(REASONS).index(c) if c in REASONS else 99)
+    return {"sources": sorted({str(x) for x in s["source"].dropna()}), "rows": rows,
+            "overall": [[a, _num(b)] for a, b in top_stalls(s, 5)],
+            "reasons": {c: {"title": explain(c).title, "meaning": explain(c).meaning, "fix": explain(c).fix}
+                        for c in used}}
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -381,6 +496,9 @@ def _roofline(rep, k, problems=None) -> dict | None:
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
+    measured = rl["flops_source"] == "Nsight Compute"
+    if measured.any():
+        rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
@@ -392,13 +510,21 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "bound": _str(r["bound"])} for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
-        r = g.iloc[0]
+        r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if _num(r["peak_tflops"]) and _num(r["peak_gbps"]):
+            src = _str(r["peaks_source"]) or "datasheet"
+            # The chart prints these as they are: the numbers and their source are said here, once.
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
-                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"])})
+                             "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"]),
+                             "peak_label": f"{dev} {prec} peak {r['peak_tflops']:,.0f} TFLOP/s ({src})",
+                             "memory_label": f"{dev} memory {r['peak_gbps'] / 1000:.2f} TB/s ({src})"})
     memory_only = int(len(rl) - len(pts))
     note = ("Ceilings are datasheet peaks; FLOPs and bytes are counted per CPU op from its shapes "
             "(bytes: inputs read once, output written once).")
+    if measured.any():
+        note = ("One dot per launch, measured by Nsight Compute: FLOP/s of its dominant precision from the "
+                "SASS operation counters, DRAM bytes from the DRAM counters; ceilings are the device's peaks "
+                "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
     return {"points": points, "ceilings": jsonable(ceilings), "note": note}

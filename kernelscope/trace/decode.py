@@ -63,6 +63,8 @@ class Args(msgspec.Struct, gc=False):
     pg_desc: Str = msgspec.field(default=None, name="Process Group Description")
     pg_ranks: msgspec.Raw = msgspec.field(default=None, name="Process Group Ranks")
     seq: Int = msgspec.field(default=None, name="Seq")
+    # torch's GPU counter tracks ("ph": "C") carry their value under the empty key.
+    counter: Float = msgspec.field(default=None, name="")
 
 
 class Event(msgspec.Struct, gc=False):

@@ -41,7 +41,28 @@ def max_trace_bytes() -> int:
     return max(256 << 20, phys // 4)
 
 
-def _too_big(n, limit):
+def stat_regular(path: str, what: str = "a trace file") -> os.stat_result:
+    """``os.stat`` of a file to read, or a TraceError: missing, a directory, or not a regular
+    file (a pipe or a device would block or never end).
+
+    >>> stat_regular("tests").st_size                          # doctest: +SKIP
+    TraceError: tests: is a directory, not a trace file
+    """
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        raise TraceError(path, "no such file") from None
+    except OSError as e:
+        raise TraceError(path, f"cannot be opened ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise TraceError(path, f"is a directory, not {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(path, "is not a regular file")
+    return st
+
+
+def too_big(n, limit) -> str:
+    """The message for a file over the reader's size cap (:func:`max_trace_bytes`)."""
     return (f"it holds more than {fmt_bytes(limit)} of JSON ({fmt_bytes(n)} or more), the most kernelscope "
             "reads (set KERNELSCOPE_MAX_TRACE_BYTES to raise the limit)")
 
@@ -68,19 +89,10 @@ def _checked(path):
     """``(path, size, limit)`` of a file that may be read: it exists, is a regular file (a pipe
     or a device would block or never end) and is not over the cap."""
     path = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError, ValueError):
-        raise TraceError(path, "no such file") from None
-    except OSError as e:
-        raise TraceError(path, f"cannot be opened ({e.strerror or e})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise TraceError(path, "is a directory, not a trace file")
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceError(path, "is not a regular file")
+    st = stat_regular(path)
     limit = max_trace_bytes()
     if st.st_size > limit:
-        raise TraceError(path, _too_big(st.st_size, limit))
+        raise TraceError(path, too_big(st.st_size, limit))
     return path, st.st_size, limit
 
 
@@ -142,7 +154,7 @@ def _gunzip_blocks(data, read, label, limit, block, notes):
             data = d.unconsumed_tail
             total += len(out)
             if total > limit:
-                raise TraceError(label, _too_big(total, limit))
+                raise TraceError(label, too_big(total, limit))
             if out:
                 yield out
             elif ended:
@@ -188,7 +200,7 @@ def gunzip(data: bytes, label, limit=None, notes=None) -> bytes:
             raise TraceError(label, f"the gzip stream is damaged or truncated ({e})") from None
         total += len(out)
         if total > limit:
-            raise TraceError(label, _too_big(total, limit))
+            raise TraceError(label, too_big(total, limit))
         parts.append(out)
         if not d.eof:
             raise TraceError(label, "the gzip stream is damaged or truncated (it ends before its "

@@ -109,7 +109,7 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
     n_events = n_events() if callable(n_events) else n_events
     if builder.bad_times:
         notes.append(f"skipped {builder.bad_times} event(s) with a missing, negative or non-numeric time")
-    tables, span = builder.tables(), builder.span
+    tables, span, counter_events = builder.tables(), builder.span, builder.counter_events
     del builder
 
     origin = time_origin(tables, span)
@@ -144,5 +144,8 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
         frames=complete(fr, FRAME_COLUMNS), syncs=complete(syncs, SYNC_COLUMNS),
         devices=frame(devices_columns(doc.deviceProperties), DEVICE_COLUMNS), meta=meta,
     )
+    if counter_events:
+        from .counters import read_counter_tracks
+        read_counter_tracks(trace, counter_events, origin)
     cover_span(trace)
     return trace

@@ -64,10 +64,22 @@ DEVICE_COLUMNS = {
     "smem_per_sm": "int64", "smem_per_block": "int64", "smem_per_block_optin": "int64",
     "total_memory": "int64",
 }
+# Hardware-counter samples (kernelscope.trace.counters): one row per PM sample; raw metrics
+# follow as extra columns named by their CUPTI metric.
+COUNTER_COLUMNS = {
+    "device_index": "int64", "start_us": "float64", "duration_us": "float64",
+    "sm_active_pct": "float64", "tensor_pct": "float64", "dram_pct": "float64", "dram_gbps": "float64",
+}
+# Warp-stall samples (kernelscope.analysis.stalls.stall_shares), per launch (``launch``: its ncu id)
+# or per kernel name (Proton); one share column per reason follows as extra columns.
+STALL_COLUMNS = {
+    "name": "object", "launch": "int64", "source": "object", "samples": "float64", "top_stall": "object",
+    "launches": "int64",
+}
 TABLES = {
     "kernels": KERNEL_COLUMNS, "copies": COPY_COLUMNS, "runtime": RUNTIME_COLUMNS,
     "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "syncs": SYNC_COLUMNS,
-    "devices": DEVICE_COLUMNS,
+    "devices": DEVICE_COLUMNS, "counters": COUNTER_COLUMNS, "stalls": STALL_COLUMNS,
 }
 # Integers use pandas' nullable Int64 so that "not recorded" stays distinct from 0.
 
@@ -143,6 +155,9 @@ class Trace:
     syncs: pd.DataFrame
     devices: pd.DataFrame
     meta: dict = field(default_factory=dict)
+    # Optional tables: readers that know nothing of counters or stalls leave them empty.
+    counters: pd.DataFrame = field(default_factory=lambda: frame({}, COUNTER_COLUMNS))
+    stalls: pd.DataFrame = field(default_factory=lambda: frame({}, STALL_COLUMNS))
 
     def tables(self) -> dict:
         """The tables by name, in a fixed order."""

@@ -118,8 +118,7 @@ def _read_text(name: str) -> str:
     # KERNELSCOPE_MAX_TRACE_BYTES cap (a bomb must not exhaust memory).
     raw = read_bytes(name)
     if b"\x00" in raw[:4096]:
-        raise TraceError(name, "binary file, not a CSV export (an .ncu-rep? export it with "
-                               "ncu --import FILE --csv --page details)")
+        raise TraceError(name, "binary file, neither an Nsight Compute CSV export nor an .ncu-rep report")
     return raw.decode("utf-8-sig", errors="replace")
 
 
@@ -247,7 +246,8 @@ def _typed(values, scales=None):
         else:
             x = None
         if x is not None:
-            ints = ints and math.isfinite(x) and x == int(x) and "e" not in s.lower() and ("." not in s or scale != 1)
+            ints = (ints and math.isfinite(x) and abs(x) < 2**63 and x == int(x) and "e" not in s.lower()
+                    and ("." not in s or scale != 1))   # beyond int64: keep it a float
             parsed.append(x)
             any_num = True
         elif s.lower() in ("nan", "inf", "-inf"):
@@ -323,7 +323,9 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
     devices = {c: [] for c in DEVICE_COLUMNS}
     if n:
         d = pd.DataFrame({"device": ints("device"), "cc": col("cc").astype(str).tolist(),
-                          "sms": ints("num_sms", "launch_sm_count")})
+                          "sms": ints("num_sms", "launch_sm_count"), "label": col("device_name").tolist(),
+                          # device attributes a full .ncu-rep report holds (kernelscope.trace.ncu_rep)
+                          **{c: ints(c) for c in _DEVICE_ATTRS}})
         for dev, g in d.groupby("device", dropna=True, sort=True):
             cc = str(g["cc"].iloc[0])
             try:
@@ -334,7 +336,11 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
             for c in devices:
                 devices[c].append(None)
             devices["index"][-1] = int(dev)
-            devices["name"][-1] = f"CUDA device {int(dev)} (from ncu)"
+            label = g["label"].iloc[0]
+            devices["name"][-1] = label if isinstance(label, str) and label else f"CUDA device {int(dev)} (from ncu)"
+            for c in _DEVICE_ATTRS:
+                v = g[c].iloc[0]
+                devices[c][-1] = None if v is None or v != v else int(v)
             devices["device_type"][-1] = "CUDA"
             devices["compute_major"][-1] = major
             devices["compute_minor"][-1] = minor
@@ -348,6 +354,10 @@ def trace_from_ncu(t: pd.DataFrame, source="<ncu>"):
         notes.append(f"{bad_durations} launch(es) had a negative or infinite duration; left empty.")
     meta = {"source": source, "reader": "ncu", "notes": notes}
     return Trace(**tables, meta=meta)
+
+
+_DEVICE_ATTRS = ("max_threads_per_sm", "max_threads_per_block", "regs_per_sm", "regs_per_block", "warp_size",
+                 "smem_per_sm", "smem_per_block", "smem_per_block_optin", "total_memory")
 
 
 def _duration_us(t: pd.DataFrame) -> np.ndarray:
@@ -393,7 +403,8 @@ def merge_ncu(kernels: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
     k = kernels.copy()
     if ncu is None or not len(ncu) or not len(k):
         return k
-    ncu = ncu.sort_values("id", kind="stable").reset_index(drop=True) if "id" in ncu.columns else ncu
+    ncu = ncu.sort_values("id", kind="stable").reset_index(drop=True) if "id" in ncu.columns else ncu.copy()
+    ncu.attrs = {}   # pandas deep-copies attrs into every column taken below: not needed here
 
     def keys(df, name_col):
         dims = [df[c].astype("Int64").astype(object).tolist() if c in df.columns else [None] * len(df)
@@ -422,6 +433,9 @@ def merge_ncu(kernels: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
             vals = np.full(len(k), None, dtype=object)
             vals[hit] = src.to_numpy(dtype=object)[take[hit]]
             k[name] = vals
+    if "ncu_achieved_occupancy_pct" in k.columns:
+        # beside our theoretical_occupancy, on the same 0..1 scale (measured by ncu: sm__warps_active)
+        k["achieved_occupancy"] = pd.to_numeric(k["ncu_achieved_occupancy_pct"], errors="coerce") / 100.0
     return k
 
 

@@ -254,6 +254,7 @@ class TableBuilder:
         self.pieces = {b: {} for b in SCHEMAS}
         self.span = None          # the profiler's own (start, duration), absolute
         self.bad_times = 0        # events dropped for a missing, negative or non-numeric time
+        self.counter_events = []  # counter-track events ("ph": "C"), read by .counters
         self._interned = {}
 
     def add(self, events) -> None:
@@ -261,8 +262,15 @@ class TableBuilder:
         n = len(events)
         if not n:
             return
-        # Bucket code of each event (-1: not a category we read).
+        # Bucket code of each event (-1: not a category we read, or not a complete "X" event:
+        # only those have a place in a table).
         code = np.fromiter(map(_BUCKET_CODE.get, map(_CAT_OF, events), repeat(-1)), np.int64, n)
+        phs = list(map(_PH, events))
+        if phs.count("X") != n:
+            if "C" in phs:
+                self.counter_events.extend(e for e, ph in zip(events, phs) if ph == "C")
+            code[np.fromiter(map("X".__ne__, phs), bool, n)] = -1
+        del phs
         order = np.argsort(code, kind="stable")
         bounds = np.searchsorted(code[order], np.arange(len(_BUCKET_NAMES) + 1))
         for i, b in enumerate(_BUCKET_NAMES):
@@ -271,11 +279,6 @@ class TableBuilder:
                 continue
             evs = (list(operator.itemgetter(*idx.tolist())(events)) if len(idx) > 1 else [events[idx[0]]]) \
                 if len(idx) < n else list(events)
-            phs = list(map(_PH, evs))
-            if phs.count("X") != len(phs):     # only complete ("X") events have a place in a table
-                evs = [e for e, ph in zip(evs, phs) if ph == "X"]
-                if not evs:
-                    continue
             # Missing times become NaN; NaN, infinite, negative or missing times cannot be placed.
             ts = np.array(list(map(_TS, evs)), dtype=np.float64)
             dur = np.array(list(map(_DUR, evs)), dtype=np.float64)

@@ -3,8 +3,11 @@
 
 def load_ipython_extension(ipython):
     from .magic import KernelProfileMagics
+    from .ncu_replay import track_cells
     ipython.register_magics(KernelProfileMagics)
+    track_cells(ipython)    # which cells ran and succeeded: what %%kernelprofile --ncu replays
 
 
 def unload_ipython_extension(ipython):
-    pass
+    from .ncu_replay import untrack_cells
+    untrack_cells(ipython)

@@ -59,6 +59,17 @@ class KernelProfileMagics(Magics):
     @argument("--lean", action="store_true",
               help="Record CUDA activity only: lowest overhead, but no CPU ops, so no "
                    "attribution of kernels to the ops that launched them.")
+    @argument("--metrics", nargs="?", const="default", default=None, metavar="NAMES",
+              help="Also sample hardware counters GPU-wide while the cell runs (CUPTI PM sampling, "
+                   "no kernel replay): SM active, tensor pipe and DRAM use per kernel, and a "
+                   "utilization strip under the timeline. NAMES: comma-separated CUPTI metrics "
+                   "instead of the defaults. Needs kernelscope[counters]; may lock GPU clocks.")
+    @argument("--interval-us", dest="interval_us", type=float, default=None, metavar="US",
+              help="PM sampling interval in microseconds (default 20).")
+    @argument("--stalls", action="store_true",
+              help="Then replay the session's cells in a new process (as --ncu does), this cell under "
+                   "Triton's Proton PC sampling, for warp-stall reasons per kernel (report.stalls, "
+                   "sampled live). The cell's side effects happen there too. Needs triton.")
     @argument("--no-display", dest="no_display", action="store_true",
               help="Do not display the report (use -o or `%%kernelprofile last`).")
     @argument("--baseline", default=None, metavar="NAME",
@@ -66,12 +77,29 @@ class KernelProfileMagics(Magics):
     @argument("--compare", default=None, metavar="NAME",
               help="Profile the cell and show how it compares with baseline NAME (a stored "
                    "baseline, or a Report in the namespace under that name).")
+    @argument("--ncu", action="store_true",
+              help="Also get Nsight Compute's report of the cell's kernels (roofline, memory, stall "
+                   "reasons, source hot spots, its advice), keeping this kernel's state: a new process "
+                   "under ncu replays the session's earlier successful cells, then this cell, profiling "
+                   "only this cell. Needs ncu (on PATH or $KERNELSCOPE_NCU).")
+    @argument("--kernels", default=None, metavar="REGEX",
+              help="With --ncu: profile only kernels whose (demangled) name matches REGEX.")
+    @argument("--launches", type=int, default=None, metavar="N",
+              help="With --ncu: profile at most N kernel launches.")
+    @argument("--set", dest="set", default=None, metavar="NAME",
+              help="With --ncu: Nsight Compute's section set (default full; basic is faster but has no "
+                   "stall sampling or source view).")
+    @argument("--setup", default=None, metavar="CELLS",
+              help="With --ncu: the cells to replay first, by number (e.g. 1,3-5, or none), instead of "
+                   "every earlier cell that succeeded.")
     @line_cell_magic
     def kernelprofile(self, line, cell=None):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
 
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
-               [--repeat N] [--stack] [--lean] [--no-display] [--baseline NAME] [--compare NAME]
+               [--repeat N] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
+               [--no-display] [--baseline NAME] [--compare NAME]
+               [--ncu [--kernels REGEX] [--launches N] [--set NAME] [--setup CELLS]]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
@@ -91,14 +119,20 @@ class KernelProfileMagics(Magics):
         _check(args)
         from kernelscope.capture import profile
         run = self._compile(cell)
+        stalls_off = None
+        if args.stalls:
+            from kernelscope.capture.stalls import unavailable
+            stalls_off = unavailable()
         if args.warmup > 0 or args.repeat > 1:
+            parts = [f"{args.warmup} warm-up"] if args.warmup else []
+            parts.append(f"{args.repeat} recorded")
             print(f"kernelscope: the cell runs {args.warmup + args.repeat} times "
-                  f"({args.warmup} warm-up, {args.repeat} recorded); its side effects repeat too.",
-                  file=sys.stderr)
+                  f"({', '.join(parts)}); its side effects repeat too.", file=sys.stderr)
         for _ in range(args.warmup):
             run(last=False)
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
-                       lines_of=self._cell_name if args.stack else None, trace_path=args.trace)
+                       lines_of=self._cell_name if args.stack else None, trace_path=args.trace,
+                       metrics=_metrics(args.metrics), interval_us=args.interval_us)
         error = None
         _start(prof)
         try:
@@ -121,6 +155,18 @@ class KernelProfileMagics(Magics):
         if self._cell_name:
             report.meta["cell"] = {"file": self._cell_name, "first_line": self._cell_first_line,
                                    "execution_count": self.shell.execution_count}
+        if stalls_off:
+            report.meta.setdefault("notes", []).append(stalls_off)
+        elif args.stalls and error is None:
+            from .ncu_replay import stall_replay
+            report = stall_replay(self.shell, args, cell, report)
+        elif args.stalls:
+            print("kernelscope: the cell raised, so no warp-stall replay ran.", file=sys.stderr)
+        if args.ncu and error is None:
+            from .ncu_replay import deep_dive
+            report = deep_dive(self.shell, args, cell, report)
+        elif args.ncu:
+            print("kernelscope: the cell raised, so no Nsight Compute replay ran.", file=sys.stderr)
         self._finish(report, args)
         if error is not None:
             raise error.with_traceback(error.__traceback__)
@@ -173,8 +219,10 @@ class KernelProfileMagics(Magics):
             if args.action is None:
                 raise UsageError("%kernelprofile needs `start`, `stop` or `last`; "
                                  "use %%kernelprofile on a cell to profile that cell")
-            if args.repeat != 1 or args.warmup:
-                raise UsageError("--repeat and --warmup are for %%kernelprofile on a cell")
+            if args.repeat != 1 or args.warmup or args.stalls:
+                raise UsageError("--repeat, --warmup and --stalls are for %%kernelprofile on a cell")
+            if args.ncu:
+                raise UsageError("--ncu is for %%kernelprofile on a cell (it replays that cell under Nsight Compute)")
             _check(args)
             from kernelscope.capture import profile
             if self._session is not None:
@@ -182,7 +230,8 @@ class KernelProfileMagics(Magics):
                                  "running; end it with `%kernelprofile stop`")
             from kernelscope.capture.lines import is_cell_file
             prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
-                           lines_of=is_cell_file if args.stack else None, trace_path=args.trace)
+                           lines_of=is_cell_file if args.stack else None, trace_path=args.trace,
+                           metrics=_metrics(args.metrics), interval_us=args.interval_us)
             _start(prof)
             self._session = (prof, args)
             print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
@@ -268,7 +317,27 @@ def _start(prof):
         raise UsageError(f"kernelscope: {e}") from None
 
 
+def _metrics(value):
+    """--metrics as ks.profile's ``metrics``: True for the defaults, else the names given."""
+    if value is None:
+        return None
+    return True if value == "default" else [m.strip() for m in value.split(",") if m.strip()]
+
+
 def _check(args):
+    ncu_only = [f"--{k}" for k in ("kernels", "launches", "set", "setup") if getattr(args, k, None) is not None]
+    if ncu_only and not args.ncu:
+        raise UsageError(f"{', '.join(ncu_only)} only apply with --ncu")
+    if args.ncu:
+        args.set = args.set or "full"
+        if args.launches is not None and args.launches < 1:
+            raise UsageError("--launches must be at least 1")
+        if args.kernels:
+            import re
+            try:
+                re.compile(args.kernels)
+            except re.error as e:
+                raise UsageError(f"--kernels {args.kernels!r} is not a regular expression ({e})") from None
     if args.stack and args.lean:
         raise UsageError("--stack needs CPU activity to place kernels on lines, which --lean "
                          "turns off; use one or the other")
@@ -278,6 +347,10 @@ def _check(args):
         raise UsageError("--warmup must be 0 or more")
     if args.top is not None and args.top < 1:
         raise UsageError("--top must be at least 1")
+    if args.interval_us is not None and not args.interval_us >= 1:
+        raise UsageError("--interval-us must be at least 1 (microseconds)")
+    if args.interval_us is not None and args.metrics is None:
+        raise UsageError("--interval-us sets the PM sampling interval: use it with --metrics")
 
 
 def _display(obj):

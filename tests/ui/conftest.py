@@ -1,6 +1,9 @@
 """Real-browser fixtures: a JupyterLab server on 127.0.0.1 and Debian's chromium via Playwright.
 
-The browser tests are marked ``browser``; CI installs chromium (``.ci/run``) so they run there.
+The browser tests are marked ``browser``. They find the browser themselves (the ``chromium``
+fixture of tests/conftest.py): ``python -m pytest`` passes on a machine where only the README's
+install command ran, installing Debian's chromium once with apt-get when it is missing and the
+tests run as root.
 """
 from __future__ import annotations
 
@@ -17,9 +20,8 @@ import uuid
 
 import pytest
 
-CHROMIUM = os.environ.get("KERNELSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+from tests.conftest import CHROMIUM_ARGS   # the `chromium` fixture lives there too
+
 HERE = pathlib.Path(__file__).parent
 ARTIFACTS = HERE / "artifacts"
 NOTEBOOKS = HERE / "notebooks"
@@ -33,12 +35,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
+def browser(chromium):
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield b
         b.close()
 
@@ -110,7 +110,8 @@ def _start(tmp_path_factory, app):
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
     for nb in NOTEBOOKS.glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
-    for trace in ("mlp_train.pt.trace.json.gz", "attention.pt.trace.json.gz"):
+    for trace in ("mlp_train.pt.trace.json.gz", "attention.pt.trace.json.gz", "launch_bound.pt.trace.json.gz",
+                  "graphs.pt.trace.json.gz"):
         shutil.copy(DATA / trace, root / trace)
     (root / "broken.pt.trace.json").write_text('{"traceEvents": [')
     token = uuid.uuid4().hex

@@ -4,6 +4,10 @@
 what a user's notebook holds after ``rep`` or ``%%kernelprofile``: the widget view (dead once
 the kernel is gone), our report MIME type, static HTML and text.
 
+``saved_report_v1.ipynb`` is not written here: it is the same notebook as saved by kernelscope
+before the packed MIME payload (plain JSON header beside the gzipped columns), kept as it was so
+the tests prove that notebooks saved then still render.
+
     python tests/ui/make_notebooks.py
 """
 from __future__ import annotations
@@ -41,6 +45,23 @@ def main():
         'print("SELECTED", sorted(w.selection), w.selected.shape)',
     ])
     nbformat.write(live, OUT / "live_report.ipynb")
+
+    lifecycle = notebook([
+        'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
+        "rep",
+        "from ipywidgets.widgets.widget import _instances\nfrom kernelscope.widget import ReportWidget\n"
+        'print("OPEN", sum(isinstance(w, ReportWidget) and w.comm is not None for w in list(_instances.values())))',
+    ])
+    nbformat.write(lifecycle, OUT / "lifecycle.ipynb")
+
+    charts = notebook([
+        'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nrep.chart("backends")',
+        'rep.chart("kernels", top=10)',
+        'rep.chart("timeline")',
+        'rep.chart("occupancy", kernel="nvjet")',
+        'ks.compare(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz")).chart()',
+    ])
+    nbformat.write(charts, OUT / "charts.ipynb")
 
     profile = notebook([
         "import torch\nx = torch.randn(128, 128)\nfor _ in range(3):\n    y = (x @ x).relu()\ny.shape",

@@ -10,10 +10,13 @@ from test_widget_browser import wait_idle
 pytestmark = pytest.mark.browser
 
 
-def test_saved_report_renders_without_kernel(lab, page):
+@pytest.mark.parametrize("notebook", ["saved_report.ipynb", "saved_report_v1.ipynb"])
+def test_saved_report_renders_without_kernel(lab, page, notebook):
+    """A saved report renders with no kernel; so does one saved by kernelscope before the packed
+    payload (saved_report_v1.ipynb: plain JSON header beside the gzipped columns)."""
     rep = ks.load(DATA / "attention.pt.trace.json.gz")
     lab.shutdown_kernels()
-    lab.open(page, "saved_report.ipynb")
+    lab.open(page, notebook)
     # The notebook names no kernel, so JupyterLab asks; a reader declines.
     dialog = page.locator(".jp-Dialog")
     dialog.wait_for(timeout=30_000)
@@ -31,9 +34,45 @@ def test_saved_report_renders_without_kernel(lab, page):
     rows.first.click()
     out.locator(".ks-details .ks-occupancy").wait_for()
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "saved_report_no_kernel.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{notebook[:-6]}_no_kernel.png"), full_page=True)
     assert lab.kernels() == []
     assert not page.errors, page.errors
+
+
+def test_view_code_loads_when_a_report_is_first_shown(lab, page):
+    """JupyterLab starts with our small extension chunk only; the report view (table, timeline,
+    charts) is a separate chunk fetched the first time a report is shown, and only once."""
+    ext = lab.url + "/lab/extensions/kernelscope/static/"
+    urls = []
+    page.on("request", lambda r: urls.append(r.url) if r.url.startswith(ext) else None)
+    lab.shutdown_kernels()
+    lab.open(page, "profile_cell.ipynb")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=30_000)
+    page.locator(".ks-profile-button").wait_for(timeout=30_000)      # our extension is active
+    at_start = sorted(u[len(ext):] for u in urls)
+    assert any(u.startswith("remoteEntry.") for u in at_start), at_start
+    assert not any("kernelscope-view" in u for u in at_start), at_start
+    static = lab_static_dir()
+    start_bytes = sum((static / u.split("?")[0]).stat().st_size for u in at_start)
+    assert start_bytes < 60_000, (start_bytes, at_start)            # 931 KB before issue 15
+
+    page.goto("about:blank")
+    urls.clear()
+    lab.open(page, "saved_report.ipynb")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("button.jp-mod-reject").click()
+    page.locator(".jp-OutputArea-output .ks-lab-static .ks-root").wait_for(timeout=30_000)
+    view = [u for u in urls if "kernelscope-view" in u]
+    assert len(view) == 1, urls
+    assert not page.errors, page.errors
+
+
+def lab_static_dir():
+    """Where the JupyterLab under test serves our extension's files from."""
+    import pathlib
+    import sys
+    return pathlib.Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "kernelscope" / "static"
 
 
 def test_profile_cell_button(lab, page):

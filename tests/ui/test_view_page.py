@@ -173,3 +173,35 @@ def test_hostile_names_stay_text(site, page):
     page.wait_for_timeout(300)
     assert page.locator(".ks-root script, .ks-root img").count() == 0
     assert dialogs == [] and not page.errors
+
+
+DARK = ("--jp-ui-font-color1:#e6e6e6;--jp-ui-font-color2:#b0b0b0;--jp-layout-color1:#111111;"
+        "--jp-layout-color2:#222222;--jp-border-color2:#444444;background:#111111")
+
+
+def test_charts_follow_a_dark_theme(site, page):
+    """Our SVG charts take the notebook theme's colours: light text on a dark page and a grid
+    that stays faint (JupyterLab's dark theme sets these --jp-* variables)."""
+    show(page, site, "mlp_train")
+    page.evaluate(f"document.body.style.cssText += ';{DARK}'")
+    page.locator(".ks-row.ks-kernel").first.click()
+    page.locator(".ks-occ-chart svg").nth(2).wait_for()
+    for tab in ("Backends", "Roofline"):
+        page.locator(f".ks-tab[data-tab='{tab}']").click()
+        page.locator(f".ks-panel[data-panel='{tab}'] svg.ks-svg").wait_for()
+    styles = page.evaluate("""() => [...document.querySelectorAll('svg.ks-svg')].map(svg => {
+        const text = svg.querySelector('.ks-axis text'), grid = svg.querySelector('.ks-grid line');
+        const g = grid ? getComputedStyle(grid) : null;
+        return { text: getComputedStyle(text).fill, grid: g && g.stroke, gridOpacity: g && +g.strokeOpacity };
+    })""")
+    assert len(styles) >= 5            # three occupancy curves, the backend bars, the roofline
+
+    def luminance(rgb):
+        r, g, b = (int(x) for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+    for s in styles:
+        assert luminance(s["text"]) > 0.6, s                          # readable on the dark page
+        if s["grid"]:
+            assert s["gridOpacity"] <= 0.1, s                          # no bright grid
+    assert not page.errors, page.errors

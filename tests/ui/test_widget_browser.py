@@ -150,3 +150,33 @@ def test_live_widget_tabs(lab, page):
     ARTIFACTS.mkdir(exist_ok=True)
     out0.screenshot(path=str(ARTIFACTS / "widget_roofline.png"))
     assert not page.errors, page.errors
+
+
+def test_rerun_and_redisplay_close_old_widgets(lab, page):
+    """Re-running a report cell leaves one open widget, not one per run; showing the report in
+    another cell closes the first cell's widget, whose output then shows the report from its
+    saved data (still interactive, no longer linked to Python)."""
+    lab.open(page, "lifecycle.ipynb")
+    wait_idle(page)
+    out0 = page.locator(".jp-Notebook .jp-Cell").nth(0).locator(".jp-OutputArea-output")
+    for _ in range(3):
+        run_cell(page, 0)
+        out0.locator(".ks-root").wait_for(timeout=60_000)
+        wait_idle(page)
+    assert out0.locator(".ks-root").count() == 1 and out0.locator(".ks-lab-static").count() == 0
+    out2 = run_cell(page, 2).locator(".jp-OutputArea-output")
+    out2.wait_for(timeout=60_000)
+    assert out2.inner_text().strip() == "OPEN 1"
+
+    out1 = run_cell(page, 1).locator(".jp-OutputArea-output")
+    out1.locator(".ks-root").wait_for(timeout=60_000)
+    assert out1.locator(".ks-lab-static").count() == 0                  # the live widget
+    out0.locator(".ks-lab-static .ks-root").wait_for(timeout=30_000)     # cell 0: the saved view
+    out0.locator(".ks-row.ks-kernel").first.click()
+    out0.locator(".ks-details .ks-occupancy").wait_for()
+    wait_idle(page)
+    out2 = run_cell(page, 2).locator(".jp-OutputArea-output")
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell')[2]"
+                           ".querySelector('.jp-OutputArea-output')?.textContent.includes('OPEN')")
+    assert out2.inner_text().strip() == "OPEN 1"
+    assert not page.errors, page.errors

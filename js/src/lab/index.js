@@ -10,7 +10,21 @@ import { ServerConnection } from "@jupyterlab/services";
 import { URLExt } from "@jupyterlab/coreutils";
 import { Panel, Widget } from "@lumino/widgets";
 import { MIME_TYPE, fromMime } from "../view/data.js";
-import { renderReport } from "../view/report.js";
+
+// The report view (table, timeline, charts) is a separate chunk, fetched when a report is first
+// shown: JupyterLab starts without it, and a session that shows no report never loads it.
+let view = null;
+function loadView() {
+  view = view || import(/* webpackChunkName: "kernelscope-view" */ "../view/report.js")
+    .catch((err) => { view = null; throw err; });   // a failed fetch is tried again next time
+  return view;
+}
+
+/** Decode a MIME payload and render it into `node`. */
+async function showReport(node, payload, opts) {
+  const [{ renderReport }, model] = await Promise.all([loadView(), fromMime(payload)]);
+  return renderReport(node, model, opts);
+}
 
 const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 // ipywidgets registers its renderer at rank -10; ours comes first and hands over to the live
@@ -35,14 +49,20 @@ class ReportRenderer extends Panel {
     const payload = model.data[this.mimeType];
     while (this.widgets.length) this.widgets[0].dispose();
     if (model.data[WIDGET_MIME] && this._ctx.rendermime && this._hasKernel()) {
-      if (await this._tryWidget(model)) return;
+      if (await this._tryWidget(model, () => this._showSaved(payload))) return;
     }
+    await this._showSaved(payload);
+  }
+
+  /** The report from the output's own data: no kernel, or its live widget has been closed. */
+  async _showSaved(payload) {
+    if (this.isDisposed) return;
+    while (this.widgets.length) this.widgets[0].dispose();
     const host = new Widget();
     host.addClass("ks-lab-static");
     this.addWidget(host);
     try {
-      const view = await fromMime(payload);
-      renderReport(host.node, view, {});
+      await showReport(host.node, payload, {});
       host.node.setAttribute("data-source", "saved");
     } catch (err) {
       host.node.textContent = `kernelscope: cannot render this report (${err && err.message})`;
@@ -54,7 +74,7 @@ class ReportRenderer extends Panel {
     return !!(s && s.session && s.session.kernel);
   }
 
-  async _tryWidget(model) {
+  async _tryWidget(model, onClosed) {
     const rm = this._ctx.rendermime;
     if (!rm.getFactory(WIDGET_MIME)) return false;
     const r = rm.createRenderer(WIDGET_MIME);
@@ -71,6 +91,9 @@ class ReportRenderer extends Panel {
     // ipywidgets' renderer adds the view as a child only when the widget model exists.
     if (r.widgets && r.widgets.length > 0) {
       r.show();
+      // kernelscope closes a widget when its report is shown again elsewhere or its cell runs
+      // again: an output still on screen then keeps the report, drawn from its saved data.
+      r.widgets[0].disposed.connect(() => { if (!this.isDisposed && !r.isDisposed) onClosed(); });
       return true;
     }
     r.dispose();
@@ -102,8 +125,7 @@ class TraceView extends Widget {
       const resp = await ServerConnection.makeRequest(url, {}, settings);
       const body = await resp.json();
       if (!resp.ok) throw new Error(body.message || resp.statusText);
-      const view = await fromMime(body);
-      renderReport(this.node, view, { tableHeight: 480 });
+      await showReport(this.node, body, { tableHeight: 480 });
     } catch (err) {
       this.node.textContent = `kernelscope: ${err && err.message}`;
       this.node.classList.add("ks-error");
@@ -145,7 +167,9 @@ async function profileCells(tracker) {
     cell.model.executionCount = null;
     cell.setPrompt("*");
     try {
-      const reply = await OutputArea.execute(code, cell.outputArea, ctx, {});
+      // With the cell's id, as JupyterLab's own Run sends it (kernelscope closes the widgets of
+      // the cell's previous run by it).
+      const reply = await OutputArea.execute(code, cell.outputArea, ctx, { cellId: cell.model.sharedModel.getId() });
       if (reply && reply.content) cell.model.executionCount = reply.content.execution_count;
       if (reply && reply.content && reply.content.status !== "ok") break;
     } catch (err) {
@@ -208,7 +232,7 @@ const filePlugin = {
   activate(app) {
     app.docRegistry.addFileType({
       name: FILE_TYPE, displayName: "kernelscope trace",
-      extensions: [".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz"],
+      extensions: [".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz", ".ncu-rep"],
       mimeTypes: ["application/json"], contentType: "file", fileFormat: "text",
     });
     app.docRegistry.addModelFactory(new NoContentModelFactory());

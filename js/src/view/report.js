@@ -3,8 +3,11 @@ import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, useVocabulary
 import { str, int, num } from "./data.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
-import { show, backendSpec, occupancySpec, rooflineSpec } from "./charts.js";
+import { UtilizationStrip } from "./utilization.js";
+import { counterBlock, stallBlock } from "./measured.js";
+import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
+import { kernelDetail } from "./kernel.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -62,19 +65,22 @@ export function renderReport(el, model, opts = {}) {
       panels.Kernels.append(ctl.table.el, ctl.details);
     },
     Timeline() {
+      // Hardware counters, when sampled, draw in a strip under the lanes on the same time axis.
+      ctl.strip = hd.counters && model.tables.counters ? new UtilizationStrip(model) : null;
       ctl.timeline = new Timeline(model, { onPick: (name) => {
         select("Kernels");
         ctl.table.setSelection([name]);
         setSelected([name], true);
-      } });
+      }, onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null });
       panels.Timeline.append(ctl.timeline.el);
+      if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.el.lastChild);
     },
     Backends() {
       const b = hd.backends || [];
       if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
       const chart = h("div", { class: "ks-chart" });
       panels.Backends.append(chart, backendTable(b));
-      show(chart, backendSpec(b));
+      backendChart(chart, b, backendColor);
     },
     Roofline() {
       const roof = hd.roofline;
@@ -86,7 +92,7 @@ export function renderReport(el, model, opts = {}) {
       const chart = h("div", { class: "ks-chart" });
       panels.Roofline.append(chart);
       if (roof.note) panels.Roofline.append(h("p", { class: "ks-note", text: roof.note }));
-      show(chart, rooflineSpec(roof));
+      rooflineChart(chart, roof, backendColor);
     },
     "CPU ops"() {
       panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
@@ -223,6 +229,8 @@ function renderDetails(el, model, names, opts = {}) {
       ["waves", fmtNum(num(k, "waves", f), 2)],
     ]));
   el.append(info);
+  const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
+  if (deep) el.append(deep);
   const configs = model.header.configs || [];
   const ci = configs.findIndex((c) => c.config === k.cols.config[f]);
   const cfg = configs[ci];
@@ -238,6 +246,11 @@ function renderDetails(el, model, names, opts = {}) {
   const occ = occupancyBlock(cfg, k, f);
   el.append(occ);
   if (occ.charts) el.append(occ.charts);
+  const measured = counterBlock(model, idx);
+  if (measured) el.append(measured);
+  // Live (Proton) stalls; where Nsight Compute measured the launch its deep dive has the stall bars.
+  const stalls = deep ? null : stallBlock(model, names);
+  if (stalls) el.append(stalls);
   const ncu = ncuBlock(model, idx);
   if (ncu) el.append(ncu);
 }
@@ -283,7 +296,7 @@ function occupancyBlock(cfg, k, f) {
     for (const [key, field, title, x] of graphs) {
       const c = h("div", { class: "ks-chart ks-occ-chart", "data-curve": key });
       charts.append(c);
-      show(c, occupancySpec(cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title }));
+      occupancyChart(c, cfg.curves[key] || [], { x, y: cfg.occupancy }, { field, title });
     }
   }
   return block;

@@ -5,7 +5,8 @@ import { h, fmtUs, fmtBytes, backendColor, causeColor, vocab, NEUTRAL } from "./
 import { str, int } from "./data.js";
 
 const LANE_H = 18;
-const LABEL_W = 112;
+// Exported: the utilization strip below the timeline shares this x mapping.
+export const LABEL_W = 112;
 const AXIS_H = 20;
 // Colours of idle-gap causes (kernelscope.analysis.timeline.CAUSES), copies and host spans come
 // from the payload's vocabulary (format.js: vocab).
@@ -73,9 +74,10 @@ function lowerBound(items, x) {
 }
 
 export class Timeline {
-  constructor(model, { onPick } = {}) {
+  constructor(model, { onPick, onDraw } = {}) {
     this.model = model;
     this.onPick = onPick || (() => {});
+    this.onDraw = onDraw || null;
     this.data = buildLanes(model);
     const pad = (this.data.hi - this.data.lo) * 0.01 || 1;
     this.full = [this.data.lo - pad, this.data.hi + pad];
@@ -181,6 +183,10 @@ export class Timeline {
         lines.push(str(t, "name", it.i) || "copy",
           `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${t.cols.bandwidth_gbps[it.i].toFixed(1)} GB/s`);
       }
+      if (t.cols.sm_active_pct && !Number.isNaN(t.cols.sm_active_pct[it.i])) {
+        const p = (c) => (t.cols[c] && !Number.isNaN(t.cols[c][it.i]) ? `${t.cols[c][it.i].toFixed(0)}%` : "-");
+        lines.push(`PM sampling: SMs ${p("sm_active_pct")} · tensor ${p("tensor_pct")} · DRAM ${p("dram_pct")}`);
+      }
     }
     lines.forEach((l, n) => { if (n) this.tip.append(document.createElement("br")); this.tip.append(document.createTextNode(l)); });
     this.tip.style.display = "block";
@@ -269,6 +275,7 @@ export class Timeline {
     ctx.fillRect(LABEL_W - 1, AXIS_H, 1, height);
     this.info.textContent = ` ${fmtUs(a)} – ${fmtUs(b)} (${fmtUs(b - a)})`;
     this.drawn = drawn;
+    if (this.onDraw) this.onDraw(this.view, width);
   }
 }
 

@@ -1,0 +1,424 @@
+"""What Nsight Compute measured about each launch, in the terms of one question: why is this
+kernel slow?
+
+Pure functions over the tables of an Nsight Compute report (:mod:`kernelscope.trace.ncu_rep`,
+one row per launch): where the launch sits on the roofline, how well its memory accesses use
+what they fetch (coalescing), which stall reasons dominate, which source lines the warps sat on,
+and Nsight Compute's own rule results as findings. Every figure here is Nsight Compute's
+measurement or a ratio of its measurements; the thresholds that turn them into words are named
+below.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from .stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
+
+STALL_SOURCE = "Nsight Compute"
+# A warp load uses what it fetches when its 32-byte sectors are full: below half the bytes
+# used (16 of 32) the access is strided or scattered.
+COALESCED_MIN_EFFICIENCY = 0.5
+# ... or when the L2 sees more sectors than the accessed bytes need (ncu's "excessive sectors").
+EXCESS_SECTORS_MAX = 1.5
+# Speed of light: a unit above 60% of its peak is what bounds the kernel; both below 30% means
+# the kernel waits (latency, too little parallelism) rather than works.
+SOL_BOUND_PCT = 60.0
+SOL_LATENCY_PCT = 30.0
+# Nsight Compute's advice kept as findings: the strongest few per kernel, and in all.
+RULES_PER_KERNEL = 3
+RULE_FINDINGS_MAX = 12
+ADVICE_TYPES = ("optimization", "warning", "error")
+HOTSPOTS_PER_LAUNCH = 5
+
+LEVELS = ("dram", "l2", "l1")
+LEVEL_LABELS = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+PRECISION_LABELS = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16 (CUDA cores)",
+                    "tensor_fp64": "FP64 tensor", "tensor_tf32": "TF32 tensor", "tensor_bf16": "BF16 tensor",
+                    "tensor_fp16": "FP16 tensor", "tensor_fp8": "FP8 tensor", "tensor_int8": "INT8 tensor"}
+
+
+def stalls_table(stall_counts: pd.DataFrame) -> pd.DataFrame:
+    """``report.stalls`` rows (one per launch, shares per reason) from the reader's counts.
+
+    >>> c = pd.DataFrame({"id": [0], "kernel_name": ["k"], "long_scoreboard": [3.0], "selected": [1.0]})
+    >>> row = stalls_table(c).iloc[0]
+    >>> row["name"], int(row["launch"]), row["top_stall"], float(row["long_scoreboard"])
+    ('k', 0, 'long_scoreboard', 1.0)
+    """
+    if stall_counts is None or not len(stall_counts):
+        return empty_stalls()
+    counts = stall_counts.rename(columns={"id": "launch", "kernel_name": "name"})
+    return stall_shares(counts, keys=["name", "launch"], source=STALL_SOURCE)
+
+
+def stall_bars(stalls: pd.DataFrame, launch, n: int = 8) -> list[dict]:
+    """The largest stall shares of one launch, each with what it means and what usually fixes it.
+
+    >>> s = stalls_table(pd.DataFrame({"id": [0], "kernel_name": ["k"], "barrier": [1.0]}))
+    >>> stall_bars(s, 0)[0]["reason"], stall_bars(s, 0)[0]["share"]
+    ('barrier', 1.0)
+    """
+    if stalls is None or not len(stalls) or "launch" not in stalls.columns:
+        return []
+    rows = stalls[stalls["launch"] == launch]
+    if not len(rows):
+        return []
+    r = rows.iloc[0]
+    skip = {"name", "launch", "source", "samples", "top_stall", "correlation", "device", "kernel_id", "launches"}
+    shares = [(c, float(r[c])) for c in stalls.columns if c not in skip
+              and isinstance(r[c], (int, float, np.floating)) and r[c] == r[c] and r[c] > 0]
+    shares.sort(key=lambda x: -x[1])
+    out = []
+    for reason, share in shares[:n]:
+        e = explain(reason)
+        out.append({"reason": reason, "title": e.title, "meaning": e.meaning, "fix": e.fix, "share": share})
+    return out
+
+
+# -- roofline --------------------------------------------------------------------------------------
+def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
+    """One row per launch, precision with work, and memory level: achieved FLOP/s against the
+    peak, bytes/s against the level's bandwidth, intensity, the attainable roof and which roof
+    binds. ``dominant`` marks the precision doing the most work (the kernel's dot).
+
+    >>> rl = measured_roofline(ks.load_ncu("run.ncu-rep").ncu)            # doctest: +SKIP
+    >>> rl[rl.dominant & (rl.level == "dram")][["kernel_name", "precision", "roof_share"]]   # doctest: +SKIP
+    """
+    from ..trace.ncu_rep import PRECISIONS
+    cols = ["id", "kernel_name", "precision", "level", "flops_per_s", "peak_flops_per_s", "bytes_per_s",
+            "peak_bytes_per_s", "bytes", "intensity", "ridge", "attainable_flops_per_s", "roof_share", "bound",
+            "dominant"]
+    if launches is None or not len(launches) or "fp32_flops_per_s" not in launches.columns:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    rows = []
+    for r in launches.to_dict("records"):
+        work = {p: _f(r.get(f"{p}_flops_per_s")) for p in PRECISIONS}
+        work = {p: v for p, v in work.items() if v == v and v > 0}
+        if not work:
+            continue
+        top = max(work, key=work.get)
+        for p, flops in work.items():
+            peak = _f(r.get(f"{p}_peak_flops_per_s"))
+            for level in LEVELS:
+                bps, bw = _f(r.get(f"{level}_bytes_per_s")), _f(r.get(f"{level}_peak_bytes_per_s"))
+                inten = flops / bps if bps > 0 else np.nan
+                ridge = peak / bw if peak > 0 and bw > 0 else np.nan
+                attain = min(peak, inten * bw) if inten == inten and peak == peak and bw == bw else np.nan
+                bound = None if inten != inten or ridge != ridge else ("memory" if inten < ridge else "compute")
+                rows.append({"id": r["id"], "kernel_name": r["kernel_name"], "precision": p, "level": level,
+                             "flops_per_s": flops, "peak_flops_per_s": peak, "bytes_per_s": bps,
+                             "peak_bytes_per_s": bw, "bytes": _f(r.get(f"{level}_bytes")), "intensity": inten,
+                             "ridge": ridge, "attainable_flops_per_s": attain,
+                             "roof_share": flops / attain if attain == attain and attain > 0 else np.nan,
+                             "bound": bound, "dominant": p == top})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def roofline_rows(report) -> list[dict]:
+    """Measured rows for ``report.roofline`` (analysis.roofline's columns): one per launch that
+    Nsight Compute measured, its dominant precision at DRAM. Kineto launches merged with an ncu
+    launch take the ncu launch's figures."""
+    ncu = getattr(report, "ncu", None)
+    if ncu is None or not len(ncu) or "fp32_flops_per_s" not in ncu.columns:
+        return []
+    rl = measured_roofline(ncu)
+    rl = rl[rl["dominant"] & (rl["level"] == "dram")]
+    if not len(rl):
+        return []
+    k = report.kernels
+    by_id = {}
+    if "ncu_id" in k.columns:
+        hit = k[k["ncu_id"].notna()]
+        for row in hit.to_dict("records"):
+            by_id.setdefault(int(row["ncu_id"]), row)
+    dur = dict(zip(ncu["id"].astype(int), pd.to_numeric(ncu["duration_ns"], errors="coerce") / 1e3))
+    out = []
+    for r in rl.to_dict("records"):
+        kr = by_id.get(int(r["id"]))
+        if kr is None:
+            continue   # merged onto a Kineto report that did not record this launch
+        d = float(dur.get(int(r["id"]), np.nan))
+        op_index = kr.get("op_index")
+        out.append({
+            "op": kr.get("op"), "op_index": None if op_index is None or op_index is pd.NA else op_index,
+            "kernel": kr.get("name"), "short_name": kr.get("short_name"), "device": kr.get("device"),
+            "precision": r["precision"], "kernels": 1, "duration_us": d,
+            "flops": r["flops_per_s"] * d * 1e-6, "bytes": r["bytes"], "flops_source": STALL_SOURCE,
+            "intensity": r["intensity"], "achieved_tflops": r["flops_per_s"] / 1e12,
+            "achieved_gbps": r["bytes_per_s"] / 1e9, "peak_tflops": r["peak_flops_per_s"] / 1e12,
+            "peak_gbps": r["peak_bytes_per_s"] / 1e9,
+            "attainable_tflops": r["attainable_flops_per_s"] / 1e12, "roof_share": r["roof_share"],
+            "bound": r["bound"], "peaks_source": "Nsight Compute (device peaks at the measured clocks)"})
+    return out
+
+
+# -- memory ----------------------------------------------------------------------------------------
+def memory_access(launches: pd.DataFrame) -> pd.DataFrame:
+    """Per launch: DRAM throughput, L1 and L2 hit rates, sectors per request and the share of
+    fetched bytes used, for global loads and stores, and a plain verdict when access is poor.
+
+    >>> m = memory_access(ks.load_ncu("tests/data/ncu_rep/triton_kernels.ncu-rep.xz").ncu)  # doctest: +SKIP
+    >>> m.set_index("kernel_name").loc["strided_kernel", "verdict"][:4]                        # doctest: +SKIP
+    'poor'
+    """
+    cols = ["id", "kernel_name", "dram_throughput_pct", "l1_hit_rate_pct", "l2_hit_rate_pct",
+            "load_sectors_per_request", "store_sectors_per_request", "load_efficiency", "store_efficiency",
+            "excess_sectors", "verdict"]
+    if launches is None or not len(launches) or "global_load_sectors" not in launches.columns:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    rows = []
+    for r in launches.to_dict("records"):
+        ld = _ratio(r.get("global_load_sectors"), r.get("global_load_requests"))
+        st = _ratio(r.get("global_store_sectors"), r.get("global_store_requests"))
+        eff_ld = _efficiency(r.get("global_load_bytes_per_sector"), r.get("global_load_sectors"))
+        eff_st = _efficiency(r.get("global_store_bytes_per_sector"), r.get("global_store_sectors"))
+        excess = _ratio(r.get("l2_global_sectors"), r.get("l2_global_sectors_ideal"))
+        rows.append({"id": r["id"], "kernel_name": r["kernel_name"],
+                     "dram_throughput_pct": _f(r.get("dram_throughput_pct")),
+                     "l1_hit_rate_pct": _f(r.get("l1_per_tex_hit_rate_pct")),
+                     "l2_hit_rate_pct": _f(r.get("l2_hit_rate_pct")),
+                     "load_sectors_per_request": ld, "store_sectors_per_request": st,
+                     "load_efficiency": eff_ld, "store_efficiency": eff_st, "excess_sectors": excess,
+                     "verdict": access_verdict(eff_ld, eff_st, excess, ld, st)})
+    verdicts = [r.pop("verdict") for r in rows]
+    out = pd.DataFrame(rows, columns=cols[:-1])
+    out["verdict"] = pd.Series(verdicts, index=out.index, dtype=object)   # None where fine, not NaN
+    return out
+
+
+def access_verdict(load_eff, store_eff, excess, load_spr=np.nan, store_spr=np.nan) -> str | None:
+    """A plain sentence when global memory access wastes what it fetches, else None.
+
+    >>> access_verdict(0.125, 1.0, 4.5, 32.0, 16.0)[:40]
+    'poor: global loads use 12% of the bytes '
+    >>> access_verdict(1.0, 1.0, 1.0) is None
+    True
+    """
+    parts = []
+    for what, eff, spr in (("loads", load_eff, load_spr), ("stores", store_eff, store_spr)):
+        if eff == eff and eff < COALESCED_MIN_EFFICIENCY:
+            per = f", {spr:.1f} sectors per request" if spr == spr else ""
+            parts.append(f"global {what} use {eff:.0%} of the bytes they fetch ({eff * 32:.0f} of every 32-byte "
+                         f"sector{per})")
+    if not parts and excess == excess and excess > EXCESS_SECTORS_MAX:
+        parts.append(f"the L2 moves {excess:.1f}x the sectors the accessed bytes need")
+    if not parts:
+        return None
+    return ("poor: " + "; ".join(parts) + ". Neighbouring threads should touch neighbouring addresses "
+            "(coalesced access): change the indexing or layout, or stage the data through shared memory.")
+
+
+def speed_of_light(row) -> dict:
+    """Compute and memory throughput (% of peak) of one launch and what they say.
+
+    >>> speed_of_light({"compute_sm_throughput_pct": 5.8, "memory_throughput_pct": 85.1})["verdict"]
+    'memory-bound: memory throughput is at 85% of peak, compute at 6%'
+    """
+    c, m = _f(row.get("compute_sm_throughput_pct")), _f(row.get("memory_throughput_pct"))
+    if c != c or m != m:
+        verdict = None
+    elif max(c, m) >= SOL_BOUND_PCT:
+        kind = "compute" if c >= m else "memory"
+        verdict = (f"{kind}-bound: {kind} throughput is at {max(c, m):.0f}% of peak, "
+                   f"{'memory' if kind == 'compute' else 'compute'} at {min(c, m):.0f}%")
+    elif max(c, m) < SOL_LATENCY_PCT:
+        verdict = (f"latency-bound: compute ({c:.0f}%) and memory ({m:.0f}%) are both far from peak; the "
+                   "warps are waiting (see the stall reasons) or there are too few of them")
+    else:
+        verdict = f"no unit is saturated: compute at {c:.0f}%, memory at {m:.0f}% of peak"
+    return {"compute_pct": c, "memory_pct": m,
+            "dram_pct": _f(row.get("dram_throughput_pct")), "l2_pct": _f(row.get("l2_cache_throughput_pct")),
+            "l1_pct": _f(row.get("l1_per_tex_cache_throughput_pct")), "verdict": verdict}
+
+
+# -- source hot spots -----------------------------------------------------------------------------
+def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
+                    n: int = HOTSPOTS_PER_LAUNCH) -> pd.DataFrame:
+    """The lines (CUDA or Triton ``file:line``) the warps of each launch were sampled on most;
+    for kernels without line info, the hottest instructions. ``share`` is of the launch's samples.
+
+    >>> hs = source_hotspots(rep_data.samples, rep_data.sources)           # doctest: +SKIP
+    >>> hs[["location", "share", "top_stall"]].head(3)                      # doctest: +SKIP
+    """
+    cols = ["id", "rank", "location", "file", "line", "pc", "samples", "share", "top_stall", "top_stall_share",
+            "text"]
+    if samples is None or not len(samples):
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    text = {}
+    if sources is not None and len(sources):
+        text = {(int(i), f, int(ln)): t for i, f, ln, t in sources[["id", "file", "line", "text"]].itertuples(index=False)}
+    out = []
+    for lid, g in samples.groupby("id", sort=True):
+        total = float(g["samples"].sum())
+        if total <= 0:
+            continue
+        by_line = g["file"].notna().any()
+        keys = list(zip(g["file"], g["line"])) if by_line else list(zip([None] * len(g), g["pc"]))
+        agg: dict = {}
+        for key, samp, reasons, pc in zip(keys, g["samples"], g["reasons"], g["pc"]):
+            a = agg.setdefault(key, {"samples": 0.0, "reasons": {}, "pc": pc, "pc_samples": -1.0})
+            a["samples"] += float(samp)
+            if float(samp) > a["pc_samples"]:
+                a["pc"], a["pc_samples"] = pc, float(samp)
+            for r, c in (reasons or {}).items():
+                r = normalize_reason(r)
+                a["reasons"][r] = a["reasons"].get(r, 0.0) + c
+        ranked = sorted(agg.items(), key=lambda kv: -kv[1]["samples"])[:n]
+        for rank, (key, a) in enumerate(ranked, 1):
+            stall = {r: c for r, c in a["reasons"].items() if r not in NOT_STALLS}
+            top = max(stall, key=stall.get) if stall else None
+            f, ln = (key if by_line else (None, None))
+            loc = f"{os.path.basename(str(f))}:{ln}" if by_line else f"PC 0x{int(a['pc']):x}"
+            out.append({"id": int(lid), "rank": rank, "location": loc, "file": f, "line": ln,
+                        "pc": int(a["pc"]), "samples": a["samples"], "share": a["samples"] / total,
+                        "top_stall": top, "top_stall_share": stall[top] / a["samples"] if top and a["samples"] else np.nan,
+                        "text": text.get((int(lid), f, ln)) if by_line else None})
+    return pd.DataFrame(out, columns=cols)
+
+
+def hotspot_sass(sass: pd.DataFrame, hotspot: dict, context: int = 4) -> list[dict]:
+    """The SASS shown for one hot spot: the instructions of its line (around its hottest one),
+    or the instructions around the hot PC, from the listing the reader kept.
+
+    >>> hotspot_sass(rep.ncu_detail["sass"], rep.ncu_detail["hotspots"].iloc[0].to_dict())  # doctest: +SKIP
+    """
+    if sass is None or not len(sass):
+        return []
+    s = sass[sass["id"] == hotspot["id"]].sort_values("pc")
+    pcs = s["pc"].tolist()
+    if hotspot["pc"] not in pcs:
+        return []
+    k = pcs.index(hotspot["pc"])
+    win = s.iloc[max(0, k - context): k + context + 1]
+    return [{"pc": int(r["pc"]), "sass": str(r["sass"]), "samples": float(r["samples"]),
+             "line": None if r["line"] is None or r["line"] != r["line"] else int(r["line"]),
+             "hot": int(r["pc"]) == int(hotspot["pc"])} for r in win.to_dict("records")]
+
+
+# -- Nsight Compute's rules as findings -------------------------------------------------------------
+def rule_findings(report, tl=None) -> list:
+    """Nsight Compute's own advice (its rule results with an optimization or warning message) as
+    findings, labelled as Nsight Compute's; ``cost_us`` is its estimated global speedup times the
+    launch's duration (a local estimate concerns one unit, not the run time: cost 0).
+
+    >>> [f.title for f in rule_findings(ks.load_ncu("run.ncu-rep"))][:1]   # doctest: +SKIP
+    """
+    from .findings import Finding, severity_for
+    rules = (getattr(report, "ncu_detail", None) or {}).get("rules")
+    ncu = getattr(report, "ncu", None)
+    if rules is None or not len(rules) or ncu is None or "duration_ns" not in ncu.columns:
+        return []
+    r = rules[rules["type"].isin(ADVICE_TYPES) & rules["message"].astype(str).str.len().gt(0)].copy()
+    if not len(r):
+        return []
+    dur = dict(zip(ncu["id"].astype(int), pd.to_numeric(ncu["duration_ns"], errors="coerce") / 1e3))
+    r["duration_us"] = [dur.get(int(i), np.nan) for i in r["id"]]
+    pct = pd.to_numeric(r["speedup_pct"], errors="coerce").fillna(0.0)
+    r["cost_us"] = np.where(r["speedup_type"] == "global", pct / 100.0 * r["duration_us"].fillna(0.0), 0.0)
+    # One finding per kernel and rule (its launches summed), the strongest few per kernel.
+    g = (r.groupby(["kernel_name", "rule", "title"], sort=False, dropna=False)
+         .agg(cost_us=("cost_us", "sum"), speedup_pct=("speedup_pct", "max"), launches=("id", "nunique"),
+              message=("message", "first"), section=("section", "first"), speedup_type=("speedup_type", "first"),
+              rule_name=("rule_name", "first"), type=("type", "first"))
+         .reset_index())
+    g = g.sort_values(["cost_us", "speedup_pct"], ascending=False, kind="stable")
+    g = g.groupby("kernel_name", sort=False).head(RULES_PER_KERNEL).head(RULE_FINDINGS_MAX)
+    window = float(pd.to_numeric(ncu["duration_ns"], errors="coerce").sum()) / 1e3 or None
+    if tl is not None:
+        try:
+            window = tl.device().get("active_us") or window
+        except Exception:  # noqa: BLE001 - the window only scales severity
+            pass
+    short = _short_names(report)
+    out = []
+    for x in g.to_dict("records"):
+        sp = x["speedup_pct"]
+        est = (f" (Nsight Compute's estimated speedup: {sp:.0f}%{', local' if x['speedup_type'] == 'local' else ''})"
+               if sp == sp and sp > 0 else "")
+        title = x["title"] or x["rule_name"] or x["rule"]
+        sev = severity_for(x["cost_us"], window) if x["cost_us"] > 0 else ("low" if x["type"] != "error" else "medium")
+        out.append(Finding(
+            kind="nsight_compute", severity=sev,
+            title=f"Nsight Compute on {short.get(x['kernel_name'], x['kernel_name'])}: {title}{est}",
+            detail=x["message"],
+            evidence={"source": "Nsight Compute rule result", "rule": x["rule"], "section": x["section"],
+                      "kernel": x["kernel_name"], "launches": int(x["launches"]),
+                      "estimated_speedup_pct": None if sp != sp else float(sp), "speedup_type": x["speedup_type"]},
+            cost_us=float(x["cost_us"])))
+    return out
+
+
+def access_findings(report, tl=None) -> list:
+    """Our verdict on coalescing (from Nsight Compute's sector counters) as findings: kernels
+    whose global accesses use less than half of what they fetch."""
+    from .findings import Finding, severity_for
+    ncu = getattr(report, "ncu", None)
+    m = memory_access(ncu)
+    m = m[m["verdict"].notna()] if len(m) else m
+    if not len(m):
+        return []
+    dur = dict(zip(ncu["id"].astype(int), pd.to_numeric(ncu["duration_ns"], errors="coerce") / 1e3))
+    m = m.assign(duration_us=[dur.get(int(i), 0.0) for i in m["id"]])
+    window = float(pd.to_numeric(ncu["duration_ns"], errors="coerce").sum()) / 1e3 or None
+    short = _short_names(report)
+    out = []
+    for name, g in m.groupby("kernel_name", sort=False):
+        eff = np.nanmin([g["load_efficiency"].min(), g["store_efficiency"].min()])
+        # At most the time beyond what the bytes it uses would need (a bound, not a promise).
+        waste = 1.0 - eff if eff == eff else 0.0
+        cost = float(g["duration_us"].sum()) * waste
+        out.append(Finding(
+            kind="uncoalesced_access", severity=severity_for(cost, window),
+            title=f"{short.get(name, name)}: global memory access is uncoalesced",
+            detail=g["verdict"].iloc[0] + " (computed by kernelscope from Nsight Compute's sector counters)",
+            evidence={"source": "kernelscope, from Nsight Compute counters", "kernel": name,
+                      "launches": int(len(g)), "load_efficiency": _plain(g["load_efficiency"].iloc[0]),
+                      "store_efficiency": _plain(g["store_efficiency"].iloc[0]),
+                      "load_sectors_per_request": _plain(g["load_sectors_per_request"].iloc[0]),
+                      "excess_sectors": _plain(g["excess_sectors"].iloc[0])},
+            cost_us=cost))
+    return out
+
+
+def _short_names(report) -> dict:
+    k = getattr(report, "kernels", None)
+    if k is None or not len(k) or "short_name" not in k.columns:
+        return {}
+    names = dict(zip(k["name"].astype(str), k["short_name"].astype(str)))
+    if "ncu_id" in k.columns and getattr(report, "ncu", None) is not None:
+        ncu = report.ncu
+        ids = dict(zip(ncu["id"].astype(int), ncu["kernel_name"].astype(str)))
+        for nid, short in zip(k["ncu_id"], k["short_name"]):
+            if nid == nid and nid is not None and int(nid) in ids:
+                names.setdefault(ids[int(nid)], str(short))
+    return names
+
+
+def _f(v) -> float:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return np.nan
+    return v if np.isfinite(v) else np.nan
+
+
+def _ratio(a, b) -> float:
+    a, b = _f(a), _f(b)
+    return a / b if a == a and b == b and b > 0 else np.nan
+
+
+def _efficiency(bytes_per_sector, sectors) -> float:
+    """Share of each fetched 32-byte sector that the instructions use; unknown (NaN) when ncu
+    counted no plain loads/stores (e.g. only cp.async/TMA traffic) though sectors moved."""
+    b, s = _f(bytes_per_sector), _f(sectors)
+    if b != b or s != s or s <= 0 or b <= 0:
+        return np.nan
+    return min(b / 32.0, 1.0)
+
+
+def _plain(v):
+    v = _f(v)
+    return None if v != v else v
