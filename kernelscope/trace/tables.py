@@ -117,6 +117,8 @@ def decode_shared(raws) -> list:
     >>> decode_shared([msgspec.Raw(b"[[2, 3]]"), None, msgspec.Raw(b"[[2, 3]]")])
     [[[2, 3]], None, [[2, 3]]]
     """
+    if raws.count(None) == len(raws):
+        return raws    # not recorded (no record_shapes): nothing to decode
     # A Raw encodes to its own text (None to b"null", which decodes back to None): the key.
     keys = list(map(_ENCODE, raws))
     decoded = dict.fromkeys(keys)
@@ -299,11 +301,12 @@ class TableBuilder:
         for col, values in cols.items():
             kind = schema.get(col, "object")
             if kind == "object":
-                cache = self._interned.setdefault((bucket, col), {})
-                try:
-                    values = interned(values, cache)
-                except TypeError:
-                    pass   # lists or dicts (shapes, collectives): shared by their decoder instead
+                if values.count(None) != len(values):
+                    cache = self._interned.setdefault((bucket, col), {})
+                    try:
+                        values = interned(values, cache)
+                    except TypeError:
+                        pass   # lists or dicts (shapes, collectives): shared by their decoder instead
                 piece = values
             else:
                 piece = _column(values, kind)
