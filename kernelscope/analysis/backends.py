@@ -103,24 +103,30 @@ def _classify(name: str, op: str, launch_api: str, kernel_backend: str, device_t
     return Attribution("other", None, "fallback")  # unreachable while RULES ends in a catch-all
 
 
-def _distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
     """(code of each row's combination of values, the first row of each code) over columns of
-    equal length. Factorizing column by column and combining the integer codes is much cheaper
-    than hashing tuples of long strings.
+    equal length; codes count up in order of first appearance. Factorizing column by column and
+    combining the integer codes is much cheaper than hashing tuples of long strings.
 
-    >>> _distinct_rows([pd.Series(["a", "b", "a"]), pd.Series([1, 1, 1])])[0].tolist()
-    [0, 1, 0]
+    >>> codes, first = distinct_rows([pd.Series(["a", "b", "a", "a"]), pd.Series([1, 1, 1, 2])])
+    >>> codes.tolist(), first.tolist()
+    ([0, 1, 0, 2], [0, 1, 3])
     """
     n = len(columns[0]) if len(columns) else 0
-    combined = np.zeros(n, dtype=np.int64)
-    for c in columns:
-        c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
-        # re-factorize after each step so the combined code stays below n * n (no overflow)
-        combined = pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64)
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    first, codes = np.unique(combined, return_index=True, return_inverse=True)[1:]
-    return codes, first
+    combined = None
+    for c in columns:
+        c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
+        c_codes = c_codes.astype(np.int64, copy=False)
+        # re-factorize after each step so the combined code stays below n * n (no overflow)
+        combined = c_codes if combined is None else \
+            pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64, copy=False)
+    # Codes appear in increasing order, so a row holds the first of its code where the running
+    # maximum rises.
+    top = np.maximum.accumulate(combined)
+    first = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
+    return combined, first
 
 
 def classify(name, op=None, launch_api=None, kernel_backend=None, device_type="CUDA") -> Attribution:
@@ -150,7 +156,7 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
         s = k[c] if c in k.columns else pd.Series([None] * n, index=k.index, dtype=object)
         cols.append(s.astype(object).where(s.notna(), ""))
     # Classify each distinct context once, then map: a 100k-launch trace has a few hundred.
-    codes, first = _distinct_rows(cols)
+    codes, first = distinct_rows(cols)
     uniq = [tuple(c.iat[i] for c in cols) for i in first]
     found = [classify(*key) for key in uniq]
     shorts = {}
@@ -282,13 +288,16 @@ def backend_breakdown(report) -> pd.DataFrame:
     else:
         gpu = pd.DataFrame(columns=_BREAKDOWN_COLUMNS)
     ops = report.ops
-    ops = ops[ops["cat"].fillna("cpu_op") != "user_annotation"] if len(ops) else ops
-    if len(ops):
+    # Only the columns read, of the rows kept: the ops table is the largest of a trace.
+    keep = (ops["cat"] != "user_annotation").fillna(True).to_numpy(dtype=bool) if len(ops) \
+        else np.zeros(0, bool)
+    if keep.any():
+        names, kbs = ops["name"].to_numpy(object)[keep], ops["kernel_backend"].to_numpy(object)[keep]
         # Classify each distinct (name, kernel_backend) once: op names repeat heavily.
-        codes, first = _distinct_rows([ops["name"], ops["kernel_backend"]])
-        names, kbs = ops["name"].to_numpy(object), ops["kernel_backend"].to_numpy(object)
+        codes, first = distinct_rows([names, kbs])
         labels = np.array([_cpu_backend(_text(names[i]), kbs[i]) for i in first], dtype=object)[codes]
-        cpu = pd.DataFrame({"backend": pd.Series(labels, dtype=object), "self_us": op_self_time(ops)})
+        times = ops.loc[keep, ["tid", "start_us", "duration_us"]] if not keep.all() else ops
+        cpu = pd.DataFrame({"backend": pd.Series(labels, dtype=object), "self_us": op_self_time(times)})
         grp = cpu.groupby("backend", sort=False)["self_us"]
         cpu = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
         cpu["device"] = "CPU"

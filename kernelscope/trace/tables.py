@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import operator
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import msgspec
 import numpy as np
@@ -33,17 +33,21 @@ _COPY_RE = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 _EMPTY_ARGS = Args()
 
 
-# -- extractors: (events, their args) -> one column as a list ------------------------------------
+# -- extractors: (events, their args, their categories) -> one column as a list ------------------
 # Each is a C-level map over the chunk's events (no Python loop per event where it can be helped):
 # a large trace has millions of events.
 def _event(attr):
     get = attrgetter(attr)
-    return lambda evs, a: list(map(get, evs))
+    return lambda evs, a, cats: list(map(get, evs))
 
 
 def _arg(attr):
     get = attrgetter(attr)
-    return lambda evs, a: list(map(get, a))
+    return lambda evs, a, cats: list(map(get, a))
+
+
+def _cat(evs, a, cats):
+    return cats
 
 
 def interned(names, cache=None) -> list:
@@ -65,7 +69,7 @@ def _or_lane(arg, lane):
     """Device and stream of GPU events: args first, else Chrome's pid/tid lanes."""
     get_arg, get_lane = attrgetter(arg), attrgetter(lane)
 
-    def column(evs, a):
+    def column(evs, a, cats):
         out = list(map(get_arg, a))
         if None in out:
             out = [x if x is not None else _int_or_none(get_lane(e)) for e, x in zip(evs, out)]
@@ -77,7 +81,7 @@ def _dims(attr):
     """``grid``/``block`` of each event as three columns (x, y, z); None where not recorded."""
     get = attrgetter(attr)
 
-    def columns(evs, a):
+    def columns(evs, a, cats):
         v = list(map(get, a))
         try:
             arr = np.array(v, dtype=np.int64) if v else np.empty((0, 3), np.int64)
@@ -91,7 +95,7 @@ def _dims(attr):
 
 def _copy_part(i):
     """Part ``i`` of a copy's name ``Memcpy HtoD (Pageable -> Device)``: kind, source, target."""
-    def column(evs, a):
+    def column(evs, a, cats):
         cache = {}
         out = []
         for e in evs:
@@ -104,41 +108,58 @@ def _copy_part(i):
     return column
 
 
-def _copy_kind(evs, a):
-    return ["memset" if e.cat == "gpu_memset" else "memcpy" for e in evs]
+_COPY_KINDS = np.array(["memcpy", "memset"], dtype=object)
+
+
+def _copy_kind(evs, a, cats):
+    return _COPY_KINDS[(np.asarray(cats, dtype=object) == "gpu_memset").astype(np.intp)]
 
 
 _ENCODE = msgspec.json.Encoder().encode
 
 
-def decode_shared(raws) -> list:
-    """Decode Raw JSON values, once per distinct text; equal values share one object (read-only).
+def decode_shared(*columns) -> list:
+    """Decode columns of Raw JSON values (None where missing) row by row, once per distinct row
+    of texts; equal rows share their decoded objects (read-only). One list per column.
 
-    >>> decode_shared([msgspec.Raw(b"[[2, 3]]"), None, msgspec.Raw(b"[[2, 3]]")])
-    [[[2, 3]], None, [[2, 3]]]
+    >>> dims, types = decode_shared([msgspec.Raw(b"[[2, 3]]"), None, msgspec.Raw(b"[[2, 3]]")],
+    ...                             [msgspec.Raw(b'["float"]'), None, msgspec.Raw(b'["float"]')])
+    >>> dims, types, dims[0] is dims[2]
+    ([[[2, 3]], None, [[2, 3]]], [['float'], None, ['float']], True)
     """
-    if raws.count(None) == len(raws):
-        return raws    # not recorded (no record_shapes): nothing to decode
-    # A Raw encodes to its own text (None to b"null", which decodes back to None): the key.
-    keys = list(map(_ENCODE, raws))
+    if all(c.count(None) == len(c) for c in columns):
+        return list(columns)    # not recorded (no record_shapes): nothing to decode
+    # A row of Raws encodes to one JSON array of their own texts (None as null): the key. One
+    # key per row rather than per value: making the keys is most of the cost.
+    keys = list(map(_ENCODE, zip(*columns)))
     decoded = dict.fromkeys(keys)
+    width = len(columns)
     for key in decoded:
         try:
-            decoded[key] = msgspec.json.decode(key)
+            row = msgspec.json.decode(key)
         except msgspec.DecodeError:
-            pass
-    return list(map(decoded.__getitem__, keys))
+            row = [_decode_or_none(r) for r in msgspec.json.decode(key, type=list[msgspec.Raw])]
+        decoded[key] = row if len(row) == width else [None] * width
+    rows = list(map(decoded.__getitem__, keys))
+    return [list(map(itemgetter(i), rows)) for i in range(width)]
 
 
-def _shapes(attr):
-    get = attrgetter(attr)
-    return lambda evs, a: decode_shared(list(map(get, a)))
+def _decode_or_none(raw):
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _shapes(*attrs):
+    gets = [attrgetter(f) for f in attrs]
+    return lambda evs, a, cats: decode_shared(*(list(map(g, a)) for g in gets))
 
 
 _COLLECTIVE = attrgetter("collective")
 
 
-def _comm(evs, a):
+def _comm(evs, a, cats):
     """The collective metadata of each event (a dict), None for the rest."""
     names = list(map(_COLLECTIVE, a))
     if names.count(None) == len(names):
@@ -158,12 +179,12 @@ def _comm_args(x):
             "pg_ranks": ranks if isinstance(ranks, (str, list)) else None, "seq": x.seq}
 
 
-def _sync_kind(evs, a):
+def _sync_kind(evs, a, cats):
     return [x.sync_type or "gpu" for x in a]
 
 
 _CORRELATION, _EXTERNAL = _arg("correlation"), _arg("external_id")
-_NAME, _CAT, _PID, _TID = _event("name"), _event("cat"), _event("pid"), _event("tid")
+_NAME, _PID, _TID = _event("name"), _event("pid"), _event("tid")
 
 # Each table's columns read from the events (start_us/duration_us are added from the times;
 # the joins add launch_*, op, op_index and source). A key that is a tuple of columns takes an
@@ -184,12 +205,12 @@ COLUMNS = {
         "bandwidth_gbps": _arg("bandwidth"), "correlation": _CORRELATION, "external_id": _EXTERNAL,
     },
     "runtime": {
-        "name": _NAME, "cat": _CAT, "pid": _PID, "tid": _TID,
+        "name": _NAME, "cat": _cat, "pid": _PID, "tid": _TID,
         "correlation": _CORRELATION, "external_id": _EXTERNAL, "cbid": _arg("cbid"),
     },
     "ops": {
-        "name": _NAME, "cat": _CAT, "pid": _PID, "tid": _TID, "external_id": _EXTERNAL,
-        "input_dims": _shapes("input_dims"), "input_types": _shapes("input_types"),
+        "name": _NAME, "cat": _cat, "pid": _PID, "tid": _TID, "external_id": _EXTERNAL,
+        ("input_dims", "input_types"): _shapes("input_dims", "input_types"),
         "flops": _arg("flops"), "sequence": _arg("sequence"), "kernel_backend": _arg("kernel_backend"),
         "comm": _comm,
     },
@@ -204,21 +225,28 @@ COLUMNS = {
     },
 }
 _BUCKET_NAMES = sorted(set(BUCKETS.values()))
-_BUCKET_CODE = {c: _BUCKET_NAMES.index(b) for c, b in BUCKETS.items()}
+# Each category we read, its position, and the bucket of each position: an event's category is
+# looked up once, and the "cat" column is taken from these strings (no per-event copy).
+_CATS = np.array(list(BUCKETS), dtype=object)
+_CAT_CODE = {c: i for i, c in enumerate(BUCKETS)}
+_CAT_BUCKET = np.array([_BUCKET_NAMES.index(b) for b in BUCKETS.values()] + [-1], dtype=np.int64)
 _PH, _CAT_OF, _ARGS, _TS, _DUR = (attrgetter(f) for f in ("ph", "cat", "args", "ts", "dur"))
 
 
-def _columns(bucket: str, evs, start_us, duration_us) -> dict:
-    """The ``bucket`` table's columns (lists or arrays) of ``evs``, with their times."""
+def _columns(bucket: str, evs, start_us, duration_us, cats=None) -> dict:
+    """The ``bucket`` table's columns (lists or arrays) of ``evs``, with their times and
+    categories (read from the events when not given)."""
     a = list(map(_ARGS, evs))
     if None in a:
         a = [x if x is not None else _EMPTY_ARGS for x in a]
+    if cats is None:
+        cats = list(map(_CAT_OF, evs))
     cols = {}
     for col, get in COLUMNS[bucket].items():
         if isinstance(col, tuple):
-            cols.update(zip(col, get(evs, a)))
+            cols.update(zip(col, get(evs, a, cats)))
         else:
-            cols[col] = get(evs, a)
+            cols[col] = get(evs, a, cats)
     cols["start_us"], cols["duration_us"] = start_us, duration_us
     return cols
 
@@ -238,6 +266,16 @@ def build_table(bucket: str, evs: list, start_us, duration_us) -> pd.DataFrame:
 def empty_table(bucket: str) -> pd.DataFrame:
     """The ``bucket`` table with no rows (every column it would have)."""
     return build_table(bucket, [], np.empty(0), np.empty(0))
+
+
+def _times(evs):
+    """(start, duration) of each event as float64 arrays; missing times become NaN."""
+    n = len(evs)
+    try:
+        return np.fromiter(map(_TS, evs), np.float64, n), np.fromiter(map(_DUR, evs), np.float64, n)
+    except (TypeError, ValueError):    # a missing (None) time, or not a number: as numpy reads it
+        return (np.array(list(map(_TS, evs)), dtype=np.float64),
+                np.array(list(map(_DUR, evs)), dtype=np.float64))
 
 
 class TableBuilder:
@@ -264,9 +302,10 @@ class TableBuilder:
         n = len(events)
         if not n:
             return
-        # Bucket code of each event (-1: not a category we read, or not a complete "X" event:
-        # only those have a place in a table).
-        code = np.fromiter(map(_BUCKET_CODE.get, map(_CAT_OF, events), repeat(-1)), np.int64, n)
+        # Category code of each event (the last code: not a category we read), then its bucket
+        # (-1 also for events that are not complete "X" ones: only those have a place in a table).
+        cat = np.fromiter(map(_CAT_CODE.get, map(_CAT_OF, events), repeat(len(_CATS))), np.int64, n)
+        code = _CAT_BUCKET[cat]
         phs = list(map(_PH, events))
         if phs.count("X") != n:
             if "C" in phs:
@@ -281,27 +320,28 @@ class TableBuilder:
                 continue
             evs = (list(operator.itemgetter(*idx.tolist())(events)) if len(idx) > 1 else [events[idx[0]]]) \
                 if len(idx) < n else list(events)
-            # Missing times become NaN; NaN, infinite, negative or missing times cannot be placed.
-            ts = np.array(list(map(_TS, evs)), dtype=np.float64)
-            dur = np.array(list(map(_DUR, evs)), dtype=np.float64)
+            ts, dur = _times(evs)
+            # NaN, infinite, negative or missing times cannot be placed.
             good = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
             if not good.all():
                 keep = np.flatnonzero(good)
                 self.bad_times += len(evs) - len(keep)
-                evs, ts, dur = [evs[j] for j in keep.tolist()], ts[keep], dur[keep]
+                evs, ts, dur, idx = [evs[j] for j in keep.tolist()], ts[keep], dur[keep], idx[keep]
             if not evs:
                 continue
             if b == "span":
                 self.span = self.span or (float(ts[0]), float(dur[0]))
                 continue
-            self._add_columns(b, _columns(b, evs, ts, dur))
+            self._add_columns(b, _columns(b, evs, ts, dur, cats=_CATS[cat[idx]]))
 
     def _add_columns(self, bucket, cols) -> None:
         schema, pieces = SCHEMAS[bucket], self.pieces[bucket]
         for col, values in cols.items():
             kind = schema.get(col, "object")
             if kind == "object":
-                if values.count(None) != len(values):
+                if isinstance(values, np.ndarray):
+                    pass   # taken from shared strings already (categories)
+                elif values.count(None) != len(values):
                     cache = self._interned.setdefault((bucket, col), {})
                     try:
                         values = interned(values, cache)
