@@ -107,45 +107,58 @@ class EventStream:
 
     def chunks(self):
         """Decoded events, a chunk at a time (lists of :class:`~.decode.Event`)."""
-        # The text waiting to be decoded, after a "[" of our own: a chunk is decoded in place by
-        # writing "]" over the byte after its last event (no copy of the chunk's text).
-        buf = bytearray(b"[") + self._buf
-        self._buf = None
+        # Each chunk's text is "[" + the text left over from the last cut + a new block, in a
+        # buffer of our own: decoded in place by writing "]" over the byte after its last event
+        # (no copy of the chunk's text). The events' Raw fields point into that buffer, so it is
+        # reused only once they are gone (fresh memory for every block is costly: page faults).
+        carry, self._buf = self._buf, None
+        spare = []
         while True:
             more = self._more()
             if more is None:
-                yield from self._last(bytes(buf[1:]))
+                yield from self._last(carry)
                 return
-            start = len(buf)
-            buf += more
-            events, buf = self._cut(buf, start)
+            start = 1 + len(carry)
+            stop = start + len(more)
+            buf = _buffer(spare, stop + 1)
+            buf[0] = 0x5B                # "["
+            buf[1:start] = carry
+            buf[start:stop] = more
+            del more
+            events, end = self._cut(buf, start, stop)
             if events is None:
-                if len(buf) > max(MAX_UNCUT_BLOCKS * BLOCK_BYTES, 1 << 20):
+                carry = bytes(memoryview(buf)[1:stop])
+                if len(carry) > max(MAX_UNCUT_BLOCKS * BLOCK_BYTES, 1 << 20):
                     raise NotStreamable("no boundary between events in a long stretch of text")
+                spare.append(buf)
                 continue
+            carry = bytes(memoryview(buf)[end:stop])
+            spare.append(buf)
+            del buf
             self.n_events += len(events)
             yield events
+            del events
 
     @staticmethod
-    def _cut(buf: bytearray, new: int):
-        """(events before the last boundary in ``buf``, a new buffer of the text after it), or
-        (None, ``buf``) when no boundary decodes yet. Only boundaries in the text from ``new``
+    def _cut(buf: bytearray, new: int, stop: int):
+        """(events before the last boundary in ``buf[:stop]``, where the text after it starts),
+        or (None, None) when no boundary decodes yet. Only boundaries in the text from ``new``
         on are looked at (one that failed to decode once always will: the text before it stays)."""
-        cuts = list(_CUT.finditer(buf, max(1, new - 64, len(buf) - (1 << 16))))
+        cuts = list(_CUT.finditer(buf, max(1, new - 64, stop - (1 << 16)), stop))
+        view = memoryview(buf)
         for m in reversed(cuts[-CUT_TRIES:]):
             end = m.start() + 1          # the byte after the event's closing brace
             kept = buf[end]
             buf[end] = 0x5D              # "]"
             try:
-                events = _EVENTS.decode(memoryview(buf)[:end + 1])
+                events = _EVENTS.decode(view[:end + 1])
             except msgspec.ValidationError:
                 raise NotStreamable("an event of an unexpected shape") from None
             except (msgspec.DecodeError, RecursionError):
                 buf[end] = kept
                 continue   # inside a string or a nested value, or the text is not strict JSON
-            # A new buffer: the events' Raw fields still point into the old one.
-            return events, bytearray(b"[") + buf[m.end() - 1:]
-        return None, buf
+            return events, m.end() - 1
+        return None, None
 
     def _last(self, buf: bytes):
         """The events before the array's closing ``]``, and the header after it."""
@@ -210,3 +223,20 @@ def _object_after(suffix: bytes):
     elif not s.startswith(b"}"):
         return None
     return _decode_object(b"{" + s)
+
+
+def _buffer(spare: list, size: int) -> bytearray:
+    """A buffer of at least ``size`` bytes: a spare one that nothing points into any more (a
+    bytearray with live views of it cannot shrink), else a new one; spares still pointed into
+    are kept for later."""
+    for i, b in enumerate(spare):
+        if len(b) < size:
+            continue
+        try:
+            last = b.pop()           # raises while a view of the buffer is alive
+        except BufferError:
+            continue
+        b.append(last)
+        return spare.pop(i)
+    del spare[:-2]                   # at most the two newest wait; older ones go when unpinned
+    return bytearray(max(size, BLOCK_BYTES + (1 << 16) + 2))
