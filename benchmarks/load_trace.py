@@ -36,12 +36,19 @@ sys.path.insert(0, str(HERE))
 from tiles import OUT, make_trace, tile_tool  # noqa: E402,F401  (make_trace: timeline_analysis imports it here)
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of any it waited for (user + system): less sensitive
+    than wall time to other work on a shared machine."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _child(tool: str, path: str) -> dict:
     """Runs in a fresh process: import, then time the load and the analyses."""
     steps = {}
     if tool == "kernelscope":
         import kernelscope as ks
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
         t0 = t = time.perf_counter()
         rep = ks.load(path)
         steps["load"], t = time.perf_counter() - t, time.perf_counter()
@@ -55,7 +62,7 @@ def _child(tool: str, path: str) -> dict:
         info = {"kernels": int(len(rep.kernels)), "distinct": int(len(summary)), "backends": int(len(breakdown)),
                 "findings": len(findings)}
     elif tool == "json":
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
         t0 = time.perf_counter()
         if path.endswith(".gz"):
             import gzip
@@ -70,7 +77,7 @@ def _child(tool: str, path: str) -> dict:
         import logging
         logging.disable(logging.WARNING)
         from hta.trace_analysis import TraceAnalysis
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
         t0 = t = time.perf_counter()
         ta = TraceAnalysis(trace_files={0: path}, trace_dir=os.path.dirname(path))
         steps["load"], t = time.perf_counter() - t, time.perf_counter()
@@ -85,8 +92,8 @@ def _child(tool: str, path: str) -> dict:
     else:
         raise SystemExit(f"unknown tool {tool}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"tool": tool, "wall_s": wall, "peak_mb": peak / 1024, "import_mb": base / 1024,
-            "steps": steps, **info}
+    return {"tool": tool, "wall_s": wall, "cpu_s": _cpu_s() - cpu0, "peak_mb": peak / 1024,
+            "import_mb": base / 1024, "steps": steps, **info}
 
 
 def run_child(script: str, tool: str, path, timeout: float, **on_error) -> dict:
@@ -153,22 +160,23 @@ def main(argv=None):
             if "error" in r:
                 print(f"  {t}: error: {r['error']}", flush=True)
             else:
-                print(f"  {t:12s} {r['wall_s']:7.2f} s  peak {r['peak_mb']:6.0f} MiB  "
+                print(f"  {t:12s} {r['wall_s']:7.2f} s  cpu {r['cpu_s']:7.2f} s  peak {r['peak_mb']:6.0f} MiB  "
                       + "  ".join(f"{k} {v:.2f}" for k, v in r["steps"].items()), flush=True)
     ok = {t: [r for r in rs if "error" not in r] for t, rs in runs.items()}
-    ks_wall = _median(ok["kernelscope"], "wall_s")
+    ks_wall, ks_cpu = _median(ok["kernelscope"], "wall_s"), _median(ok["kernelscope"], "cpu_s")
     print("medians:")
     for t in tools:
         rs = ok[t]
         if not rs:
             print(f"{t:12s} error: {runs[t][-1].get('error')}")
             continue
-        wall, peak, imp = _median(rs, "wall_s"), _median(rs, "peak_mb"), _median(rs, "import_mb")
+        wall, cpu, peak, imp = (_median(rs, k) for k in ("wall_s", "cpu_s", "peak_mb", "import_mb"))
         steps = {k: statistics.median(r["steps"][k] for r in rs) for k in rs[0]["steps"]}
         extra = {k: v for k, v in rs[0].items()
-                 if k not in ("tool", "wall_s", "peak_mb", "import_mb", "steps", "load_average")}
-        print(f"{t:12s} wall {wall:7.2f} s  peak RSS {peak:7.0f} MiB ({peak / size_mb:.2f}x file; "
-              f"{peak - imp:.0f} MiB above imports)  x{wall / ks_wall:.1f} kernelscope's time  "
+                 if k not in ("tool", "wall_s", "cpu_s", "peak_mb", "import_mb", "steps", "load_average")}
+        print(f"{t:12s} wall {wall:7.2f} s  cpu {cpu:7.2f} s  peak RSS {peak:7.0f} MiB ({peak / size_mb:.2f}x file; "
+              f"{peak - imp:.0f} MiB above imports)  x{wall / ks_wall:.1f} kernelscope's time "
+              f"(x{cpu / ks_cpu:.1f} its CPU time)  "
               + "  ".join(f"{k} {v:.2f}" for k, v in steps.items()) + f"  {extra}")
     if a.json_out:
         a.json_out.write_text(json.dumps({"trace": str(path), "size_mb": size_mb, "runs": runs}, indent=1))

@@ -51,7 +51,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
         try:
             events = stream.EventStream(blocks, jax_check=looks_like_jax)
             return _build(events.doc, events.chunks(), lambda: events.n_events, label, notes)
-        except stream.NotStreamable:
+        except (stream.NotStreamable, CarefulPath):
             pass    # not the common shape: the careful path below reads it whole and says why
         finally:
             if hasattr(blocks, "close"):

@@ -20,7 +20,7 @@ import re
 
 import msgspec
 
-from .decode import Event, TraceFile
+from .decode import StreamEvent, TraceFile
 
 # Text decoded at a time (about 27k events of a Kineto trace): large enough that the per-chunk
 # work is negligible, small enough that a chunk's text and structs are a small part of memory.
@@ -38,7 +38,7 @@ _ARRAY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')
 _CUT = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _UTF8_BOM = b"\xef\xbb\xbf"
 _OTHER_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
-_EVENTS = msgspec.json.Decoder(list[Event])
+_EVENTS = msgspec.json.Decoder(list[StreamEvent])
 
 
 class NotStreamable(Exception):
@@ -46,7 +46,7 @@ class NotStreamable(Exception):
 
 
 class EventStream:
-    """The events of a trace's text blocks as lists of :class:`~.decode.Event`.
+    """The events of a trace's text blocks as lists of :class:`~.decode.StreamEvent`.
 
     Iterate :meth:`chunks`; afterwards ``doc`` holds the header (a
     :class:`~.decode.TraceFile`) and ``n_events`` the number of elements of ``traceEvents``.
@@ -106,7 +106,7 @@ class EventStream:
                 setattr(self.doc, f, fields[f])
 
     def chunks(self):
-        """Decoded events, a chunk at a time (lists of :class:`~.decode.Event`)."""
+        """Decoded events, a chunk at a time (lists of :class:`~.decode.StreamEvent`)."""
         # Each chunk's text is "[" + the text left over from the last cut + a new block, in a
         # buffer of our own: decoded in place by writing "]" over the byte after its last event
         # (no copy of the chunk's text). The events' Raw fields point into that buffer, so it is

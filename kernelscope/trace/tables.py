@@ -8,8 +8,9 @@ lookups (:func:`lookup`, :func:`take`).
 """
 from __future__ import annotations
 
-import re
 import operator
+import re
+import typing
 from itertools import repeat
 from operator import attrgetter, itemgetter
 
@@ -17,7 +18,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from .decode import Args
+from .decode import Args, CarefulPath, Event
 from .model import (COPY_COLUMNS, FRAME_COLUMNS, GRAPH_LAUNCH_CALLS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_CALLS, SYNC_COLUMNS, _column, frame)
 
@@ -224,6 +225,68 @@ COLUMNS = {
         "stream": _arg("stream"), "device_index": _arg("device"),
     },
 }
+# The args each table reads (the fields of decode.Args its extractors use), in the order Kineto
+# writes them: a table's events have their args decoded together into a struct of only these.
+_COMM_FIELDS = ("collective", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
+                "pg_ranks", "seq")
+ARG_FIELDS = {
+    "kernels": ("external_id", "device", "stream", "correlation", "registers", "shared_memory", "grid",
+                "block", "est_occupancy", "kernel_backend", *_COMM_FIELDS),
+    "copies": ("external_id", "device", "stream", "correlation", "bytes", "bandwidth"),
+    "runtime": ("external_id", "cbid", "correlation"),
+    "ops": ("external_id", "sequence", "input_dims", "input_types", "flops", "kernel_backend", *_COMM_FIELDS),
+    "frames": ("python_id", "parent_id"),
+    "gsyncs": ("external_id", "sync_type", "stream", "device", "correlation"),
+}
+
+
+def _args_struct(bucket: str, fields) -> type:
+    """A struct of some of :class:`~.decode.Args`' fields (same names, types and JSON keys)."""
+    hints = typing.get_type_hints(Args)
+    keys = dict(zip(Args.__struct_fields__, Args.__struct_encode_fields__))
+    return msgspec.defstruct(f"{bucket.title()}Args", [
+        (f, hints[f], msgspec.field(default=None, name=keys[f])) for f in fields], gc=False)
+
+
+_ARGS_STRUCTS = {b: _args_struct(b, f) for b, f in ARG_FIELDS.items()}
+_ARGS_DECODERS = {b: msgspec.json.Decoder(list[typing.Optional[t]]) for b, t in _ARGS_STRUCTS.items()}
+_ARGS_EMPTY = {b: t() for b, t in _ARGS_STRUCTS.items()}
+_FULL_ARGS = msgspec.json.Decoder(typing.Optional[Args])
+
+
+def table_args(bucket: str, evs) -> list:
+    """Each event's args (an empty struct where it has none). Events read as text decode theirs
+    here, a table at a time, into :data:`ARG_FIELDS` structs; decoded ones are taken as they are.
+    Args of an unexpected shape raise :class:`~.decode.CarefulPath` (read the file whole)."""
+    a = list(map(_ARGS, evs))
+    missing = a.count(None)
+    if missing == len(a):
+        return [_ARGS_EMPTY.get(bucket, _EMPTY_ARGS)] * len(a)
+    present = [x for x in a if x is not None] if missing else a
+    if type(present[0]) is msgspec.Raw:
+        try:
+            got = _ARGS_DECODERS[bucket].decode(b"[" + b",".join(present) + b"]")
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            raise CarefulPath from None
+        empty = _ARGS_EMPTY[bucket]
+        if missing or None in got:
+            it = iter(got)
+            return [empty if x is None else (next(it) or empty) for x in a]
+        return got
+    return [x if x is not None else _EMPTY_ARGS for x in a] if missing else a
+
+
+def _counter_event(e) -> Event:
+    """A counter-track event with its args decoded (they may have been left as text)."""
+    if type(e.args) is not msgspec.Raw:
+        return e
+    try:
+        args = _FULL_ARGS.decode(e.args)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        raise CarefulPath from None
+    return Event(ph=e.ph, name=e.name, cat=e.cat, pid=e.pid, tid=e.tid, ts=e.ts, dur=e.dur, args=args)
+
+
 _BUCKET_NAMES = sorted(set(BUCKETS.values()))
 # Each category we read, its position, and the bucket of each position: an event's category is
 # looked up once, and the "cat" column is taken from these strings (no per-event copy).
@@ -236,9 +299,7 @@ _PH, _CAT_OF, _ARGS, _TS, _DUR = (attrgetter(f) for f in ("ph", "cat", "args", "
 def _columns(bucket: str, evs, start_us, duration_us, cats=None) -> dict:
     """The ``bucket`` table's columns (lists or arrays) of ``evs``, with their times and
     categories (read from the events when not given)."""
-    a = list(map(_ARGS, evs))
-    if None in a:
-        a = [x if x is not None else _EMPTY_ARGS for x in a]
+    a = table_args(bucket, evs)
     if cats is None:
         cats = list(map(_CAT_OF, evs))
     cols = {}
@@ -309,7 +370,7 @@ class TableBuilder:
         phs = list(map(_PH, events))
         if phs.count("X") != n:
             if "C" in phs:
-                self.counter_events.extend(e for e, ph in zip(events, phs) if ph == "C")
+                self.counter_events.extend(_counter_event(e) for e, ph in zip(events, phs) if ph == "C")
             code[np.fromiter(map("X".__ne__, phs), bool, n)] = -1
         del phs
         order = np.argsort(code, kind="stable")
