@@ -80,6 +80,10 @@ class Event(msgspec.Struct, gc=False):
     args: Union[Args, None] = None
 
 
+# The args text of an event that has none: every streamed event has some text to decode.
+NO_ARGS = msgspec.Raw(b"null")
+
+
 class StreamEvent(msgspec.Struct, gc=False):
     """An :class:`Event` whose ``args`` are left as their text (a zero-copy slice): the table
     builder decodes them a table at a time, each table's events with a struct of only the
@@ -93,7 +97,7 @@ class StreamEvent(msgspec.Struct, gc=False):
     tid: Union[int, str, None] = None
     ts: Float = None
     dur: Float = None
-    args: msgspec.Raw = None
+    args: msgspec.Raw = NO_ARGS
 
 
 class TraceFile(msgspec.Struct, gc=False):

@@ -123,7 +123,7 @@ def _column(values, kind):
         return pd.Series(arr, dtype=object, copy=False)
     if kind == "float64":
         # None becomes NaN; building through numpy is several times faster than pandas' casts.
-        if isinstance(values, list) and values.count(None) == len(values):
+        if isinstance(values, list) and values and values[0] is None and values.count(None) == len(values):
             return np.full(len(values), np.nan)    # not recorded: no per-value conversion
         return np.array(values, dtype=np.float64)
     if kind == "bool":
@@ -134,9 +134,11 @@ def _column(values, kind):
         if not isinstance(values, list):
             values = list(values)
         n = len(values)
-        missing = values.count(None)
-        if not missing:
+        try:
             return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(n, bool))
+        except TypeError:
+            pass    # some are missing (None)
+        missing = values.count(None)
         if missing == n:
             return pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool))
         # Through float64 (None -> NaN, in C): exact for integers below 2**53, which ids,

@@ -128,7 +128,7 @@ def decode_shared(*columns) -> list:
     >>> dims, types, dims[0] is dims[2]
     ([[[2, 3]], None, [[2, 3]]], [['float'], None, ['float']], True)
     """
-    if all(c.count(None) == len(c) for c in columns):
+    if all(not c or (c[0] is None and c.count(None) == len(c)) for c in columns):
         return list(columns)    # not recorded (no record_shapes): nothing to decode
     # A row of Raws encodes to one JSON array of their own texts (None as null): the key. One
     # key per row rather than per value: making the keys is most of the cost.
@@ -259,21 +259,17 @@ def table_args(bucket: str, evs) -> list:
     here, a table at a time, into :data:`ARG_FIELDS` structs; decoded ones are taken as they are.
     Args of an unexpected shape raise :class:`~.decode.CarefulPath` (read the file whole)."""
     a = list(map(_ARGS, evs))
-    missing = a.count(None)
-    if missing == len(a):
-        return [_ARGS_EMPTY.get(bucket, _EMPTY_ARGS)] * len(a)
-    present = [x for x in a if x is not None] if missing else a
-    if type(present[0]) is msgspec.Raw:
+    if a and type(a[0]) is msgspec.Raw:
+        # Streamed events: every one has its args' text (null where it has none).
         try:
-            got = _ARGS_DECODERS[bucket].decode(b"[" + b",".join(present) + b"]")
+            got = _ARGS_DECODERS[bucket].decode(b"[" + b",".join(a) + b"]")
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             raise CarefulPath from None
-        empty = _ARGS_EMPTY[bucket]
-        if missing or None in got:
-            it = iter(got)
-            return [empty if x is None else (next(it) or empty) for x in a]
+        if got.count(None):
+            empty = _ARGS_EMPTY[bucket]
+            got = [x if x is not None else empty for x in got]
         return got
-    return [x if x is not None else _EMPTY_ARGS for x in a] if missing else a
+    return [x if x is not None else _EMPTY_ARGS for x in a] if None in a else a
 
 
 def _counter_event(e) -> Event:
@@ -402,7 +398,7 @@ class TableBuilder:
             if kind == "object":
                 if isinstance(values, np.ndarray):
                     pass   # taken from shared strings already (categories)
-                elif values.count(None) != len(values):
+                elif not values or values[0] is not None or values.count(None) != len(values):
                     cache = self._interned.setdefault((bucket, col), {})
                     try:
                         values = interned(values, cache)
