@@ -119,9 +119,11 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
     for c in columns:
         c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
         c_codes = c_codes.astype(np.int64, copy=False)
-        # re-factorize after each step so the combined code stays below n * n (no overflow)
-        combined = c_codes if combined is None else \
-            pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64, copy=False)
+        if combined is None:
+            combined = c_codes
+        elif len(c_uniq) > 1:    # one value throughout tells no rows apart
+            # re-factorize after each step so the combined code stays below n * n (no overflow)
+            combined = pd.factorize(combined * len(c_uniq) + c_codes)[0].astype(np.int64, copy=False)
     # Codes appear in increasing order, so a row holds the first of its code where the running
     # maximum rises.
     top = np.maximum.accumulate(combined)
@@ -223,6 +225,14 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
 def _thread_codes(tids: pd.Series) -> np.ndarray:
     """One integer per thread, threads told apart by their text (as ``str(tid)``), so that 7 and
     "7" are the same thread; a missing thread is one more."""
+    values = (tids.to_numpy(object) if isinstance(tids, pd.Series) else np.asarray(tids, dtype=object)).tolist()
+    if set(map(type, values)) == {int}:
+        # Threads are plain integers in most traces: factorized as int64, much faster than as
+        # objects (two integers are the same thread exactly when their texts are the same).
+        try:
+            return pd.factorize(np.array(values, dtype=np.int64))[0]
+        except OverflowError:
+            pass
     codes, uniq = pd.factorize(tids, use_na_sentinel=False)
     text = [None if u is None or (isinstance(u, float) and u != u) else str(u) for u in uniq]
     return pd.factorize(pd.Series(text, dtype=object), use_na_sentinel=False)[0][codes]

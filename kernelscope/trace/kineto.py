@@ -22,7 +22,7 @@ from .header import devices_columns, header_meta
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
 from .sources import innermost_frames
-from .tables import TableBuilder, complete, join_launch, join_op, lookup, sync_table
+from .tables import KeyIndex, TableBuilder, complete, join_launch, join_op, lookup, sync_table
 from .timebase import clock_meta, cover_span, shift, time_origin
 
 
@@ -122,13 +122,14 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
     # Joins: correlation -> launching runtime call; External id -> enclosing CPU op (cpu_op rows
     # win over annotations that share the id space).
     cpu_first = np.argsort((ops["cat"] != "cpu_op").to_numpy(), kind="stable")
+    op_of = KeyIndex(ops["external_id"], order=cpu_first)
     for t in (k, c):
         join_launch(t, rt, lookup(rt["correlation"], t["correlation"]))
-        join_op(t, ops, lookup(ops["external_id"], t["external_id"], order=cpu_first))
+        join_op(t, ops, op_of(t["external_id"]))
     if len(fr) and len(k):
         k["source"] = innermost_frames(k["launch_tid"].tolist(), k["launch_start_us"].tolist(),
                                        {col: fr[col].tolist() for col in ("name", "tid", "start_us", "duration_us")})
-    syncs = sync_table(rt, tables["gsyncs"], ops, cpu_first)
+    syncs = sync_table(rt, tables["gsyncs"], ops, op_of)
 
     if not len(k) and not len(c) and not len(ops) and not len(rt):
         if not n_events:

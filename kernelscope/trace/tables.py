@@ -456,15 +456,29 @@ def lookup(keys: pd.Series, query: pd.Series, order=None) -> np.ndarray:
     >>> lookup(pd.Series([5, 7, 5], dtype="Int64"), pd.Series([5, 9, None], dtype="Int64")).tolist()
     [0, -1, -1]
     """
-    if not len(keys) or not len(query):
-        return np.full(len(query), -1, dtype=np.int64)
-    kv = keys.to_numpy(dtype="int64", na_value=_MISSING_KEY)
-    pos = np.arange(len(kv)) if order is None else np.asarray(order)
-    kv = kv[pos]
-    keep = (kv != _MISSING_KEY) & ~pd.Series(kv).duplicated(keep="first").to_numpy()
-    index = pd.Index(kv[keep])
-    hit = index.get_indexer(query.to_numpy(dtype="int64", na_value=_MISSING_KEY))
-    return np.where(hit >= 0, pos[keep][np.maximum(hit, 0)], -1)
+    return KeyIndex(keys, order)(query)
+
+
+class KeyIndex:
+    """:func:`lookup` into the same keys for several queries: the index is built once (the
+    ops' External ids serve the kernels, the copies and the syncs)."""
+
+    def __init__(self, keys: pd.Series, order=None):
+        self.empty = not len(keys)
+        if self.empty:
+            return
+        kv = keys.to_numpy(dtype="int64", na_value=_MISSING_KEY)
+        pos = np.arange(len(kv)) if order is None else np.asarray(order)
+        kv = kv[pos]
+        keep = (kv != _MISSING_KEY) & ~pd.Series(kv).duplicated(keep="first").to_numpy()
+        self.index = pd.Index(kv[keep])
+        self.rows = pos[keep]
+
+    def __call__(self, query: pd.Series) -> np.ndarray:
+        if self.empty or not len(query):
+            return np.full(len(query), -1, dtype=np.int64)
+        hit = self.index.get_indexer(query.to_numpy(dtype="int64", na_value=_MISSING_KEY))
+        return np.where(hit >= 0, self.rows[np.maximum(hit, 0)], -1)
 
 
 def take(values: np.ndarray, rows: np.ndarray, fill=None) -> pd.Series:
@@ -507,8 +521,9 @@ def join_op(t: pd.DataFrame, ops: pd.DataFrame, rows: np.ndarray) -> None:
                                         dtype=object, index=t.index)
 
 
-def sync_table(rt: pd.DataFrame, gsyncs: pd.DataFrame, ops: pd.DataFrame, cpu_first) -> pd.DataFrame:
-    """Host-blocking sync calls from the runtime table, plus GPU-side sync records."""
+def sync_table(rt: pd.DataFrame, gsyncs: pd.DataFrame, ops: pd.DataFrame, op_of: KeyIndex) -> pd.DataFrame:
+    """Host-blocking sync calls from the runtime table, plus GPU-side sync records; ``op_of``
+    finds the enclosing op of an External id."""
     m = rt["name"].isin(list(SYNC_CALLS)).to_numpy()
     r = rt[m]
     host = pd.DataFrame({
@@ -524,7 +539,7 @@ def sync_table(rt: pd.DataFrame, gsyncs: pd.DataFrame, ops: pd.DataFrame, cpu_fi
         # stream each one waited on.
         parts.append(gsyncs)
     s = pd.concat(parts, ignore_index=True) if len(parts) > 1 else host
-    s["op"] = take(ops["name"].to_numpy(), lookup(ops["external_id"], s["external_id"], order=cpu_first))
+    s["op"] = take(ops["name"].to_numpy(), op_of(s["external_id"]))
     return s
 
 
