@@ -32,6 +32,7 @@ from ..analysis.timeline import CAUSES
 from ..jsonable import jsonable
 from ..trace.model import SYNC_CALLS
 from ..trace.ncu import COMPARED_METRICS
+from ..units import fmt_us
 from .ncu_view import kernel_detail
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
@@ -78,6 +79,12 @@ _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
 COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
+# Launches (kernels + copies) sent to the browser at most. Past this the view gets the launches
+# of the trace's first part up to the budget, with the host spans, gaps and counter samples of
+# the same window, and says so; its headline numbers, findings, backends, roofline and op list
+# stay whole-report. A million launches would be ~100 MB of columns (~25 MB packed, a third more
+# as base64 in a saved notebook) for a table and timeline drawn from the browser's memory.
+VIEW_LAUNCHES = 200_000
 _MISSING_INT = -1
 
 
@@ -106,10 +113,12 @@ def view_model(rep) -> tuple[dict, bytes]:
     >>> header["stats"]["launches"], len(buf)                                # doctest: +SKIP
     (2000, 228000)
     """
-    k = rep.kernels.reset_index(drop=True)
+    k_all = rep.kernels.reset_index(drop=True)
     # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k = k.assign(config=k["shape"] if "shape" in k.columns else 0)
-    copies = rep.copies.reset_index(drop=True)
+    k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
+    copies_all = rep.copies.reset_index(drop=True)
+    until = launch_window(k_all, copies_all)
+    k, copies = (_before(k_all, until), _before(copies_all, until)) if until is not None else (k_all, copies_all)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
     counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and _numeric(k[c])]
@@ -121,6 +130,13 @@ def view_model(rep) -> tuple[dict, bytes]:
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
     host = _host_spans(rep.ops, rep.runtime)
+    window = None
+    if until is not None:
+        gaps, host = _before(gaps, until), _before(host, until)
+        if counters is not None:
+            counters = (_before(counters[0], until), counters[1])
+        window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
+                  "copies": int(len(copies)), "of_copies": int(len(copies_all))}
     copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
@@ -133,16 +149,17 @@ def view_model(rep) -> tuple[dict, bytes]:
         "vocabulary": vocabulary(),
         "title": _title(rep),
         "partial": bool(rep.partial),
-        "notes": [str(n) for n in rep.notes] + problems,
-        "stats": _stats(rep, k, copies, tl),
+        "notes": [str(n) for n in rep.notes] + problems + ([_window_note(window)] if window else []),
+        "window": window,
+        "stats": _stats(rep, k_all, copies_all, tl),
         "devices": _records(rep.devices),
         "findings": _findings(rep, problems),
         "backends": _records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
         "configs": _occupancy_configs(rep, k),
-        "roofline": _roofline(rep, k, problems),
-        "ops": _op_summary(rep.ops, k),
+        "roofline": _roofline(rep, k_all, problems),
+        "ops": _op_summary(rep.ops, k_all),
         "ncu_columns": ncu_cols,
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
@@ -155,6 +172,37 @@ def view_model(rep) -> tuple[dict, bytes]:
         "nbytes": len(buf),
     }
     return header, buf
+
+
+def launch_window(kernels: pd.DataFrame, copies: pd.DataFrame, budget: int | None = None) -> float | None:
+    """Where the view's window of launches ends (``start_us`` of the first launch left out), or
+    None when every launch fits the budget (:data:`VIEW_LAUNCHES`).
+
+    >>> launch_window(pd.DataFrame({"start_us": [3.0, 1.0, 2.0]}), pd.DataFrame({"start_us": []}), budget=2)
+    3.0
+    """
+    budget = VIEW_LAUNCHES if budget is None else budget
+    starts = np.concatenate([t["start_us"].to_numpy(dtype=float, na_value=np.nan) for t in (kernels, copies)
+                             if "start_us" in t.columns])
+    starts = starts[~np.isnan(starts)]
+    if len(starts) <= budget:
+        return None
+    return float(np.partition(starts, budget)[budget])
+
+
+def _before(df: pd.DataFrame, until: float) -> pd.DataFrame:
+    """The rows of ``df`` that start before ``until``."""
+    if not len(df) or "start_us" not in df.columns:
+        return df
+    return df[(df["start_us"] < until).to_numpy(dtype=bool, na_value=False)].reset_index(drop=True)
+
+
+def _window_note(w: dict) -> str:
+    return (f"This view holds the launches of the trace's first {fmt_us(w['until_us'])}: "
+            f"{w['launches']:,} of {w['of_launches']:,} kernel launches"
+            + (f" and {w['copies']:,} of {w['of_copies']:,} copies" if w["of_copies"] else "")
+            + ". The kernel table and the timeline cover that window; the figures above, the findings, "
+              "backends, roofline and ops cover the whole report (rep.kernels has every launch).")
 
 
 def pack_tables(items) -> tuple[dict, bytes]:
