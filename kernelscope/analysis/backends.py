@@ -153,13 +153,12 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
     """
     k = kernels
     n = len(k)
-    cols = []
-    for c in ("name", "op", "launch_api", "kernel_backend", "device_type"):
-        s = k[c] if c in k.columns else pd.Series([None] * n, index=k.index, dtype=object)
-        cols.append(s.astype(object).where(s.notna(), ""))
+    # The values as they are (classify reads a missing one as ""), without a copy per column.
+    cols = [k[c].to_numpy(object) if c in k.columns else np.full(n, None, dtype=object)
+            for c in ("name", "op", "launch_api", "kernel_backend", "device_type")]
     # Classify each distinct context once, then map: a 100k-launch trace has a few hundred.
     codes, first = distinct_rows(cols)
-    uniq = [tuple(c.iat[i] for c in cols) for i in first]
+    uniq = [tuple(c[i] for c in cols) for i in first.tolist()]
     found = [classify(*key) for key in uniq]
     shorts = {}
     short = [shorts.setdefault(key[0], short_name(_text(key[0]))) for key in uniq]
