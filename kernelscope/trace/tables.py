@@ -373,7 +373,13 @@ class TableBuilder:
         if phs.count("X") != n:
             if "C" in phs:
                 self.counter_events.extend(_counter_event(e) for e, ph in zip(events, phs) if ph == "C")
-            code[np.fromiter(map("X".__ne__, phs), bool, n)] = -1
+            # Only events of a category we read need their phase checked (flow events, the
+            # usual non-"X" ones, are of other categories).
+            known = np.flatnonzero(code >= 0)
+            if len(known):
+                ph_known = operator.itemgetter(*known.tolist())(phs) if len(known) > 1 else (phs[known[0]],)
+                if ph_known.count("X") != len(known):
+                    code[known[np.fromiter(map("X".__ne__, ph_known), bool, len(known))]] = -1
         del phs
         order = np.argsort(code, kind="stable")
         bounds = np.searchsorted(code[order], np.arange(len(_BUCKET_NAMES) + 1))
