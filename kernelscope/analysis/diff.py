@@ -37,7 +37,8 @@ STATUSES = {
 }
 MATCHES = {
     "name": "the same kernel name in both runs",
-    "short_name+backend": ("≈: no kernel of the same name, matched by readable name and backend "
+    # Marked "≈" in the views.
+    "short_name+backend": ("no kernel of the same name: matched by readable name and backend "
                            "(its template arguments or suffix changed)"),
     "new": "only in the second run", "gone": "only in the first run",
 }

@@ -96,7 +96,7 @@ def comparison_text(c, top: int = 15) -> str:
                                        ("slower", "faster", "within noise", "same", "new", "gone")
                                        if s in counts))
         if (k["match"] == "short_name+backend").any():
-            lines.append(f"  [≈] {MATCHES['short_name+backend'].split(': ', 1)[-1]}; – : did not run on that side")
+            lines.append(f"  [≈] {MATCHES['short_name+backend']}; –: did not run on that side")
     if len(c.backends):
         lines.append("")
         lines.append(f"  {'backend':<12} {_clip(lb, 10):>10} {_clip(la, 10):>10} {'change':>11} {'ratio':>7}")
@@ -168,7 +168,7 @@ def comparison_html(c) -> str:
             badge = (f" <b style='font-size:80%' title='{escape(STATUSES[r.status], quote=True)}'>"
                      f"[{escape(r.status)}]</b>")
         elif r.match == "short_name+backend":
-            badge = f" <span style='font-size:80%' title='{escape(MATCHES[r.match], quote=True)}'>[≈]</span>"
+            badge = f" <span style='font-size:80%' title='≈: {escape(MATCHES[r.match], quote=True)}'>[≈]</span>"
         krows.append(
             f"<tr><td style='{left}' title='{title}'>{escape(str(r.short_name))}{badge}</td>"
             f"<td style='{left}'>{escape(str(r.backend))}</td>"
@@ -187,7 +187,7 @@ def comparison_html(c) -> str:
     if shared.get("few") and notes:
         warn = f"<p style='color:#a40e26'><b>{escape(notes.pop(0))}</b></p>"
     notes = "".join(f"<p><i>{escape(n)}</i></p>" for n in [c.noise_note, *notes])
-    legend = ("<p style='font-size:90%'>[≈] " + escape(MATCHES["short_name+backend"].split(": ", 1)[-1])
+    legend = ("<p style='font-size:90%'>[≈] " + escape(MATCHES["short_name+backend"])
               + "; [new] " + escape(STATUSES["new"]) + "; [gone] " + escape(STATUSES["gone"])
               + "; – : did not run on that side.</p>")
     return (
