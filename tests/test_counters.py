@@ -254,9 +254,9 @@ def test_counter_events_of_other_tools_are_ignored(tmp_path):
 
 
 def test_view_payload_carries_the_samples(rep):
-    from kernelscope.render.view import decode_payload, mime_payload
+    from kernelscope.render.view import decode_payload, mime_payload, read_payload
     p = mime_payload(rep)
-    hd = p["header"]["counters"]
+    hd = read_payload(p)[0]["counters"]
     assert hd["samples"] == 1382 and hd["interval_us"] == 20.0
     assert [t["column"] for t in hd["tracks"]] == list(DERIVED_COLUMNS)
     assert all(t["color"].startswith("#") and t["meaning"] for t in hd["tracks"])
@@ -267,8 +267,8 @@ def test_view_payload_carries_the_samples(rep):
     np.testing.assert_allclose(cols["kernels"]["dram_pct"], rep.kernels["dram_pct"], rtol=1e-6)
     assert "dram_pct" in cols["copies"]
     # without samples the payload is as before
-    plain = mime_payload(ks.load(REC / "pm_workload.pt.trace.json.gz"))
-    assert plain["header"]["counters"] is None and "counters" not in plain["header"]["tables"]
+    plain = read_payload(mime_payload(ks.load(REC / "pm_workload.pt.trace.json.gz")))[0]
+    assert plain["counters"] is None and "counters" not in plain["tables"]
 
 
 def test_text_and_html_name_the_source(rep):

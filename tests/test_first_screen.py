@@ -240,3 +240,40 @@ def test_payload_round_trip_keeps_the_list(reps):
     header = read_payload(mime_payload(reps["resnet"]))[0]
     assert header["fixes"][0]["kind"] == "host_bound" and header["open_tab"] == "Kernels"
     assert header["findings"][0]["cause"] == header["fixes"][0]["cause"]
+
+
+# -- the static HTML and the text say the same first screen -------------------------------------
+
+def test_text_and_static_html_lead_with_what_to_fix(reps):
+    from kernelscope.render.html import report_html
+    from kernelscope.render.text import report_text
+    rep = reps["llama"]
+    top = what_to_fix(rep.findings, rep.wall_time_us)[0]
+    text = report_text(rep)
+    assert text.startswith("kernelscope report: llama_train.pt.trace.json.gz\n")
+    assert "wall time (profiler span): 49.35 ms" in text and "copies + memsets: 28" in text
+    assert f"  1. [high] 38.44 ms, 78% of wall time: {top['title']}\n" in text
+    assert f"     cause: {top['cause']}\n     fix:   {top['fix']}" in text
+    html = report_html(rep)
+    assert "<b>What to fix first</b>" in html and "wall time (profiler span)" in html
+    assert "<b>645</b> <span style='color:#666;'>kernel launches</span>" in html
+    assert "<b>38.44 ms</b> <span style='color:#666;'>78% of wall time</span>" in html
+    # The list comes before the kernel table.
+    assert html.index("What to fix first") < html.index("<table")
+
+
+def test_a_report_with_nothing_costly_says_findings(reps):
+    from kernelscope.render.text import report_text
+    text = report_text(reps["graphs"])
+    assert "\n  findings:\n  1. [" in text and "what to fix first" not in text
+
+
+def test_static_html_escapes_the_title(reps):
+    from kernelscope.render.html import report_html
+    rep = reps["attention"]
+    rep.meta["title"] = "<img src=x onerror=alert(1)> · In [3]"
+    try:
+        html = report_html(rep)
+    finally:
+        del rep.meta["title"]
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt; · In [3]" in html
