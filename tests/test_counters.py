@@ -281,17 +281,22 @@ def test_text_and_html_name_the_source(rep):
 
 def test_sampling_session_failures_are_notes(monkeypatch):
     """The live session's own failure paths that run without a GPU: cupti-python missing (the
-    install hint), or present but no driver (CUPTI's own error); either way nothing is held."""
+    install hint), present beside an older libcupti that torch loaded (how to get the newer one
+    loaded), or present but no driver (CUPTI's own error); either way nothing is held."""
     from kernelscope.capture import counters as cc
     pm = cc.PmSampling(True, 20, 0)
     assert pm.metrics == list(cc.DEFAULT_METRICS)
     pm.prepare()
     assert not pm.ok and len(pm.notes) == 1
     note = pm.notes[0]
-    if _cupti_importable() is None:
+    loaded = cc.loaded_cupti_version()
+    if _cupti_importable() is None and loaded is not None and loaded < cc.MIN_CUPTI_VERSION:
+        assert f"already loaded in this process is {loaded // 10000}.{loaded // 100 % 100}" in note
+        assert "nvidia-cuda-cupti>=13.4" in note and "PYTHONPATH" in note
+    elif _cupti_importable() is None:
         assert "PM sampling could not start" in note and "another tool may hold CUPTI" in note
     else:
-        assert 'pip install "kernelscope[counters]"' in note and "KERNELSCOPE_CUPTI_PATH" in note
+        assert 'pip install "kernelscope[counters]"' in note and "PYTHONPATH" in note
     pm.start(); pm.stop()
     assert pm.collect() is None and cc._users == 0
     monkeypatch.setenv("KERNELSCOPE_CUPTI_PATH", "/nonexistent/cupti")
