@@ -337,7 +337,9 @@ def _encode(s, kind, n):
     if pd.api.types.is_bool_dtype(s):
         s = s.astype("Int64")
     if kind.startswith("f"):
-        return pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan).astype(_DTYPES[kind]), None
+        v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+        with np.errstate(over="ignore"):    # a hostile file's 1e300 reads as inf in float32, as it should
+            return v.astype(_DTYPES[kind]), None
     v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
     v = np.where(np.isfinite(v) & (np.abs(v) < 2**31), v, _MISSING_INT)
     return v.astype("<i4"), None
