@@ -306,3 +306,19 @@ def test_view_top_from_the_magic_shortens_the_text_view():
     short = repr(rep)
     assert len(short.splitlines()) < len(full.splitlines())
     assert top_names[0] in short and top_names[1] in short
+
+
+def test_title_names_where_the_recording_started(tmp_path):
+    with ks.profile() as p:
+        torch.ones(3) * 2
+    line = p.report.title
+    assert line.startswith("test_capture.py:") and int(line.split(":")[1]) > 0
+    assert ks.profile(name="step A").title == "step A"
+
+    @ks.profile
+    def train_step():
+        return torch.ones(3) + 1
+    train_step()
+    assert train_step.report.title.endswith("train_step")
+    back = ks.load(p.report.save(tmp_path / "r.ksreport.json"))
+    assert back.title == line

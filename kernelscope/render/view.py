@@ -26,7 +26,9 @@ import pandas as pd
 
 from ..analysis.backend_rules import BACKENDS, COPY_COLORS
 from ..analysis.devices import device_label, device_types
+from ..analysis.evidence import evidence_rows
 from ..analysis.occupancy import LIMITERS
+from ..analysis.priorities import what_to_fix
 from ..analysis.shapes import shape_curves
 from ..analysis.timeline import CAUSES
 from ..jsonable import jsonable
@@ -137,6 +139,11 @@ def view_model(rep) -> tuple[dict, bytes]:
         "stats": _stats(rep, k, copies, tl),
         "devices": _records(rep.devices),
         "findings": _findings(rep, problems),
+        # The first screen: what to fix first, ranked by the time at stake (analysis/priorities.py).
+        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.wall_time_us)),
+                       [], problems, "what to fix"),
+        # The tab a report opens on: CPU ops when the run recorded no GPU work.
+        "open_tab": "CPU ops" if not len(k) and not len(copies) and len(rep.ops) else "Kernels",
         "backends": _records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
@@ -361,23 +368,26 @@ def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
 
 
 def _title(rep) -> str:
-    import os
-    src = rep.meta.get("source") or rep.meta.get("trace_name") or "report"
-    return os.path.basename(str(src)) or str(src)
+    title = getattr(rep, "title", None)
+    return title if isinstance(title, str) and title else "report"
 
 
 def _stats(rep, k, copies, tl) -> dict:
     busy = _safe(lambda: tl.device(), {}) if tl is not None else {}
     return {
         "wall_us": _num(rep.wall_time_us),
+        # Which clock the wall time read (CUDA events, the profiler's span, first to last event).
+        "wall_clock": _str(getattr(rep, "wall_time_clock", None)),
         "gpu_time_us": _num(rep.gpu_time_us),
         # Busy share of the active window (first to last GPU activity), as the findings use it.
         "gpu_busy": _num(busy.get("busy_share")),
         "gpu_busy_of_wall": _num(busy.get("wall_busy_share")),
         "busy_device": _str(busy.get("device")),
+        # Kernel launches only, as everywhere in kernelscope; copies and memsets are counted apart.
         "launches": int(len(k)),
         "kernels": int(k["name"].nunique()) if len(k) else 0,
         "copies": int(len(copies)),
+        "memsets": int((copies["kind"] == "memset").sum()) if len(copies) and "kind" in copies.columns else 0,
         "copy_time_us": _num(float(copies["duration_us"].sum())) if len(copies) else 0.0,
         "ops": int(len(rep.ops)),
         "no_gpu": bool(rep.meta.get("no_gpu")),
@@ -390,8 +400,11 @@ def _findings(rep, problems=None) -> list:
         get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
-                    "detail": _str(get("detail")),
-                    "evidence": {str(a): jsonable(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
+                    "detail": _str(get("detail")), "cost_us": _num(get("cost_us")),
+                    "cause": _str(get("cause")), "fix": _str(get("fix")), "link": jsonable(get("link")),
+                    "evidence": {str(a): jsonable(b) for a, b in ev.items()} if isinstance(ev, dict) else {},
+                    # The evidence in words, each figure with its unit (analysis/evidence.py).
+                    "evidence_text": evidence_rows(jsonable(ev)) if isinstance(ev, dict) else []})
     return out
 
 

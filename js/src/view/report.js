@@ -7,6 +7,7 @@ import { UtilizationStrip } from "./utilization.js";
 import { counterBlock, stallBlock } from "./measured.js";
 import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
+import { renderCompare } from "./compare.js";
 import { kernelDetail } from "./kernel.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
@@ -19,6 +20,8 @@ const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Finding
 export function renderReport(el, model, opts = {}) {
   // A multi-rank report (ks.load_ranks) has its own view; a rank opened from it is a report.
   if (model.header.kind === "ranks") return renderRanks(el, model, { ...opts, renderRank: (sub, m) => renderReport(sub, m) });
+  // Two runs compared (ks.compare): its own view.
+  if (model.header.kind === "compare") return renderCompare(el, model, opts);
   const t0 = performance.now();
   const onSelect = opts.onSelect || (() => {});
   const hd = model.header;
@@ -26,7 +29,8 @@ export function renderReport(el, model, opts = {}) {
   el.textContent = "";
   const root = h("div", { class: "ks-root", "data-kernelscope-version": String(hd.version) });
   el.append(root);
-  root.append(header(model));
+  const head = header(model);
+  root.append(head);
 
   const panels = {};
   const tabButtons = {};
@@ -101,7 +105,36 @@ export function renderReport(el, model, opts = {}) {
       panels.Findings.append(findingsList(hd.findings || []));
     },
   };
-  select("Kernels");
+  // The first screen's evidence links open the table narrowed to the kernels, or the timeline
+  // at the range, that show a finding (the list and its links are computed in Python).
+  const showEvidence = (link, index) => {
+    const names = link && link.view === "kernels" ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n)) : [];
+    if (link && link.view === "timeline" && Number.isFinite(link.start_us) && Number.isFinite(link.end_us)) {
+      select("Timeline");
+      ctl.timeline.view = [link.start_us, link.end_us];
+      ctl.timeline.draw();
+      panels.Timeline.scrollIntoView({ block: "nearest" });
+    } else if (names.length) {
+      select("Kernels");
+      // One kernel: the table filtered down to it; several: selected, the table unfiltered.
+      if (typeof ctl.table.setFilter === "function") ctl.table.setFilter(names.length === 1 ? names[0] : "");
+      ctl.table.setSelection(names);
+      setSelected(names, true);
+      panels.Kernels.scrollIntoView({ block: "nearest" });
+    } else showFinding(index);
+  };
+  const showFinding = (index) => {
+    select("Findings");
+    const li = panels.Findings.querySelector(`[data-finding="${index}"]`);
+    if (!li) return;
+    for (const d of li.querySelectorAll("details")) d.open = true;
+    li.classList.add("ks-finding-shown");
+    li.scrollIntoView({ block: "nearest" });
+  };
+  const list = head.querySelector(".ks-fixes-slot");
+  if (list) list.replaceWith(fixList(hd, showEvidence, showFinding));
+  select(TABS.includes(hd.open_tab) ? hd.open_tab : "Kernels");
+  ctl.showEvidence = showEvidence;
   ctl.setSelection = (names) => setSelected(names || [], false);
   ctl.root = root;
   ctl.firstPaintMs = performance.now() - t0;
@@ -115,7 +148,8 @@ function header(model) {
   const tile = (label, value, title) => h("div", { class: "ks-tile", title },
     h("div", { class: "ks-tile-value", text: value }), h("div", { class: "ks-tile-label", text: label }));
   const devs = (hd.devices || []).map((d) => `${d.name} (sm_${d.compute_major}${d.compute_minor}, ${d.num_sms} SMs)`).join(", ");
-  const top = (hd.findings || [])[0];
+  const clock = s.wall_clock ? ` · ${s.wall_clock}` : "";
+  const memsets = s.memsets || 0;
   return h("div", { class: "ks-header" },
     h("div", { class: "ks-title" },
       h("span", { class: "ks-brand", text: "kernelscope" }),
@@ -123,19 +157,23 @@ function header(model) {
       hd.partial ? h("span", { class: "ks-badge ks-partial", text: "partial: the run stopped early" }) : null,
       devs ? h("span", { class: "ks-devices", text: devs }) : null),
     h("div", { class: "ks-tiles" },
-      tile("wall time", fmtUs(s.wall_us), "region wall time (CUDA events when recorded, else the profiler span)"),
+      tile(`wall time${clock}`, fmtUs(s.wall_us), {
+        "CUDA events": "region wall time, measured by CUDA events recorded around the region on the GPU's streams",
+        "profiler span": "region wall time: the profiler's span, start to end of the trace (it also holds the profiler's start-up)",
+        "first to last event": "region wall time: from the first to the last recorded event (the trace holds no span)",
+      }[s.wall_clock] || "region wall time"),
       tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy),
         `union of kernel and copy time over the active window (first to last GPU activity)${
           s.gpu_busy_of_wall != null ? `; ${fmtPct(s.gpu_busy_of_wall)} of the wall time` : ""}`),
-      tile("launches", fmtInt(s.launches)),
+      tile("kernel launches", fmtInt(s.launches),
+        `kernel launches only${s.copies ? `; the ${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets are counted apart` : ""}`),
       tile("kernels", fmtInt(s.kernels), "distinct kernel names"),
       tile("GPU kernel time", fmtUs(s.gpu_time_us), "sum of kernel durations (CUPTI)"),
-      tile("copies", fmtInt(s.copies), s.copy_time_us ? `copy time ${fmtUs(s.copy_time_us)}` : null),
+      tile("copies + memsets", fmtInt(s.copies),
+        `${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets${s.copy_time_us ? `, ${fmtUs(s.copy_time_us)} in all` : ""}`),
       tile("CPU ops", fmtInt(s.ops))),
     s.no_gpu ? h("div", { class: "ks-note ks-no-gpu", text: "No GPU found: this run recorded CPU ops only (see the CPU ops tab)." }) : null,
-    h("div", { class: "ks-top-finding" },
-      top ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title]
-        : "No findings."),
+    h("div", { class: "ks-fixes-slot" }),
     (hd.notes || []).length ? h("ul", { class: "ks-notes" }, hd.notes.map((n) => h("li", { text: n }))) : null);
 }
 
@@ -168,17 +206,54 @@ function opsTable(ops, stats) {
         h("td", { class: "ks-num", text: o.kernels ? fmtUs(o.gpu_us) : "-" }))))));
 }
 
+/** The first screen: what to fix first, ranked by the time at stake (from the payload's "fixes"). */
+function fixList(hd, showEvidence, showFinding) {
+  const fixes = hd.fixes || [];
+  const all = (hd.findings || []).length;
+  if (!fixes.length) {
+    // A payload from before the list travelled: its top finding, as it was shown then.
+    const top = (hd.findings || [])[0];
+    return h("div", { class: "ks-fixes ks-fixes-none" },
+      top ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title] : "No findings.");
+  }
+  const timed = fixes.some((f) => f.cost_us != null);
+  return h("div", { class: "ks-fixes" },
+    h("div", { class: "ks-fixes-head" },
+      h("b", { text: timed ? "What to fix first" : "What the run says" }),
+      timed ? h("span", { class: "ks-note", text: " · time at stake: GPU time the cause costs (computed by kernelscope from the trace), and its share of the wall time" }) : null,
+      all > fixes.length ? h("a", { class: "ks-fixes-all", href: "#", text: ` · all ${all} findings`,
+        onclick: (e) => { e.preventDefault(); showFinding(-1); } }) : null),
+    h("ol", { class: "ks-fix-list" }, fixes.map((f) => h("li", { class: "ks-fix", "data-kind": f.kind || "" },
+      h("div", { class: "ks-fix-head" },
+        h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }),
+        f.cost_text ? h("span", { class: "ks-fix-cost", text: f.cost_text }) : null,
+        f.share_text ? h("span", { class: "ks-fix-share", text: f.share_text }) : null,
+        h("span", { class: "ks-fix-title", text: f.title || "" })),
+      f.cause ? h("div", { class: "ks-fix-line ks-fix-cause" }, h("span", { class: "ks-fix-label", text: "Cause" }), f.cause) : null,
+      f.fix ? h("div", { class: "ks-fix-line ks-fix-fix" }, h("span", { class: "ks-fix-label", text: "Fix" }), f.fix) : null,
+      h("div", { class: "ks-fix-links" },
+        f.link ? h("a", { class: "ks-fix-evidence", href: "#", "data-view": f.link.view || "", text: `${f.link.label || "evidence"} →`,
+          onclick: (e) => { e.preventDefault(); showEvidence(f.link, f.finding); } }) : null,
+        f.link ? " · " : null,
+        h("a", { class: "ks-fix-more", href: "#", text: "the finding in full",
+          onclick: (e) => { e.preventDefault(); showFinding(f.finding); } }))))));
+}
+
 function findingsList(findings) {
   if (!findings.length) return h("p", { class: "ks-empty", text: "No findings." });
-  return h("ol", { class: "ks-findings" }, findings.map((f) => {
+  return h("ol", { class: "ks-findings" }, findings.map((f, i) => {
     const ev = Object.entries(f.evidence || {});
-    return h("li", { class: "ks-finding" },
+    // The evidence in words, each figure with its unit (formatted in Python: analysis/evidence.py);
+    // older payloads carry the raw values only.
+    const rows = f.evidence_text ? f.evidence_text
+      : ev.map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
+    return h("li", { class: "ks-finding", "data-finding": String(i) },
       h("div", {}, h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }), " ",
         h("b", { text: f.title || "" }), f.kind ? h("span", { class: "ks-kind", text: ` ${f.kind}` }) : null),
       f.detail ? h("div", { class: "ks-finding-detail", text: f.detail }) : null,
-      ev.length ? h("details", {}, h("summary", { text: "evidence" }),
-        h("table", { class: "ks-static-table" }, h("tbody", {}, ev.map(([k, v]) =>
-          h("tr", {}, h("td", { text: k }), h("td", { text: typeof v === "object" ? JSON.stringify(v) : String(v) })))))) : null);
+      rows.length ? h("details", {}, h("summary", { text: "evidence" }),
+        h("table", { class: "ks-static-table ks-evidence" }, h("tbody", {}, rows.map(([k, v]) =>
+          h("tr", {}, h("th", { text: k }), h("td", { text: v })))))) : null);
   }));
 }
 
