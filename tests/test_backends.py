@@ -173,7 +173,7 @@ def test_names_table_is_real_and_large():
     need = {"cuBLAS", "cuDNN", "CUTLASS", "Triton", "CuPy", "ATen", "NCCL", "FlashAttention", "cuFFT", "cuRAND",
             "CUB", "Numba", "rocBLAS", "hipBLASLt", "MIOpen", "CK", "other",
             "cuSOLVER", "cuSPARSE", "MAGMA", "XLA", "TensorRT", "TensorRT-LLM", "TransformerEngine", "FBGEMM",
-            "Apex", "DeepSpeed", "Liger", "FlashInfer"}
+            "Apex", "DeepSpeed", "Liger", "FlashInfer", "vLLM"}
     assert need <= {r["backend"] for r in rows}
 
 

@@ -43,7 +43,7 @@ BACKENDS: dict[str, str] = {
     "FlashAttention": "#ff9da7", "FlashInfer": "#d37295", "cuFFT": "#9c755f", "cuRAND": "#bab0ac",
     "CUB": "#8cd17d", "cuSOLVER": "#2f5d87", "cuSPARSE": "#7f9fc7", "MAGMA": "#1f3b57",
     "XLA": "#8e6c8a", "TensorRT": "#76b900", "TensorRT-LLM": "#4d7a00", "TransformerEngine": "#9acd32",
-    "FBGEMM": "#d4a6c8", "Apex": "#b6992d", "DeepSpeed": "#17becf", "Liger": "#f1ce63", "Numba": "#86bcb6",
+    "FBGEMM": "#d4a6c8", "Apex": "#b6992d", "DeepSpeed": "#17becf", "vLLM": "#30a2da", "Liger": "#f1ce63", "Numba": "#86bcb6",
     "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#4e79a7", "hipBLASLt": "#a0cbe8",
     "MIOpen": "#ffbe7d", "CK": "#499894", "other": "#9d9d9d",
 }
@@ -86,6 +86,9 @@ RULES: tuple[Rule, ...] = (
          "naming it _helion_<function>", name=r"^_helion_"),
     # Frameworks' own namespaces name the library even inside a generic ATen op (their kernels
     # often carry cutlass:: or at:: types in their template arguments, so these come first).
+    Rule("vllm", "vLLM", "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2, true>",
+         "vLLM's own CUDA/HIP kernels (_C, _moe_C) live in the vllm:: namespace (its CUTLASS GEMMs too)",
+         name=r"\bvllm::", tc_by_name=True),
     Rule("tensorrt-llm", "TensorRT-LLM", "void tensorrt_llm::kernels::generalRmsNorm",
          "TensorRT-LLM's kernels live in the tensorrt_llm:: namespace", name=r"tensorrt_llm::", tc_by_name=True),
     Rule("tensorrt", "TensorRT", "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize32x32x64_stage6_warpsize2x2x1_"
