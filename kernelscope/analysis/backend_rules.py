@@ -86,7 +86,8 @@ RULES: tuple[Rule, ...] = (
          "naming it _helion_<function>", name=r"^_helion_"),
     # Frameworks' own namespaces name the library even inside a generic ATen op (their kernels
     # often carry cutlass:: or at:: types in their template arguments, so these come first).
-    Rule("vllm", "vLLM", "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2, true>",
+    Rule("vllm", "vLLM", "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2, true>(c10::BFloat16*, c10::BFloat16 const*, "
+         "long, long, long, long, long, c10::BFloat16 const*, long, float, int, int)",
          "vLLM's own CUDA/HIP kernels (_C, _moe_C) live in the vllm:: namespace (its CUTLASS GEMMs too)",
          name=r"\bvllm::", tc_by_name=True),
     Rule("tensorrt-llm", "TensorRT-LLM", "void tensorrt_llm::kernels::generalRmsNorm",
