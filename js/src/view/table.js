@@ -495,9 +495,10 @@ export class KernelTable {
     const lim = str(k, "occupancy_limiter", i);
     const cells = {
       expand: h("div", { class: "ks-cell" }),
-      short: h("div", { class: "ks-cell ks-left", text: `@ ${fmtUs(k.cols.start_us[i])}  ${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`,
-        title: str(k, "source", i) || null }),
-      backend: h("div", { class: "ks-cell ks-left", text: op || "-", title: op ? `CPU op: ${op}` : null }),
+      // Start, stream and CPU op in the wide name column: the narrow ones hold numbers only.
+      short: h("div", { class: "ks-cell ks-left", text: `@ ${fmtUs(k.cols.start_us[i])}  ${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`
+        + `  ·  ${op || "(no CPU op)"}`, title: [op ? `CPU op: ${op}` : null, str(k, "source", i)].filter(Boolean).join("\n") || null }),
+      backend: h("div", { class: "ks-cell" }),
       launches: h("div", { class: "ks-cell" }),
       total: h("div", { class: "ks-cell", text: fmtUs(dur), title: "this launch's duration (CUPTI)" }),
       mean: h("div", { class: "ks-cell" }),

@@ -625,7 +625,8 @@ export class Timeline {
           let color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
             : it.t === "host" ? hostColor(str(ht, "kind", it.i))
             : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
-          const faded = hl && !(it.t === "kernels" && hl.has(kn[it.i]));
+          // A highlight fades the other GPU work; the host lanes stay as context.
+          const faded = hl && it.t !== "host" && !(it.t === "kernels" && hl.has(kn[it.i]));
           const key = faded ? `${color}~` : color;
           // Many launches in one pixel column: draw it once.
           if (Math.floor(x1) <= lastX && key === lastColor) continue;
