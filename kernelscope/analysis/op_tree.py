@@ -28,12 +28,9 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     [[-1.0, 0.0, 6.0], [0.0, 1.0, 2.0], [1.0, 2.0, 2.0]]
     """
     n = len(ops)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
-    outer = np.ones(n, dtype=bool)
     if not n:
-        return pd.DataFrame({"parent": parent, "depth": depth, "self_us": np.zeros(0), "outermost_of_name": outer},
-                            index=ops.index)
+        return pd.DataFrame({"parent": np.zeros(0, np.int64), "depth": np.zeros(0, np.int64), "self_us": np.zeros(0),
+                             "outermost_of_name": np.zeros(0, bool)}, index=ops.index)
     start = pd.to_numeric(ops["start_us"], errors="coerce").to_numpy(dtype=float)
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
@@ -41,29 +38,37 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     names = ops["name"].astype(str).to_numpy()
     # Per thread by start; at equal starts the longer op encloses the shorter.
     order = np.lexsort((-dur, start, tid))
+    # Plain lists in the loop: indexing numpy arrays element by element costs 3-4x as much.
+    st, en, nm, td = start.tolist(), end.tolist(), names.tolist(), tid.tolist()
+    par, dep, out = [-1] * n, [0] * n, [True] * n
     stack: list[int] = []
     open_names: dict[str, int] = {}
     cur_tid = None
     for i in order.tolist():
-        if start[i] != start[i]:        # no start time: not placed in the tree
+        s_i = st[i]
+        if s_i != s_i:        # no start time: not placed in the tree
             continue
-        if tid[i] != cur_tid:
+        if td[i] != cur_tid:
             stack.clear()
             open_names.clear()
-            cur_tid = tid[i]
-        while stack and start[i] >= end[stack[-1]] - _EPS_US:
+            cur_tid = td[i]
+        while stack and s_i >= en[stack[-1]] - _EPS_US:
             j = stack.pop()
-            c = open_names[names[j]] - 1
+            c = open_names[nm[j]] - 1
             if c:
-                open_names[names[j]] = c
+                open_names[nm[j]] = c
             else:
-                del open_names[names[j]]
+                del open_names[nm[j]]
         if stack:
-            parent[i] = stack[-1]
-            depth[i] = len(stack)
-        outer[i] = names[i] not in open_names
+            par[i] = stack[-1]
+            dep[i] = len(stack)
+        name = nm[i]
+        out[i] = name not in open_names
         stack.append(i)
-        open_names[names[i]] = open_names.get(names[i], 0) + 1
+        open_names[name] = open_names.get(name, 0) + 1
+    parent = np.array(par, dtype=np.int64)
+    depth = np.array(dep, dtype=np.int64)
+    outer = np.array(out, dtype=bool)
     child = np.zeros(n)
     has = parent >= 0
     np.add.at(child, parent[has], dur[has])

@@ -21,23 +21,16 @@ from kernelscope.render.view import mime_payload
 from kernelscope.units import fmt_us
 from conftest import ARTIFACTS, DATA
 from tests.test_widget import HOSTILE, hostile_report
-from tests.ui.test_view_page import STATIC, _Quiet
+from tests.ui.test_view_page import PAGE as BASE_PAGE, STATIC, _Quiet
 
 pytestmark = pytest.mark.browser
 LLAMA = "wild/llama_train.pt.trace.json.gz"
 THEMES = pathlib.Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
-# A page as wide as a notebook's output area, with room below to scroll past the report.
-PAGE = """<!doctype html><meta charset="utf-8"><style id="theme"></style>
-<body style="margin:8px;background:var(--jp-layout-color1, #fff)">
-<div id="root" style="width:1000px"></div><div id="below" style="height:1500px"></div>
-<script type="module">
-import { render } from "./report.js";
-window.show = async (url) => {
-  const payload = await (await fetch(url)).json();
-  window.ctl = await render(document.getElementById("root"), payload);
-  return true;
-};
-</script>"""
+# test_view_page's page as wide as a notebook's output area, in a theme, with room below to scroll.
+PAGE = BASE_PAGE.replace('<body style="width:1300px;margin:8px">\n<div id="root"></div>',
+                         '<style id="theme"></style><body style="margin:8px;background:var(--jp-layout-color1, #fff)">\n'
+                         '<div id="root" style="width:1000px"></div><div id="below" style="height:1500px"></div>')
+assert PAGE != BASE_PAGE
 
 
 @pytest.fixture(scope="module")
@@ -472,3 +465,25 @@ def test_selected_row_is_readable_in_the_jupyterlab_themes(site, page, theme):
                              "const c = getComputedStyle(d).color; d.remove(); return c; }", grid)
         assert lum(rgb(line)[0]) < 0.2
         page.screenshot(path=str(ARTIFACTS / "dark_timeline.png"))
+
+
+def test_the_api_other_panels_link_evidence_through(site, page):
+    """What the first screen calls (table.js / timeline.js headers): a filtered, selected table
+    and a timeline range, each reachable from the report's controller."""
+    rep = show(page, site, "mlp")
+    s = rep.summary()
+    name = s[s["name"].str.contains("nvjet")]["name"].iloc[-1]
+    page.evaluate(f"window.ctl.table.apply({{ filter: 'nvjet', select: [{json.dumps(name)}] }})")
+    names = [r.get_attribute("data-name") for r in page.locator(".ks-row.ks-kernel").all()]
+    assert names and all("nvjet" in n for n in names)
+    assert page.locator(".ks-row.ks-selected").get_attribute("data-name") == name
+    assert page.locator(".ks-details .ks-fullname").inner_text() == name
+    k = rep.kernels
+    t0, t1 = float(k["start_us"].iloc[10]), float(k["start_us"].iloc[20])
+    page.evaluate(f"window.ctl.showTab('Timeline').timeline.showRange({t0}, {t1})")
+    view = page.evaluate("window.ctl.timeline.view")
+    pad = (t1 - t0) * 0.05
+    assert view == pytest.approx([t0 - pad, t1 + pad])
+    assert page.locator(".ks-timeline-selection .ks-sel-duration").inner_text() == fmt_us(t1 - t0)
+    # The table's selection is highlighted there.
+    assert page.evaluate("[...window.ctl.timeline.hl].map(c => window.ctl.timeline.model.tables.kernels.strings.name[c])") == [name]

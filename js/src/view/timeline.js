@@ -145,12 +145,15 @@ export class Timeline {
     this.selection = null;
     this._rows();
     this.canvas = h("canvas", { class: "ks-timeline-canvas" });
+    // What follows the pointer (the launch link, a range being dragged) draws on a canvas of its
+    // own above the lanes, so hovering 100k launches never redraws them.
+    this.over = h("canvas", { class: "ks-timeline-overlay" });
     this.tip = h("div", { class: "ks-tip", style: "display:none" });
     const btn = (label, title, fn, cls = "") => h("button", { class: `ks-btn ${cls}`, text: label, title, onclick: fn });
     this.info = h("span", { class: "ks-timeline-info" });
     this.selBar = h("div", { class: "ks-timeline-selection", style: "display:none" });
     this.wrap = h("div", { class: "ks-timeline-wrap", tabindex: "0", "data-lm-suppress-shortcuts": "true",
-      "aria-label": "timeline: W/S zoom, A/D pan, drag to select a range" }, this.canvas);
+      "aria-label": "timeline: W/S zoom, A/D pan, drag to select a range" }, this.canvas, this.over);
     this.el = h("div", { class: "ks-timeline" },
       h("div", { class: "ks-toolbar" },
         btn("+", "zoom in", () => this.zoom(0.5)), btn("−", "zoom out", () => this.zoom(2)),
@@ -244,15 +247,8 @@ export class Timeline {
       // The plain wheel scrolls the page (the notebook), as everywhere else.
     }, { passive: false });
     let drag = null;
-    c.addEventListener("mousedown", (e) => {
-      if (e.button !== 0 && e.button !== 1) return;
-      e.preventDefault();
-      this.wrap.focus({ preventScroll: true });
-      const [x, y] = pos(e);
-      const mode = x < LABEL_W ? "label" : e.shiftKey || e.button === 1 ? "pan" : "select";
-      drag = { x0: e.clientX, x, y, t0: this._x2t(x), view: [...this.view], mode, moved: false };
-    });
-    window.addEventListener("mousemove", (e) => {
+    // While a drag lasts the window reports the pointer (it may leave the canvas).
+    const move = (e) => {
       if (!drag) return;
       const dx = e.clientX - drag.x0;
       if (Math.abs(dx) > 3) drag.moved = true;
@@ -265,20 +261,32 @@ export class Timeline {
         const [x] = pos(e);
         const t = this._x2t(Math.max(LABEL_W, Math.min(this.width, x)));
         this.selection = { t0: Math.min(drag.t0, t), t1: Math.max(drag.t0, t), summary: null, dragging: true };
-        this.draw();
+        this._drawOverlay();
       }
-    });
-    window.addEventListener("mouseup", () => {
+    };
+    const up = () => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
       if (!drag) return;
       const d = drag;
       drag = null;
       if (!d.moved) this._click(d.x, d.y);
       else if (d.mode === "select" && this.selection) this.select(this.selection.t0, this.selection.t1);
+    };
+    c.addEventListener("mousedown", (e) => {
+      if (e.button !== 0 && e.button !== 1) return;
+      e.preventDefault();
+      this.wrap.focus({ preventScroll: true });
+      const [x, y] = pos(e);
+      const mode = x < LABEL_W ? "label" : e.shiftKey || e.button === 1 ? "pan" : "select";
+      drag = { x0: e.clientX, x, y, t0: this._x2t(x), view: [...this.view], mode, moved: false };
+      window.addEventListener("mousemove", move);
+      window.addEventListener("mouseup", up);
     });
     c.addEventListener("mousemove", (e) => { if (!drag || !drag.moved) this._hover(...pos(e)); });
     c.addEventListener("mouseleave", () => {
       this.tip.style.display = "none";
-      if (this.hover) { this.hover = null; this.draw(); }
+      if (this.hover) { this.hover = null; this._drawOverlay(); }
       this._lastPos = null;
     });
     c.addEventListener("dblclick", () => { this.view = [...this.full]; this.draw(); });
@@ -355,7 +363,7 @@ export class Timeline {
     const item = hit && hit.item ? hit.item : null;
     if ((item && (!this.hover || this.hover.i !== item.i || this.hover.t !== item.t)) || (!item && this.hover)) {
       this.hover = item;
-      this.draw();
+      this._drawOverlay();
     }
     if (!hit) { this.tip.style.display = "none"; return; }
     this.tip.textContent = "";
@@ -652,8 +660,32 @@ export class Timeline {
         ctx.fillRect(LABEL_W, y0 + row.h - 0.5, w, 0.5);
       }
     });
-    this._drawLink(ctx, fg);
     if (hl) this._outlineHighlighted(ctx, fg);
+    ctx.fillStyle = grid;
+    ctx.fillRect(LABEL_W - 1, AXIS_H, 1, height);
+    this.info.textContent = ` ${fmtUs(a)} – ${fmtUs(b)} (${fmtUs(b - a)})`;
+    this.drawn = drawn;
+    this._colors = { fg, selFill };
+    this._drawOverlay();
+    if (this.onDraw) this.onDraw(this.view, width);
+  }
+
+  /** The pointer's layer: the hovered launch's link and the selected range. */
+  _drawOverlay() {
+    const c = this.over, base = this.canvas;
+    if (!this.width || !this._colors) return;
+    if (c.width !== base.width || c.height !== base.height) {
+      c.width = base.width; c.height = base.height;
+      c.style.width = base.style.width; c.style.height = base.style.height;
+    }
+    const dpr = window.devicePixelRatio || 1;
+    const ctx = c.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const width = this.width, height = c.height / dpr;
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "11px var(--jp-ui-font-family, sans-serif)";
+    const { fg, selFill } = this._colors;
+    this._drawLink(ctx, fg);
     const sel = this.selection;
     if (sel) {
       const x0 = Math.max(LABEL_W, this._t2x(sel.t0)), x1 = Math.min(width, this._t2x(sel.t1));
@@ -669,11 +701,6 @@ export class Timeline {
         ctx.fillStyle = ink(selFill); ctx.fillText(label, lx, 12);
       }
     }
-    ctx.fillStyle = grid;
-    ctx.fillRect(LABEL_W - 1, AXIS_H, 1, height);
-    this.info.textContent = ` ${fmtUs(a)} – ${fmtUs(b)} (${fmtUs(b - a)})`;
-    this.drawn = drawn;
-    if (this.onDraw) this.onDraw(this.view, width);
   }
 
   /** The x span and y of an item on the canvas (row and level), or null when off the lanes. */
