@@ -146,6 +146,8 @@ def view_model(rep) -> tuple[dict, bytes]:
         "configs": _occupancy_configs(rep, k),
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
+        # How many op names there are: "ops" holds the costliest TOP_OPS of them.
+        "op_names": int(rep.ops["name"].nunique()) if len(rep.ops) else 0,
         # The Chrome trace the report was read from or written with (--trace), for Perfetto.
         "raw_trace": _raw_trace(rep),
         "ncu_columns": ncu_cols,

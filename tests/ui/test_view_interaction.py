@@ -411,7 +411,11 @@ def test_cpu_ops_sort_filter_and_inclusive_gpu_time(site, page):
     rep = show(page, site, "llama", "CPU ops")
     from kernelscope.analysis.op_tree import op_summary
     s = op_summary(rep.ops, rep.kernels)
+    # Every op name is listed (116 in this step), and the note says so rather than "the costliest".
+    note = page.locator(".ks-panel[data-panel='CPU ops'] .ks-note").first.inner_text()
+    assert note.startswith(f"Host time of torch ops: {len(rep.ops):,} calls of {len(s)} ops recorded. ")
     table = page.locator(".ks-ops")
+    assert table.locator("tbody tr").count() == len(s)
     heads = table.locator("thead th").all_inner_texts()
     assert all(h.strip() for h in heads) and "GPU total" in heads[7] and "host time" in heads[2]
     table.locator("thead th[data-col='gpu_inclusive_us']").click()
@@ -465,6 +469,20 @@ def test_selected_row_is_readable_in_the_jupyterlab_themes(site, page, theme):
                              "const c = getComputedStyle(d).color; d.remove(); return c; }", grid)
         assert lum(rgb(line)[0]) < 0.2
         page.screenshot(path=str(ARTIFACTS / "dark_timeline.png"))
+        # ... nor on the roofline: its grid lines as drawn (stroke at its opacity, over the page)
+        # stay dark, and its text light.
+        page.locator(".ks-tab[data-tab='Roofline']").click()
+        chart = page.locator(".ks-panel[data-panel='Roofline'] svg.ks-scatter-chart")
+        strokes = chart.locator(".ks-grid line").evaluate_all(
+            "els => els.map(e => { const cs = getComputedStyle(e); return [cs.stroke, +cs.strokeOpacity]; })")
+        assert strokes
+        for stroke, opacity in strokes:
+            (c, a) = rgb(stroke)
+            drawn = [x * a * opacity + y * (1 - a * opacity) for x, y in zip(c, rgb(page_bg)[0])]
+            assert lum(drawn) < 0.05, (stroke, opacity)
+        text = chart.locator(".ks-axis text").first.evaluate("e => getComputedStyle(e).fill")
+        assert lum(over(text, page_bg)) > 0.3
+        page.screenshot(path=str(ARTIFACTS / "dark_roofline.png"))
 
 
 def test_the_api_other_panels_link_evidence_through(site, page):
@@ -487,3 +505,41 @@ def test_the_api_other_panels_link_evidence_through(site, page):
     assert page.locator(".ks-timeline-selection .ks-sel-duration").inner_text() == fmt_us(t1 - t0)
     # The table's selection is highlighted there.
     assert page.evaluate("[...window.ctl.timeline.hl].map(c => window.ctl.timeline.model.tables.kernels.strings.name[c])") == [name]
+
+
+def test_roofline_dots_sized_by_time_costliest_named_memory_roof_with_bandwidth(site, page):
+    rep = show(page, site, "llama", "Roofline")
+    from tests.test_widget import view_model
+    roof = view_model(rep)[0]["roofline"]        # what Python sends: points and ceilings
+    panel = page.locator(".ks-panel[data-panel='Roofline']")
+    dots = panel.locator(".ks-scatter-dots circle").evaluate_all(
+        "els => els.map(e => [e.dataset.key, +e.getAttribute('r'), e.querySelector('title').textContent])")
+    assert len(dots) == len(roof["points"]) > 10
+    # Dot area grows with GPU time: largest dot first, the durations (in each dot's tooltip) fall.
+    by_r = sorted(dots, key=lambda d: -d[1])
+    shown = [d[2].split("\n")[2].rsplit(" · ", 1)[1] for d in by_r]
+    assert shown == [fmt_us(p["duration_us"]) for p in sorted(roof["points"], key=lambda p: -p["duration_us"])]
+    assert all(a[1] >= b[1] for a, b in zip(by_r, by_r[1:])) and by_r[0][1] > 3 * by_r[-1][1]
+    costliest = max(roof["points"], key=lambda p: p["duration_us"])
+    assert by_r[0][0] == costliest["name"]
+    # The few costliest kernel names are written beside their dots, apart from each other.
+    top = []
+    for p in sorted(roof["points"], key=lambda p: -p["duration_us"]):
+        if p["name"] not in top:
+            top.append(p["name"])
+    labels = panel.locator(".ks-point-label")
+    want = [n if len(n) <= 30 else n[:29] + "…" for n in top[:3]]
+    assert labels.all_text_contents() == want
+    boxes = labels.evaluate_all("els => els.map(e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })")
+    svg = panel.locator("svg.ks-scatter-chart").bounding_box()
+    for i, a in enumerate(boxes):
+        assert svg["x"] <= a[0] and a[2] <= svg["x"] + svg["width"] and svg["y"] <= a[1] and a[3] <= svg["y"] + svg["height"]
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+    # The memory roof says its bandwidth, the compute roof its peak (and where they come from).
+    roofs = panel.locator(".ks-roof-label").all_text_contents()
+    for c in roof["ceilings"]:
+        assert c["memory_label"] in roofs and c["peak_label"] in roofs
+        assert f"{c['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s" in c["memory_label"]
+    page.screenshot(path=str(ARTIFACTS / "roofline_llama.png"))
+    assert not page.errors, page.errors

@@ -114,7 +114,7 @@ export function renderReport(el, model, opts = {}) {
       rooflineChart(chart, roof, backendColor);
     },
     "CPU ops"() {
-      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
+      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}, hd.op_names));
     },
     Findings() {
       panels.Findings.append(findingsList(hd.findings || []));
@@ -188,7 +188,7 @@ function backendTables(rows, stats) {
   return out;
 }
 
-function opsTable(ops, stats) {
+function opsTable(ops, stats, names) {
   if (!ops.length) return h("p", { class: "ks-empty", text: "No CPU ops recorded (a --lean recording holds GPU activity only)." });
   const max = Math.max(...ops.map((o) => o.total_us || 0)) || 1;
   const gpuMax = Math.max(...ops.map((o) => o.gpu_inclusive_us ?? o.gpu_us ?? 0)) || 1;
@@ -212,7 +212,9 @@ function opsTable(ops, stats) {
       text: (o) => fmtInt(o.kernels_inclusive ?? o.kernels) },
   ], { filter: "filter ops…", sort: "total_us", cls: "ks-ops", empty: "No op matches." });
   return h("div", {},
-    h("p", { class: "ks-note", text: `Host time of torch ops (${fmtInt(stats.ops)} recorded; the costliest ${ops.length} shown). `
+    // Older payloads do not say how many names there are: then only what is shown is counted.
+    h("p", { class: "ks-note", text: `Host time of torch ops: ${fmtInt(stats.ops)} calls of ${fmtInt(names ?? ops.length)} ops recorded`
+      + `${names > ops.length ? `, the costliest ${fmtInt(ops.length)} shown` : ""}. `
       + "Host time counts nested ops in their parents too (host self does not); GPU self is the time of the kernels an op "
       + "launched itself, GPU total adds those of the ops nested in it (as TensorBoard's operator view)." }),
     table.el);
