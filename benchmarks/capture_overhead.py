@@ -228,9 +228,10 @@ def main():
             print(f"  {k:18s} {v:8.2f} us   {v / base:5.2f}x ks.profile()")
         for k in ("metrics_20us", "metrics_100us"):
             m = c[k]
-            print(f"  {k}: {m['samples']} samples, stop -> report {m['stop_to_report_s']:.3f} s (decode "
-                  f"{m['decode_s']:.3f} s), host peak {m['host_peak_bytes'] / 2**20:.1f} MiB, CUPTI image "
-                  f"{(m['image_bytes_per_sample'] or 0) / 1024:.1f} KiB/sample, kept values {m['values_bytes'] / 1024:.1f} KiB")
+            n = lambda x: float("nan") if x is None else x   # noqa: E731 - sampling may have been refused
+            print(f"  {k}: {m['samples']} samples, stop -> report {n(m['stop_to_report_s']):.3f} s (decode "
+                  f"{n(m['decode_s']):.3f} s), host peak {n(m['host_peak_bytes']) / 2**20:.1f} MiB, CUPTI image "
+                  f"{n(m['image_bytes_per_sample']) / 1024:.1f} KiB/sample, kept values {n(m['values_bytes']) / 1024:.1f} KiB")
             for note in m["notes"]:
                 print("    note:", note)
     if a.json:

@@ -254,9 +254,9 @@ def test_counter_events_of_other_tools_are_ignored(tmp_path):
 
 
 def test_view_payload_carries_the_samples(rep):
-    from kernelscope.render.view import decode_payload, mime_payload
+    from kernelscope.render.view import decode_payload, mime_payload, read_payload
     p = mime_payload(rep)
-    hd = p["header"]["counters"]
+    hd = read_payload(p)[0]["counters"]
     assert hd["samples"] == 1382 and hd["interval_us"] == 20.0
     assert [t["column"] for t in hd["tracks"]] == list(DERIVED_COLUMNS)
     assert all(t["color"].startswith("#") and t["meaning"] for t in hd["tracks"])
@@ -267,8 +267,8 @@ def test_view_payload_carries_the_samples(rep):
     np.testing.assert_allclose(cols["kernels"]["dram_pct"], rep.kernels["dram_pct"], rtol=1e-6)
     assert "dram_pct" in cols["copies"]
     # without samples the payload is as before
-    plain = mime_payload(ks.load(REC / "pm_workload.pt.trace.json.gz"))
-    assert plain["header"]["counters"] is None and "counters" not in plain["header"]["tables"]
+    plain = read_payload(mime_payload(ks.load(REC / "pm_workload.pt.trace.json.gz")))[0]
+    assert plain["counters"] is None and "counters" not in plain["tables"]
 
 
 def test_text_and_html_name_the_source(rep):
@@ -281,17 +281,22 @@ def test_text_and_html_name_the_source(rep):
 
 def test_sampling_session_failures_are_notes(monkeypatch):
     """The live session's own failure paths that run without a GPU: cupti-python missing (the
-    install hint), or present but no driver (CUPTI's own error); either way nothing is held."""
+    install hint), present beside an older libcupti that torch loaded (how to get the newer one
+    loaded), or present but no driver (CUPTI's own error); either way nothing is held."""
     from kernelscope.capture import counters as cc
     pm = cc.PmSampling(True, 20, 0)
     assert pm.metrics == list(cc.DEFAULT_METRICS)
     pm.prepare()
     assert not pm.ok and len(pm.notes) == 1
     note = pm.notes[0]
-    if _cupti_importable() is None:
+    loaded = cc.loaded_cupti_version()
+    if _cupti_importable() is None and loaded is not None and loaded < cc.MIN_CUPTI_VERSION:
+        assert f"already loaded in this process is {loaded // 10000}.{loaded // 100 % 100}" in note
+        assert "nvidia-cuda-cupti>=13.4" in note and "PYTHONPATH" in note
+    elif _cupti_importable() is None:
         assert "PM sampling could not start" in note and "another tool may hold CUPTI" in note
     else:
-        assert 'pip install "kernelscope[counters]"' in note and "KERNELSCOPE_CUPTI_PATH" in note
+        assert 'pip install "kernelscope[counters]"' in note and "PYTHONPATH" in note
     pm.start(); pm.stop()
     assert pm.collect() is None and cc._users == 0
     monkeypatch.setenv("KERNELSCOPE_CUPTI_PATH", "/nonexistent/cupti")

@@ -6,7 +6,7 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.capture.stalls import SOURCE
-from kernelscope.render.view import mime_payload
+from kernelscope.render.view import mime_payload, read_payload
 
 from .conftest import DATA
 
@@ -52,7 +52,8 @@ def test_findings_and_stalls(rep):
     kinds = {f.kind for f in rep.findings}
     assert {"counters", "copy_bound", "latency_bound"} <= kinds
     assert set(rep.stalls["source"]) == {SOURCE}
-    assert rep.meta["stalls"]["kernels_matched"] >= 5
+    # the replay under Proton sampled every kernel the profiled run launched
+    assert rep.meta["stalls"]["kernels_matched"] == rep.kernels["name"].nunique() >= 4
     assert rep.kernels.loc[rep.kernels["tensor_cores"] == True, "top_stall"].notna().all()  # noqa: E712
-    header = mime_payload(rep)["header"]
+    header = read_payload(mime_payload(rep))[0]
     assert header["counters"]["samples"] == len(rep.metrics) and header["stalls"]["rows"]

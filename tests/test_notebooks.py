@@ -36,10 +36,9 @@ def _text(cell):
     return "".join(out)
 
 
-# Tutorials written this round whose stored outputs are still the no-GPU path's: the lead executes
-# them on the H200 (KERNELSCOPE_REFRESH_RECORDINGS=1, so the recording they load is that run's) and
-# then removes them from this set.
-PENDING_GPU_RUN = {"07_live_counters.ipynb"}
+# Tutorials whose stored outputs are still the no-GPU path's: they are executed on the H200
+# (KERNELSCOPE_REFRESH_RECORDINGS=1, so the recording they load is that run's), then leave this set.
+PENDING_GPU_RUN: set = set()
 
 
 def test_tutorials():

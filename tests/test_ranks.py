@@ -18,7 +18,7 @@ import pytest
 import kernelscope as ks
 from kernelscope.analysis.collectives import bus_factor, collective_kind, collectives, elem_bytes, parse_nccl_kernel
 from kernelscope.analysis.ranks import assign_ranks, rank_summary
-from kernelscope.render.view import decode_buffer
+from kernelscope.render.view import decode_buffer, unpack
 
 from .conftest import DATA, written_out_union
 
@@ -199,7 +199,7 @@ def test_text_html_and_view(rep):
     assert "2 ranks" in text and "ProfilerStep#1       rank 1" in text and "gloo AllReduce" in text
     html = rep._repr_html_()
     assert "kernelscope-ranks" in html and "<script" not in html
-    header, buf = rep.widget().header, rep.widget().data
+    header, buf = unpack(rep.widget().data)
     assert header["kind"] == "ranks" and header["tables"]["lanes"]["rows"] > 0
     lanes = decode_buffer(header, buf)["lanes"]
     assert set(lanes["rank"].tolist()) == {0, 1} and set(lanes["kind"]) == {"compute", "comm", "copy"}

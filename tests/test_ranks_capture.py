@@ -20,7 +20,9 @@ SCRIPT = pathlib.Path(__file__).parent / "gpu_tools" / "record_ranks.py"
 def torchrun(out, *args, nproc=2, timeout=300):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), str(SCRIPT), str(out),
            "--kernelscope", *args]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(SCRIPT.parent.parent.parent))
+    # the repository first, then whatever the caller's path holds (packages carried to the H200)
+    path = os.pathsep.join(p for p in (str(SCRIPT.parent.parent.parent), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
     return p.stdout

@@ -13,7 +13,7 @@ import kernelscope as ks
 from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS, RULES
 from kernelscope.analysis.occupancy import LIMITERS
 from kernelscope.analysis.timeline import CAUSES
-from kernelscope.render.view import HOST_COLORS, mime_payload, vocabulary
+from kernelscope.render.view import HOST_COLORS, mime_payload, read_payload, vocabulary
 from kernelscope.trace.ncu import COMPARED_METRICS
 from kernelscope.units import fmt_bytes, fmt_us
 
@@ -32,7 +32,7 @@ def test_every_rule_names_a_backend_of_the_vocabulary():
 
 
 def test_the_payload_carries_the_vocabulary():
-    header = mime_payload(ks.load(DATA / "mlp_train.pt.trace.json.gz"))["header"]
+    header = read_payload(mime_payload(ks.load(DATA / "mlp_train.pt.trace.json.gz")))[0]
     v = header["vocabulary"]
     assert v == json.loads(json.dumps(vocabulary()))
     assert v["backends"] == BACKENDS and v["copies"] == COPY_COLORS and v["host"] == HOST_COLORS

@@ -78,7 +78,8 @@ function render({ model, el }) {
   let ctl = null;
   let gone = false;
   el.textContent = "";
-  el.append(h("div", { class: "ks-root ks-loading", text: "kernelscope: loading the report…" }));
+  // Not .ks-root: that class marks a drawn report (tests and the lab renderer wait for it).
+  el.append(h("div", { class: "ks-loading", text: "kernelscope: loading the report…" }));
   const slow = setTimeout(() => {
     if (!ctl && !gone) {
       el.firstChild.textContent = "kernelscope: waiting for the report's data from the Python kernel. If the kernel "

@@ -12,10 +12,10 @@ missing, counters not permitted, a GPU too old for time-interval sampling, a met
 CUPTI's profiler already in use.
 
 Finding cupti-python: ``import cupti``, else the directory named by ``KERNELSCOPE_CUPTI_PATH``
-appended to ``sys.path``. torch 2.11/2.14 built for CUDA 13.0 pin ``nvidia-cuda-cupti`` 13.0.x
-while cupti-python needs ``~=13.4``, so in such an environment install it apart:
-``pip install --target DIR "cupti-python==13.4.*"`` and ``export KERNELSCOPE_CUPTI_PATH=DIR``
-(appended, so the environment's own packages win; torch keeps its libcupti).
+appended to ``sys.path``. Its PM sampling needs libcupti 13.3+ in the process, and torch loads its
+own at import (13.0.x for torch built against CUDA 13.0): an older one refuses the configuration
+(ERROR_INVALID_PARAMETER on the H200), so :func:`loaded_cupti_version` is checked first and the note
+says how to get the newer one loaded (README, Hardware counters).
 """
 from __future__ import annotations
 
@@ -27,15 +27,16 @@ import time
 
 from ..trace.counters import DEFAULT_METRICS, SOURCE_LIVE
 
-INSTALL_HINT = ('pip install "kernelscope[counters]" (or, beside a torch that pins an older '
-                'nvidia-cuda-cupti: pip install --target DIR "cupti-python==13.4.*" and set '
-                'KERNELSCOPE_CUPTI_PATH=DIR)')
+INSTALL_HINT = ('pip install "kernelscope[counters]" (or pip install --target DIR "cupti-python==13.4.*" '
+                '"nvidia-cuda-cupti==13.4.*" and start Python with DIR first on PYTHONPATH, or set '
+                'KERNELSCOPE_CUPTI_PATH=DIR before torch is imported)')
 DEFAULT_INTERVAL_US = 20.0
-# Host memory: CUPTI's counter-data image costs ~5 KB per sample and metric (31.7 KB per sample
-# for the 6 default metrics on the H200), so samples are decoded a chunk at a time and the total
-# kept is capped; the values kept cost 8 bytes per sample and metric.
-DECODE_CHUNK = int(os.environ.get("KERNELSCOPE_PM_DECODE_CHUNK", "2000"))
-MAX_SAMPLES = int(os.environ.get("KERNELSCOPE_PM_MAX_SAMPLES", "50000"))
+# Host memory: CUPTI's counter-data image costs ~5 KB per sample and metric (31.0 KiB per sample
+# for the 6 default metrics on the H200, measured). The samples are decoded in one call, into an
+# image sized to the region (a second decode after the stop returns nothing: checked on the H200,
+# where a 250-slot first decode kept 249 and the rest were gone), so the total is capped; the values
+# kept cost 8 bytes per sample and metric.
+MAX_SAMPLES = int(os.environ.get("KERNELSCOPE_PM_MAX_SAMPLES", "20000"))
 # Device memory CUPTI's hardware buffer takes while sampling.
 HW_BUFFER_BYTES = 256 << 20
 
@@ -66,6 +67,33 @@ def import_cupti():
         raise ImportError(f"PM sampling needs NVIDIA's cupti-python; KERNELSCOPE_CUPTI_PATH={extra} "
                           f"did not provide it ({e}): {INSTALL_HINT}") from None
     return cupti, pm_sampling
+
+
+# cupti-python's PM sampling (13.3+) fills CUPTI 13.3 structs: an older libcupti already in the
+# process (torch loads its own at import) rejects them with ERROR_INVALID_PARAMETER (seen on the H200).
+MIN_CUPTI_VERSION = 130300
+
+
+def loaded_cupti_version() -> int | None:
+    """``cuptiGetVersion`` of the libcupti already loaded in this process (e.g. 130001 for the one
+    torch 2.11+cu130 ships), or None when none is loaded. Never loads one itself.
+
+    >>> loaded_cupti_version() is None or loaded_cupti_version() > 0       # doctest: +SKIP
+    True
+    """
+    import ctypes
+    for name in ("libcupti.so.13", "libcupti.so.12", "libcupti.so"):
+        try:
+            lib = ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 4) | ctypes.RTLD_GLOBAL)
+        except OSError:
+            continue
+        v = ctypes.c_uint32(0)
+        try:
+            if lib.cuptiGetVersion(ctypes.byref(v)) == 0:
+                return int(v.value)
+        except AttributeError:
+            continue
+    return None
 
 
 def resolve_metrics(metrics) -> list:
@@ -133,6 +161,17 @@ class PmSampling:
             self.notes.append(f"hardware counters were not sampled: {e}")
             return
         self._cu = cu
+        loaded = loaded_cupti_version()
+        if loaded is not None and loaded < MIN_CUPTI_VERSION:
+            self.notes.append(
+                f"hardware counters were not sampled: the libcupti already loaded in this process is "
+                f"{loaded // 10000}.{loaded // 100 % 100} (torch loads its own at import), and cupti-python's PM "
+                f"sampling needs {MIN_CUPTI_VERSION // 10000}.{MIN_CUPTI_VERSION // 100 % 100} or newer. Install "
+                "nvidia-cuda-cupti>=13.4 into the same environment as torch (pip install \"kernelscope[counters]\"; "
+                "pip warns that torch pinned an older one, and torch runs with the newer), or put the directory "
+                "holding cupti-python and its nvidia-cuda-cupti first on PYTHONPATH before Python starts, then "
+                "restart the kernel")
+            return
         col = pm.Collector(self.device_index)
         try:
             col.enable()
@@ -227,22 +266,16 @@ class PmSampling:
         image_bytes, slots = 0, 0
         capped = False
         try:
-            while len(starts) < want:
-                chunk = min(DECODE_CHUNK, want - len(starts))
-                data = self._col.decode(max_samples=chunk)
-                nbytes = int(getattr(getattr(data, "_image", None), "nbytes", 0))
-                if nbytes > image_bytes:
-                    image_bytes, slots = nbytes, chunk
-                n = int(data.num_completed_samples)
-                starts.extend(int(x) for x in data._start_timestamps[:n])
-                ends.extend(int(x) for x in data._end_timestamps[:n])
-                for i in range(n):
-                    vals.append(data[i].metric_values)
-                del data
-                if n < chunk:
-                    break
-            else:
-                capped = expected > self.max_samples
+            data = self._col.decode(max_samples=want)
+            image_bytes = int(getattr(getattr(data, "_image", None), "nbytes", 0))
+            slots = want
+            n = int(data.num_completed_samples)
+            starts.extend(int(x) for x in data._start_timestamps[:n])
+            ends.extend(int(x) for x in data._end_timestamps[:n])
+            for i in range(n):
+                vals.append(data[i].metric_values)
+            del data
+            capped = expected > self.max_samples
         except MemoryError:
             self.notes.append("some PM samples were lost: the region outran CUPTI's hardware buffer; "
                               "sample less often (a larger interval_us)")
@@ -261,7 +294,7 @@ class PmSampling:
                 "(a larger interval_us) or raise KERNELSCOPE_PM_MAX_SAMPLES to cover it all")
         info = {"source": SOURCE_LIVE, "interval_us": self.interval_us, "device_index": self.device_index,
                 "max_samples": self.max_samples, "capped": bool(capped), "decode_s": decode_s,
-                "decode_chunk": DECODE_CHUNK, "image_bytes": image_bytes,
+                "image_bytes": image_bytes,
                 # CUPTI sizes the image by sample slots asked for, filled or not
                 "image_bytes_per_sample": image_bytes / slots if slots else None,
                 "values_bytes": len(vals) * len(self.metrics) * 8,

@@ -216,11 +216,14 @@ class ReplayCell:
     source: str
 
 
-def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0) -> tuple[str, str]:
+def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0,
+                 proton: str | None = None) -> tuple[str, str]:
     """Write the child's script and its cells into ``workdir``; returns (script, status file).
 
     Each cell is its own file (``cell_3.py``), so that ``inspect`` finds the source of functions
     it defines (Triton's ``@triton.jit`` needs it) and Nsight Compute's source view shows the lines.
+    The profiled cell runs inside an NVTX range (for ncu), or, with ``proton`` (a path without
+    suffix), under Triton's Proton PC sampling, which writes ``proton + ".hatchet"``.
     """
     cells = []
     for c in [*setup, cell]:
@@ -233,7 +236,8 @@ def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0
     script = os.path.join(workdir, "replay.py")
     with open(script, "w") as f:
         f.write(_CHILD.replace("@CELLS@", json.dumps(cells)).replace("@STATUS@", json.dumps(status))
-                .replace("@RANGE@", json.dumps(RANGE)).replace("@WARMUP@", str(int(warmup))))
+                .replace("@RANGE@", json.dumps(RANGE)).replace("@WARMUP@", str(int(warmup)))
+                .replace("@PROTON@", repr(proton)))
     return script, status
 
 
@@ -252,7 +256,47 @@ def replay(setup: list, cell: ReplayCell, *, section_set: str = DEFAULT_SET, ker
     out = os.path.join(workdir, "cell.ncu-rep")
     argv = ncu_argv(exe, out, [python or sys.executable, script], section_set=section_set, kernels=kernels,
                     launches=launches, nvtx_range=RANGE, log_file=os.path.join(workdir, "ncu.log"))
-    return run_ncu(argv, out, cwd=cwd, timeout=timeout, status_file=status)
+    return run_ncu(argv, out, cwd=cwd, timeout=timeout, status_file=status, env=child_env(workdir))
+
+
+def child_env(workdir: str) -> dict:
+    """The replay child's environment: ours, with a Triton cache of its own, so that Triton
+    kernels compile from the replayed cell files (a cached kernel keeps the line info of the
+    notebook cell it was first compiled from, which no file holds).
+
+    >>> child_env("/tmp/w")["TRITON_CACHE_DIR"]
+    '/tmp/w/triton-cache'
+    """
+    return dict(os.environ, TRITON_CACHE_DIR=os.path.join(workdir, "triton-cache"))
+
+
+def replay_stalls(setup: list, cell: ReplayCell, *, python: str | None = None, cwd=None, timeout=None,
+                  workdir: str | None = None) -> tuple:
+    """Run ``setup`` cells then ``cell`` in a child Python, ``cell`` under Proton PC sampling;
+    returns ``(hatchet path or None, status dict, seconds, stderr tail)``.
+
+    >>> path, status, secs, err = replay_stalls([], ReplayCell("cell", "import torch; torch.ones(9, device='cuda') * 2"))  # doctest: +SKIP
+    """
+    workdir = workdir or tempfile.mkdtemp(prefix="kernelscope-stalls-")
+    base = os.path.join(workdir, "stalls")
+    script, status_file = write_replay(workdir, setup, cell, proton=base)
+    t0 = time.perf_counter()
+    p = subprocess.Popen([python or sys.executable, script], cwd=cwd, env=child_env(workdir),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except (KeyboardInterrupt, subprocess.TimeoutExpired):
+        _stop(p)
+        raise
+    status = {}
+    try:
+        with open(status_file) as f:
+            status = json.load(f)
+    except (OSError, ValueError):
+        pass
+    status["returncode"] = p.returncode
+    path = base + ".hatchet"
+    return (path if os.path.exists(path) else None), status, time.perf_counter() - t0, (err or "")[-3000:]
 
 
 # The replay child. Plain Python: the cells were transformed by IPython in the parent; what is
@@ -266,6 +310,7 @@ CELLS = @CELLS@
 STATUS = @STATUS@
 RANGE = @RANGE@
 WARMUP = @WARMUP@
+PROTON = @PROTON@
 status = {"cells": [], "skipped": [], "failed": None, "nvtx": None}
 # The cells get a __main__ of their own (as in the notebook): our names stay out of their way,
 # and pickle/multiprocessing find the functions they define.
@@ -382,16 +427,29 @@ last = CELLS[-1]
 try:
     for _ in range(WARMUP):
         _run("cell", last["path"])
-    kind, push, pop = _nvtx()
-    status["nvtx"] = kind
-    _save()
-    push(RANGE)
-    try:
-        status["cell_seconds"] = _run("cell", last["path"])
-        if kind == "torch" and sys.modules["torch"].cuda.is_available():
-            sys.modules["torch"].cuda.synchronize()   # the cell's kernels finish inside the range
-    finally:
-        pop()
+    if PROTON:
+        # Proton PC sampling around this cell only: a CUPTI client of its own, in a process where
+        # no torch.profiler ran (one activity subscriber per process before CUDA 13.3).
+        import triton.profiler as proton
+        _save()
+        proton.start(PROTON, backend="cupti", mode="pcsampling")
+        try:
+            status["cell_seconds"] = _run("cell", last["path"])
+            if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
+                sys.modules["torch"].cuda.synchronize()
+        finally:
+            proton.finalize()
+    else:
+        kind, push, pop = _nvtx()
+        status["nvtx"] = kind
+        _save()
+        push(RANGE)
+        try:
+            status["cell_seconds"] = _run("cell", last["path"])
+            if kind == "torch" and sys.modules["torch"].cuda.is_available():
+                sys.modules["torch"].cuda.synchronize()   # the cell's kernels finish inside the range
+        finally:
+            pop()
 except BaseException as e:
     status["failed"] = {"label": "cell", "error": type(e).__name__ + ": " + str(e)[:300]}
     _save()

@@ -1,9 +1,12 @@
 """Warp stalls sampled live: run code under Triton's Proton PC sampling (``%%kernelprofile --stalls``).
 
 Proton is a second CUPTI client and cannot sample while torch.profiler records (with CUDA before
-13.3 CUPTI allows one activity subscriber; the profiler started second records nothing), so the
-stall samples come from a second run of the code, after the profiled one. Its stall counts are
-matched to the profiled run's kernels by name and land in ``report.stalls`` under the one stall
+13.3 CUPTI allows one activity subscriber; the profiler started second records nothing), nor start
+at all in a process where torch.profiler has run (``cuptiSubscribe`` fails with error 39, seen on
+the H200). So ``%%kernelprofile --stalls`` replays the cell in a new process under Proton
+(:func:`kernelscope.capture.ncu_run.replay_stalls`); :func:`sample_stalls` runs code under Proton
+in this process, for scripts where no profiler ran before. The stall counts are matched to the
+profiled run's kernels by name and land in ``report.stalls`` under the one stall
 vocabulary of :mod:`kernelscope.analysis.stalls` (the same table Nsight Compute's import fills),
 with ``source`` "Proton PC sampling (sampled live)".
 

@@ -52,7 +52,7 @@ def comparison_chart(cmp, *, top: int = 20):
 
     >>> comparison_chart(ks.compare(before, after))      # doctest: +SKIP
     """
-    from ..analysis.diff import _FASTER, _NEUTRAL, _SLOWER
+    from .compare import _FASTER, _NEUTRAL, _SLOWER
     alt = _altair()
     lb, la = (str(x) for x in cmp.labels)
     k = cmp.kernels.copy()
@@ -168,7 +168,7 @@ def _merge_close(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _occupancy(alt, rep, *, kernel, **_):
-    from .view import _config_codes, config_curves
+    from .view import config_curves
     k = rep.kernels.reset_index(drop=True)
     if not len(k):
         raise ValueError("the report has no kernels")
@@ -180,7 +180,7 @@ def _occupancy(alt, rep, *, kernel, **_):
     if not len(rows):
         raise ValueError(f"no kernel named {kernel!r} in this report")
     row = int(rows[0])
-    entry = config_curves(k, rep.devices, int(_config_codes(k)[row]))
+    entry = config_curves(rep, int(k.at[row, "shape"]))
     name = str(k.at[row, "short_name"])
     if "curves" not in entry:
         raise ValueError(f"{name}: occupancy is unknown (launch shape or device properties not recorded)")

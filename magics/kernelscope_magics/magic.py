@@ -67,9 +67,9 @@ class KernelProfileMagics(Magics):
     @argument("--interval-us", dest="interval_us", type=float, default=None, metavar="US",
               help="PM sampling interval in microseconds (default 20).")
     @argument("--stalls", action="store_true",
-              help="Then run the cell a second time under Triton's Proton PC sampling for warp-stall "
-                   "reasons per kernel (report.stalls, sampled live). The cell's side effects "
-                   "happen twice. Needs triton.")
+              help="Then replay the session's cells in a new process (as --ncu does), this cell under "
+                   "Triton's Proton PC sampling, for warp-stall reasons per kernel (report.stalls, "
+                   "sampled live). The cell's side effects happen there too. Needs triton.")
     @argument("--no-display", dest="no_display", action="store_true",
               help="Do not display the report (use -o or `%%kernelprofile last`).")
     @argument("--baseline", default=None, metavar="NAME",
@@ -123,13 +123,10 @@ class KernelProfileMagics(Magics):
         if args.stalls:
             from kernelscope.capture.stalls import unavailable
             stalls_off = unavailable()
-        extra = 1 if args.stalls and not stalls_off else 0
-        if args.warmup > 0 or args.repeat > 1 or extra:
+        if args.warmup > 0 or args.repeat > 1:
             parts = [f"{args.warmup} warm-up"] if args.warmup else []
             parts.append(f"{args.repeat} recorded")
-            if extra:
-                parts.append("then 1 more under Proton PC sampling for warp stalls")
-            print(f"kernelscope: the cell runs {args.warmup + args.repeat + extra} times "
+            print(f"kernelscope: the cell runs {args.warmup + args.repeat} times "
                   f"({', '.join(parts)}); its side effects repeat too.", file=sys.stderr)
         for _ in range(args.warmup):
             run(last=False)
@@ -161,7 +158,10 @@ class KernelProfileMagics(Magics):
         if stalls_off:
             report.meta.setdefault("notes", []).append(stalls_off)
         elif args.stalls and error is None:
-            report, error = _with_stalls(report, run)
+            from .ncu_replay import stall_replay
+            report = stall_replay(self.shell, args, cell, report)
+        elif args.stalls:
+            print("kernelscope: the cell raised, so no warp-stall replay ran.", file=sys.stderr)
         if args.ncu and error is None:
             from .ncu_replay import deep_dive
             report = deep_dive(self.shell, args, cell, report)
@@ -322,18 +322,6 @@ def _metrics(value):
     if value is None:
         return None
     return True if value == "default" else [m.strip() for m in value.split(",") if m.strip()]
-
-
-def _with_stalls(report, run):
-    """The second run under Proton PC sampling; ``(report with stalls, the run's exception)``."""
-    from kernelscope import Report
-    from kernelscope.capture.stalls import attach_stalls, sample_stalls
-    counts, notes, info, error = sample_stalls(lambda: run(last=False))
-    info["run"] = "a second run of the cell, after the profiled one"
-    if counts is not None:
-        notes += attach_stalls(report.trace, counts, info)
-    report.trace.meta.setdefault("notes", []).extend(notes)
-    return Report(report.trace, ncu=report.ncu), error
 
 
 def _check(args):

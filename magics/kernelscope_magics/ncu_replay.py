@@ -171,6 +171,52 @@ def deep_dive(shell, args, cell: str, live):
     return rep
 
 
+def stall_replay(shell, args, cell: str, live):
+    """``--stalls``: replay the session's cells (as for ``--ncu``) in a new process, this cell under
+    Triton's Proton PC sampling, and return the live report with the stall samples matched to its
+    kernels (or ``live`` itself, after saying why). A new process because Proton is a CUPTI client
+    of its own: it cannot start in a process where torch.profiler has run."""
+    from kernelscope import Report
+    from kernelscope.capture.ncu_run import ReplayCell, replay_stalls
+    from kernelscope.capture.stalls import SOURCE, attach_stalls
+    from kernelscope.trace.proton import read_hatchet
+    current = int(getattr(shell, "execution_count", 1) or 1)
+    try:
+        setup, notes = replay_cells(shell, getattr(args, "setup", None), current)
+    except ValueError as e:
+        _say(f"no warp stalls: {e}", warn=True)
+        return live
+    what = "cells " + ", ".join(c.label for c in setup) if setup else "no earlier cells"
+    _say(f"Warp stalls: replaying {what} in a new process, then this cell under Proton PC sampling "
+         "(its side effects happen there, not in this kernel)...")
+    try:
+        path, status, seconds, err = replay_stalls(setup, ReplayCell("cell", shell.transform_cell(cell)),
+                                                   cwd=os.getcwd())
+    except KeyboardInterrupt:
+        _say("Warp-stall replay interrupted and stopped; the live profile below is complete.", warn=True)
+        return live
+    failed = status.get("failed")
+    if path is None or failed:
+        why = (f"{failed['label']} raised {failed['error']}" if failed else
+               "Proton wrote no profile") + (f"\n{err[-1500:]}" if err.strip() else "")
+        _say(f"no warp stalls: the replay failed ({why})", warn=True)
+        live.meta.setdefault("notes", []).append(f"warp stalls were not sampled: the replay failed "
+                                                 f"({failed['error'] if failed else 'no Proton profile'})")
+        return live
+    counts = read_hatchet(path)
+    info = {"source": SOURCE, "run": "a replay of the cell in a new process",
+            "setup": [c.label for c in setup], "setup_seconds": status.get("setup_seconds"),
+            "cell_seconds": status.get("cell_seconds"), "total_seconds": seconds,
+            "skipped": status.get("skipped", [])}
+    trace = live.trace
+    notes += attach_stalls(trace, counts, info)
+    trace.meta.setdefault("notes", []).extend(f"warp-stall replay: {n}" for n in notes)
+    rep = Report(trace, ncu=live.ncu, ncu_detail=getattr(live, "ncu_detail", None))
+    _say(f"Warp stalls sampled live in the replay: {len(rep.stalls)} kernels, "
+         f"{_secs(seconds)} in all (this cell {_secs(status.get('cell_seconds'))}).")
+    return rep
+
+
 def name_cells(rep, workdir: str) -> None:
     """Hot spots in the replay's cell files, named as the notebook shows them: ``In [3], line 12``
     (``this cell, line 2`` for the profiled one) instead of ``cell_3.py:12``."""

@@ -27,12 +27,13 @@ def main(out):
     os.makedirs(out, exist_ok=True)
     sh = InteractiveShell.instance()
     sh.run_line_magic("load_ext", "kernelscope")
-    r = sh.run_cell(SETUP)
+    r = sh.run_cell(SETUP, store_history=True)   # as a notebook cell: --stalls replays it
     assert r.success, r.error_in_exec
-    sh.run_cell(STEP)                       # warm-up: cuBLAS heuristics, allocator
+    sh.run_cell(STEP, store_history=True)   # warm-up: cuBLAS heuristics, allocator
     path = os.path.join(out, "live_counters.ksreport.json.gz")
     t = time.perf_counter()
-    r = sh.run_cell(f"%%kernelprofile --metrics --stalls --no-display -o rep --save {path}\n" + STEP)
+    r = sh.run_cell(f"%%kernelprofile --metrics --stalls --no-display -o rep --save {path}\n" + STEP,
+                    store_history=True)
     assert r.success, r.error_in_exec
     took = time.perf_counter() - t
     rep = sh.user_ns["rep"]

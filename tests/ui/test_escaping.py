@@ -127,7 +127,8 @@ def test_live_widget(lab, watch):
     wait_idle(page)
     for i in range(2):
         out = run_cell(page, i).locator(".jp-OutputArea-output")
-        out.locator(".ks-root").wait_for(timeout=90_000)
+        # the report, not the "loading" placeholder: the widget asks Python for its data first
+        out.locator(".ks-row.ks-kernel").first.wait_for(timeout=90_000)
         rows = out.locator(".ks-row.ks-kernel")
         assert sorted(r.get_attribute("data-name") for r in rows.all()) == _names()
         rows.first.click()
