@@ -51,6 +51,7 @@ def load(source):
             raise TraceError(path, f"the report file is damaged ({e.problem})") from None
         raise
     trace.meta["notes"][:0] = notes
+    trace.meta["raw_trace"] = os.path.abspath(path)   # the file Perfetto can open (the view offers it)
     return Report(trace)
 
 

@@ -350,6 +350,7 @@ _META_CHECKS = {
     "time_origin_ns": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "source": lambda v: isinstance(v, str), "trace_name": lambda v: isinstance(v, str),
     "title": lambda v: isinstance(v, str),
+    "raw_trace": lambda v: isinstance(v, str),
     "error": lambda v: isinstance(v, str),
     "view": lambda v: isinstance(v, dict) and (v.get("top") is None or (
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),

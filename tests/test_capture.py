@@ -256,6 +256,8 @@ def test_trace_path_writes_the_raw_chrome_trace(tmp_path):
         _work(3)
     back = ks.load(path)  # Kineto's own JSON, through the file reader
     assert _count(back, "aten::mm") == _count(prof.report, "aten::mm") == 3
+    # The report knows its raw trace: the view's "Perfetto" hands over that file.
+    assert prof.report.meta["raw_trace"] == back.meta["raw_trace"] == str(path.resolve())
 
 
 def test_fixture_recorded_with_stack_maps_kernels_to_cell_lines():

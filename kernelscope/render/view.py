@@ -66,15 +66,18 @@ COPY_COLUMNS = [
     ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
     ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
 ]
-# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls
-# (kind "op", "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS).
-HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("kind", "str")]
+# Host lanes of the timeline: every CPU op of each thread at its nesting depth (kind "op", or
+# "annotation" for record_function / NVTX-style user ranges), and the CUDA runtime calls (kind
+# "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS) with the
+# correlation id that ties a launch call to its kernel.
+HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("kind", "str"),
+                ("depth", "i32"), ("correlation", "i32")]
 GAP_COLUMNS = [
     ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
-HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
+HOST_COLORS = {"op": "#8c9bb0", "annotation": "#b8a06a", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
 # Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
 COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
@@ -150,6 +153,10 @@ def view_model(rep) -> tuple[dict, bytes]:
         "configs": _occupancy_configs(rep, k),
         "roofline": _roofline(rep, k, problems),
         "ops": _op_summary(rep.ops, k),
+        # How many op names there are: "ops" holds the costliest TOP_OPS of them.
+        "op_names": int(rep.ops["name"].nunique()) if len(rep.ops) else 0,
+        # The Chrome trace the report was read from or written with (--trace), for Perfetto.
+        "raw_trace": _raw_trace(rep),
         "ncu_columns": ncu_cols,
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
@@ -346,27 +353,36 @@ def _encode(s, kind, n):
 
 
 def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
-    """The outermost CPU ops per thread (nested ones hide inside them on a timeline) plus the
-    CUDA runtime calls, so the timeline shows what the host was doing while the GPU idled."""
+    """Every CPU op with its depth in its thread's call tree (``analysis.op_tree``), drawn
+    nested as Perfetto draws a thread, plus the CUDA runtime calls, so the timeline shows what
+    the host was doing while the GPU idled and which call launched which kernel."""
+    from ..analysis.op_tree import op_tree
     parts = []
     if len(ops):
-        o = ops[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
-        o = o.assign(tid=o["tid"].astype(str)).sort_values(["tid", "start_us"], kind="stable")
-        end = (o["start_us"] + o["duration_us"].fillna(0)).to_numpy()
-        start = o["start_us"].to_numpy()
-        tid = o["tid"].to_numpy()
-        # An op is outermost when it starts after every earlier op of its thread has ended.
-        reach = pd.Series(end).groupby(tid).cummax().shift(1).to_numpy()
-        same = np.r_[False, tid[1:] == tid[:-1]]
-        top = ~same | ~(start < np.nan_to_num(reach, nan=-np.inf))
-        parts.append(o[top].assign(kind="op"))
+        o = ops.reset_index(drop=True)
+        tree = op_tree(o)
+        kind = np.where((o["cat"] == "user_annotation").to_numpy() if "cat" in o.columns else False,
+                        "annotation", "op").astype(object)
+        o = o[["name", "tid", "start_us", "duration_us"]].assign(tid=o["tid"].astype(str), kind=kind,
+                                                                 depth=tree["depth"].to_numpy())
+        parts.append(o.dropna(subset=["start_us"]))
     if len(runtime):
-        r = runtime[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
+        r = runtime[["name", "tid", "start_us", "duration_us", "correlation"]].dropna(subset=["start_us"])
         kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
-        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind))
+        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind, depth=0))
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)
+
+
+def _raw_trace(rep) -> dict | None:
+    """Where the report's Chrome trace is (``meta["raw_trace"]``: the file ``ks.load`` read, or
+    the one ``--trace`` / ``trace_path`` wrote), and whether it is still there."""
+    import os
+    path = rep.meta.get("raw_trace")
+    if not isinstance(path, str) or not path:
+        return None
+    return {"name": os.path.basename(path), "path": path, "exists": os.path.isfile(path)}
 
 
 def _title(rep) -> str:
@@ -546,20 +562,12 @@ def _roofline(rep, k, problems=None) -> dict | None:
 
 
 def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
-    """Top-level view of the CPU side: per op name, calls, total and mean host time, and the
-    GPU kernel time of the kernels it launched (nested ops count in their parents too)."""
+    """The CPU ops table of the view: per op name, host time (inclusive and self) and the GPU
+    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first."""
+    from ..analysis.op_tree import op_summary
     if not len(ops):
         return []
-    g = ops.groupby("name", sort=False)["duration_us"]
-    out = pd.DataFrame({"calls": g.size(), "total_us": g.sum(), "mean_us": g.mean()})
-    if len(k) and "op" in k.columns:
-        kg = k.groupby("op")["duration_us"]
-        out["kernels"] = kg.size().reindex(out.index).fillna(0).astype(int)
-        out["gpu_us"] = kg.sum().reindex(out.index).fillna(0.0)
-    else:
-        out["kernels"], out["gpu_us"] = 0, 0.0
-    out = out.sort_values("total_us", ascending=False).head(TOP_OPS).reset_index()
-    return _records(out)
+    return _records(op_summary(ops, k).head(TOP_OPS))
 
 
 def _records(df) -> list:

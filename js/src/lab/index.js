@@ -204,11 +204,22 @@ class TraceView extends Widget {
       const resp = await ServerConnection.makeRequest(url, {}, settings);
       const body = await resp.json();
       if (!resp.ok) throw new Error(body.message || resp.statusText);
-      await showReport(this.node, body, { tableHeight: 480 });
+      // The timeline's lanes fill the tab's height; a trace file is itself the raw trace for Perfetto.
+      const isTrace = /\.json(\.gz)?$/i.test(this.path) && !/\.ksreport\.json(\.gz)?$/i.test(this.path);
+      const trace = isTrace ? { fetch: () => this._fetchFile(settings) } : null;
+      await showReport(this.node, body, { tableHeight: 480, fill: this.node, trace });
     } catch (err) {
       this.node.textContent = `kernelscope: ${err && err.message}`;
       this.node.classList.add("ks-error");
     }
+  }
+
+  /** The trace file's bytes, from Jupyter's own file route (what its Download menu fetches). */
+  async _fetchFile(settings) {
+    const url = URLExt.join(settings.baseUrl, "files", URLExt.encodeParts(this.path));
+    const resp = await ServerConnection.makeRequest(url, {}, settings);
+    if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
+    return { name: this.path.split("/").pop(), bytes: new Uint8Array(await resp.arrayBuffer()) };
   }
 }
 

@@ -1,7 +1,7 @@
 // The report view shared by the anywidget and the JupyterLab MIME renderer / file viewer.
 import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, useVocabulary, vocab } from "./format.js";
 import { str, int, num } from "./data.js";
-import { KernelTable } from "./table.js";
+import { KernelTable, launchesSummary, shapeCells } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { UtilizationStrip } from "./utilization.js";
 import { counterBlock, stallBlock } from "./measured.js";
@@ -9,13 +9,19 @@ import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
 import { renderCompare } from "./compare.js";
 import { kernelDetail } from "./kernel.js";
+import { sortTable } from "./sorttable.js";
+import { copyText } from "./files.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
 /**
  * Render a decoded view model into `el`.
  * opts.onSelect(names): called when the kernel selection changes (the widget syncs it to Python).
- * Returns {setSelection(names), table, timeline}.
+ * opts.fill: an element whose height the timeline's lanes fill (a JupyterLab file tab).
+ * opts.trace: { fetch() -> Promise<{ name, bytes }> }, how this host reads the raw trace (perfetto.js).
+ * Returns {setSelection(names), showTab(name), table, timeline}: the table and the timeline
+ * exist once their tab has been shown (showTab draws it); their APIs are at the top of
+ * table.js and timeline.js.
  */
 export function renderReport(el, model, opts = {}) {
   // A multi-rank report (ks.load_ranks) has its own view; a rank opened from it is a report.
@@ -58,6 +64,9 @@ export function renderReport(el, model, opts = {}) {
   const setSelected = (names, fromUser) => {
     if (ctl.table && !fromUser) ctl.table.setSelection(names);
     renderDetails(ctl.details, model, names, opts);
+    // The table's selection shows on the timeline: those kernels' launches on top, the rest faded.
+    if (ctl.timeline) ctl.timeline.highlight(names);
+    ctl.selected = names;
     if (fromUser) onSelect(names);
   };
 
@@ -71,19 +80,29 @@ export function renderReport(el, model, opts = {}) {
     Timeline() {
       // Hardware counters, when sampled, draw in a strip under the lanes on the same time axis.
       ctl.strip = hd.counters && model.tables.counters ? new UtilizationStrip(model) : null;
-      ctl.timeline = new Timeline(model, { onPick: (name) => {
-        select("Kernels");
-        ctl.table.setSelection([name]);
-        setSelected([name], true);
-      }, onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null });
+      ctl.timeline = new Timeline(model, {
+        // A kernel clicked on the timeline becomes the table's selection (and Python's).
+        onPick: (name) => {
+          const names = ctl.selected && ctl.selected.length === 1 && ctl.selected[0] === name ? [] : [name];
+          if (ctl.table) ctl.table.setSelection(names);
+          setSelected(names, true);
+        },
+        onRange: (launches, label) => {
+          select("Kernels");
+          ctl.table.apply({ launches, label });
+        },
+        onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null,
+        fill: opts.fill || null, trace: opts.trace || null,
+      });
       panels.Timeline.append(ctl.timeline.el);
+      if (ctl.selected && ctl.selected.length) ctl.timeline.highlight(ctl.selected);
       if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.el.lastChild);
     },
     Backends() {
       const b = hd.backends || [];
       if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
       const chart = h("div", { class: "ks-chart" });
-      panels.Backends.append(chart, backendTable(b));
+      panels.Backends.append(chart, ...backendTables(b, hd.stats || {}));
       backendChart(chart, b, backendColor);
     },
     Roofline() {
@@ -99,7 +118,7 @@ export function renderReport(el, model, opts = {}) {
       rooflineChart(chart, roof, backendColor);
     },
     "CPU ops"() {
-      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
+      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}, hd.op_names));
     },
     Findings() {
       panels.Findings.append(findingsList(hd.findings || []));
@@ -136,6 +155,7 @@ export function renderReport(el, model, opts = {}) {
   select(TABS.includes(hd.open_tab) ? hd.open_tab : "Kernels");
   ctl.showEvidence = showEvidence;
   ctl.setSelection = (names) => setSelected(names || [], false);
+  ctl.showTab = (name) => { if (renderTab[name]) select(name); return ctl; };
   ctl.root = root;
   ctl.firstPaintMs = performance.now() - t0;
   root.setAttribute("data-render-ms", ctl.firstPaintMs.toFixed(1));
@@ -177,33 +197,65 @@ function header(model) {
     (hd.notes || []).length ? h("ul", { class: "ks-notes" }, hd.notes.map((n) => h("li", { text: n }))) : null);
 }
 
-function backendTable(rows) {
-  return h("table", { class: "ks-static-table" },
-    h("thead", {}, h("tr", {}, ["device", "backend", "launches", "GPU time", "share"].map((c) => h("th", { text: c })))),
-    h("tbody", {}, rows.map((r) => h("tr", {},
-      h("td", { text: r.device ?? "-" }),
-      h("td", {}, h("span", { class: "ks-swatch", style: `background:${backendColor(r.backend)}` }), r.backend ?? "-"),
-      h("td", { class: "ks-num", text: fmtInt(r.launches) }),
-      h("td", { class: "ks-num", text: fmtUs(r.gpu_time_us) }),
-      h("td", { class: "ks-num", text: fmtPct(r.share) })))));
+/** What ran on the GPUs per backend (kernel launches), and apart from it what ran on the CPU
+ * per library (CPU ops, host time): CPU ops are not launches. */
+function backendTables(rows, stats) {
+  const gpu = rows.filter((r) => r.gpu_time_us !== null && r.gpu_time_us !== undefined);
+  const cpu = rows.filter((r) => (r.gpu_time_us === null || r.gpu_time_us === undefined) && r.cpu_time_us != null);
+  const swatch = (r) => [h("span", { class: "ks-swatch", style: `background:${backendColor(r.backend)}` }), r.backend ?? "-"];
+  const out = [];
+  if (gpu.length) {
+    out.push(h("h4", { class: "ks-section", text: "GPU: kernel launches by backend" }), sortTable(gpu, [
+      { key: "device", label: "device", search: true },
+      { key: "backend", label: "backend", search: true, text: (r) => r.backend ?? "-", cell: swatch },
+      { key: "launches", label: "launches", num: true, title: "kernel launches, copies and memsets on the GPU", text: (r) => fmtInt(r.launches) },
+      { key: "gpu_time_us", label: "GPU time", num: true, title: "sum of durations measured by CUPTI", text: (r) => fmtUs(r.gpu_time_us) },
+      { key: "share", label: "share", num: true, title: "share of all GPU time", text: (r) => fmtPct(r.share) },
+    ], { sort: "gpu_time_us", cls: "ks-backends-gpu" }).el);
+  }
+  if (cpu.length) {
+    out.push(h("h4", { class: "ks-section", text: "CPU: ops by library" }),
+      h("p", { class: "ks-note", text: `CPU ops by the library that served them (host time, nested ops counted in their parents too); `
+        + `${fmtInt(stats.ops)} ops recorded. Their GPU work is in the table above.` }),
+      sortTable(cpu, [
+        { key: "backend", label: "library", search: true, text: (r) => r.backend ?? "-", cell: swatch },
+        { key: "launches", label: "CPU ops", num: true, title: "CPU ops the library served (not GPU launches)", text: (r) => fmtInt(r.launches) },
+        { key: "cpu_time_us", label: "host time", num: true, title: "host time of those ops (recorded by the profiler)", text: (r) => fmtUs(r.cpu_time_us) },
+      ], { sort: "cpu_time_us", cls: "ks-backends-cpu" }).el);
+  }
+  return out;
 }
 
-function opsTable(ops, stats) {
+function opsTable(ops, stats, names) {
   if (!ops.length) return h("p", { class: "ks-empty", text: "No CPU ops recorded (a --lean recording holds GPU activity only)." });
   const max = Math.max(...ops.map((o) => o.total_us || 0)) || 1;
+  const gpuMax = Math.max(...ops.map((o) => o.gpu_inclusive_us ?? o.gpu_us ?? 0)) || 1;
+  const bar = (v, m, color) => h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((v / m) * 60))}px;background:${color}` });
+  const incl = (o) => o.gpu_inclusive_us ?? o.gpu_us;
+  const table = sortTable(ops, [
+    { key: "name", label: "op", search: true, text: (o) => o.name ?? "-", tip: (o) => o.name ?? null },
+    { key: "calls", label: "calls", num: true, text: (o) => fmtInt(o.calls) },
+    { key: "total_us", label: "host time", num: true, title: "host time of every call, nested ops included (recorded by the profiler)",
+      text: (o) => fmtUs(o.total_us), cell: (o) => [bar(o.total_us || 0, max, "var(--ks-accent)"), ` ${fmtUs(o.total_us)}`] },
+    { key: "self_us", label: "host self", num: true, title: "host time outside the ops nested in it", text: (o) => fmtUs(o.self_us) },
+    { key: "mean_us", label: "mean", num: true, title: "host time per call", text: (o) => fmtUs(o.mean_us) },
+    { key: "kernels", label: "kernels", num: true, title: "kernels the op launched itself", text: (o) => fmtInt(o.kernels) },
+    { key: "gpu_us", label: "GPU self", num: true, title: "GPU time (CUPTI) of the kernels the op launched itself",
+      text: (o) => (o.kernels ? fmtUs(o.gpu_us) : "-") },
+    { key: "gpu_inclusive_us", label: "GPU total", num: true, value: incl,
+      title: "GPU time (CUPTI) of the kernels the op and the ops nested in it launched (computed by kernelscope from the op tree)",
+      text: (o) => (incl(o) ? fmtUs(incl(o)) : "-"),
+      cell: (o) => (incl(o) ? [bar(incl(o), gpuMax, "var(--ks-fg2)"), ` ${fmtUs(incl(o))}`] : "-") },
+    { key: "kernels_inclusive", label: "kernels total", num: true, title: "kernels launched by the op and the ops nested in it",
+      text: (o) => fmtInt(o.kernels_inclusive ?? o.kernels) },
+  ], { filter: "filter ops…", sort: "total_us", cls: "ks-ops", empty: "No op matches." });
   return h("div", {},
-    h("p", { class: "ks-note", text: `Host time of torch ops (${fmtInt(stats.ops)} recorded; the costliest ${ops.length} shown). `
-      + "Nested ops count in their parents too; GPU time is that of the kernels each op launched itself." }),
-    h("table", { class: "ks-static-table ks-ops" },
-      h("thead", {}, h("tr", {}, ["op", "calls", "host time", "mean", "", "kernels", "GPU time"].map((c) => h("th", { text: c })))),
-      h("tbody", {}, ops.map((o) => h("tr", {},
-        h("td", { text: o.name ?? "-", title: o.name ?? null }),
-        h("td", { class: "ks-num", text: fmtInt(o.calls) }),
-        h("td", { class: "ks-num", text: fmtUs(o.total_us) }),
-        h("td", { class: "ks-num", text: fmtUs(o.mean_us) }),
-        h("td", {}, h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((o.total_us / max) * 80))}px;background:var(--ks-accent)` })),
-        h("td", { class: "ks-num", text: fmtInt(o.kernels) }),
-        h("td", { class: "ks-num", text: o.kernels ? fmtUs(o.gpu_us) : "-" }))))));
+    // Older payloads do not say how many names there are: then only what is shown is counted.
+    h("p", { class: "ks-note", text: `Host time of torch ops: ${fmtInt(stats.ops)} calls of ${fmtInt(names ?? ops.length)} ops recorded`
+      + `${names > ops.length ? `, the costliest ${fmtInt(ops.length)} shown` : ""}. `
+      + "Host time counts nested ops in their parents too (host self does not); GPU self is the time of the kernels an op "
+      + "launched itself, GPU total adds those of the ops nested in it (as TensorBoard's operator view)." }),
+    table.el);
 }
 
 /** The first screen: what to fix first, ranked by the time at stake (from the payload's "fixes"). */
@@ -283,11 +335,16 @@ function renderDetails(el, model, names, opts = {}) {
     if (src) sources.add(src);
   }
   const nameCode = k.cols.name[f];
+  // Launch shape over every selected launch: a range or "mixed" where they differ.
+  const shape = shapeCells(model, launchesSummary(model, idx));
+  const fullName = names.length > 1 ? names.join("\n") : names[0];
+  const copyBtn = h("button", { class: "ks-btn ks-copy-name", text: "copy name", title: "copy the full name as recorded",
+    onclick: async () => { copyBtn.textContent = (await copyText(fullName)) ? "copied" : "copy failed"; setTimeout(() => { copyBtn.textContent = "copy name"; }, 1500); } });
   const kv = (rows) => h("table", { class: "ks-kv" }, h("tbody", {}, rows.filter((r) => r && r[1] !== null).map(([a, b]) =>
     h("tr", {}, h("th", { text: a }), h("td", { text: b ?? "-" })))));
   const info = h("div", { class: "ks-detail-block" },
     h("h4", { text: names.length > 1 ? `${names.length} kernels selected` : (model.header.names[nameCode] || names[0]) }),
-    h("div", { class: "ks-fullname", text: names.length > 1 ? names.join("\n") : names[0] }),
+    h("div", { class: "ks-fullname-row" }, h("div", { class: "ks-fullname", text: fullName }), copyBtn),
     kv([
       ["what it is", ((model.header.name_notes || [])[nameCode] || {}).about || null],
       ["backend", str(k, "backend", f)],
@@ -298,10 +355,11 @@ function renderDetails(el, model, names, opts = {}) {
       ["min / max", `${fmtUs(min)} / ${fmtUs(max)}`],
       ["CPU op", [...ops.entries()].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${o} ×${n}`).join(", ")],
       ["source", sources.size ? [...sources].slice(0, 3).join("; ") : "-"],
-      ["grid / block", `${dims(k, "grid", f)} / ${dims(k, "block", f)}`],
-      ["registers / thread", fmtOpt(int(k, "registers_per_thread", f))],
-      ["shared memory / block", int(k, "shared_mem_bytes", f) === null ? "-" : fmtBytes(int(k, "shared_mem_bytes", f))],
-      ["waves", fmtNum(num(k, "waves", f), 2)],
+      ["grid / block", `${shape.grid.varies ? `${shape.grid.text} blocks` : dims(k, "grid", f)} / ${shape.block.varies ? "mixed" : dims(k, "block", f)}`
+        + (shape.grid.varies || shape.block.varies ? ` (${[shape.grid.title, shape.block.title].filter(Boolean).join("; ")})` : "")],
+      ["registers / thread", shape.regs.text + (shape.regs.title ? " (differs between launches)" : "")],
+      ["shared memory / block", shape.smem.text + (shape.smem.title ? " (differs between launches)" : "")],
+      ["waves", shape.waves.text + (shape.waves.title ? " (differs between launches)" : "")],
     ]));
   el.append(info);
   const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
@@ -319,6 +377,13 @@ function renderDetails(el, model, names, opts = {}) {
   }
   el.setAttribute("data-names", JSON.stringify(names));
   const occ = occupancyBlock(cfg, k, f);
+  const shapes = new Set(idx.map((i) => k.cols.config[i]));
+  if (shapes.size > 1) {
+    // Not one launch's numbers without saying so: the breakdown is of the first launch's shape.
+    occ.insertBefore(h("p", { class: "ks-note ks-shapes-note", text: `These ${fmtInt(idx.length)} launches use ${shapes.size} launch shapes `
+      + `(occupancy ${shape.occ.text}); the breakdown below is that of the first launch (${dims(k, "grid", f)} × ${dims(k, "block", f)}). `
+      + "Expand the row for each launch's shape." }), occ.children[1] || null);
+  }
   el.append(occ);
   if (occ.charts) el.append(occ.charts);
   const measured = counterBlock(model, idx);
