@@ -339,7 +339,11 @@ def _encode(s, kind, n):
         fill = np.nan if kind.startswith("f") else _MISSING_INT
         return np.full(n, fill, _DTYPES[kind]), None
     if kind == "str":
-        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        try:
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        except TypeError:   # a damaged saved report's cell holds a list or a dict: show it as text
+            s = s.map(lambda v: str(v) if isinstance(v, (list, dict, set)) else v)
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
         return codes.astype("<i4"), [str(u) for u in uniques]
     if pd.api.types.is_bool_dtype(s):
         s = s.astype("Int64")
