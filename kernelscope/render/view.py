@@ -58,7 +58,7 @@ LAUNCH_COLUMNS = [
     ("block_x", "i32"), ("block_y", "i32"), ("block_z", "i32"),
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
     ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
-    ("op", "str"), ("source", "str"), ("correlation", "f64"), ("tensor_cores", "i32"),
+    ("op", "str"), ("source", "str"), ("correlation", "i32"), ("tensor_cores", "i32"),
     ("backend_rule", "str"), ("config", "i32"),
 ]
 COPY_COLUMNS = [
@@ -73,7 +73,7 @@ COPY_COLUMNS = [
 HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("kind", "str"),
                 ("depth", "i32"), ("correlation", "i32")]
 GAP_COLUMNS = [
-    ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
+    ("device", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
@@ -212,7 +212,7 @@ def pack(header: dict, buf: bytes) -> bytes:
     head = struct.pack("<I", len(text)) + text
     head += b"\0" * ((-len(head)) % 8)
     # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
-    return gzip.compress(head + buf, compresslevel=6, mtime=0)
+    return gzip.compress(head + buf, compresslevel=9, mtime=0)
 
 
 def unpack(blob: bytes) -> tuple[dict, bytes]:
@@ -526,6 +526,27 @@ def _steps(c: pd.DataFrame) -> list:
     return [[int(a), _num(b)] for a, b in zip(v[keep], o[keep])]
 
 
+def _same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
+    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
+    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
+    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes."""
+    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
+    keys = [c for c in keys if c in pts.columns]
+    if not len(pts) or not keys:
+        return pts.assign(count=1)
+    d = pts["duration_us"].astype(float).fillna(0.0)
+    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(keys, dropna=False, sort=False)
+    out = g.first()
+    tot = g["_d"].sum()
+    out["duration_us"] = tot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+    out["count"] = g.size()
+    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
+
+
 def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
@@ -535,6 +556,8 @@ def _roofline(rep, k, problems=None) -> dict | None:
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
+    if not measured.any():
+        pts = _same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}
@@ -542,7 +565,7 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
                "intensity": _num(r["intensity"]), "flops_per_s": _num(r["achieved_tflops"] * 1e12),
                "duration_us": _num(r["duration_us"]), "roof_share": _num(r["roof_share"]),
-               "bound": _str(r["bound"])} for _, r in pts.iterrows()]
+               "bound": _str(r["bound"]), "count": int(r.get("count", 1))} for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
