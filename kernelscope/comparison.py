@@ -31,6 +31,37 @@ class Comparison(Diff):
         from .render.compare import comparison_html
         return comparison_html(self)
 
+    @property
+    def title(self) -> str:
+        """The two runs' names, first to second (their reports' titles, or ``labels``)."""
+        return " → ".join(str(x) for x in self.labels)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The interactive view (our report MIME type: JupyterLab renders it with no kernel; and
+        the live widget), static HTML (every row) and text, as a Report's display carries."""
+        from .render.compare import comparison_html
+        from .render.compare_view import compare_view_model
+        from .render.view import MIME_TYPE, mime_payload
+        model = compare_view_model(self)
+        bundle = {MIME_TYPE: mime_payload(self, model), "text/html": comparison_html(self), "text/plain": repr(self)}
+        try:
+            view = self.widget(model=model)._repr_mimebundle_()
+        except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
+            view = None
+        if view:
+            data = view[0] if isinstance(view, tuple) else view
+            bundle.update({k: v for k, v in data.items() if k != "text/plain"})
+        return bundle
+
+    def widget(self, *, model=None):
+        """The comparison as an interactive view (named sides, sort, filter).
+
+        >>> ks.compare(before, after).widget()          # doctest: +SKIP
+        """
+        from .render.compare_view import compare_view_model
+        from .widget import ReportWidget
+        return ReportWidget(self, model=model or compare_view_model(self))
+
 
 def compare(before, after, *, labels=None) -> Comparison:
     """Compare two Reports (see :func:`kernelscope.analysis.diff.diff`), as a Comparison.

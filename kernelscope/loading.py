@@ -52,6 +52,7 @@ def load(source, *, progress: bool = True):
             if path.endswith(_REPORT_SUFFIXES):
                 raise TraceError(path, f"the report file is damaged ({e.problem})") from None
             raise
+        trace.meta["raw_trace"] = os.path.abspath(path)   # the file Perfetto can open (the view offers it)
         bar.stage("analysing")
         return Report(trace)
 
@@ -61,7 +62,13 @@ def _report(raw: bytes, path: str) -> Report:
         d = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError) as e:
         raise TraceError(path, f"the report file is damaged ({e})") from None
-    return Report.from_dict(d, source=path)
+    rep = Report.from_dict(d, source=path)
+    # A title the recording set travels with the report; otherwise the file it was saved to
+    # (the name the user chose) tells it from others.
+    t = rep.meta.get("title")
+    if not (isinstance(t, str) and t.strip()):
+        rep.meta["title"] = os.path.basename(path)
+    return rep
 
 
 def load_ncu(path, *, kernels_report=None, source=True):

@@ -134,7 +134,8 @@ class Report:
 
     @property
     def wall_time_us(self) -> float | None:
-        """The region's wall time: CUDA events if recorded, else the profiler's span."""
+        """The region's wall time: CUDA events if recorded, else the profiler's span
+        (:attr:`wall_time_clock` says which)."""
         for key in ("cuda_event_us", "span_us"):
             v = self.meta.get(key)
             if v is not None:
@@ -143,6 +144,30 @@ class Report:
         if not len(t):
             return None
         return float((t["start_us"] + t["duration_us"]).max() - t["start_us"].min())
+
+    @property
+    def wall_time_clock(self) -> str | None:
+        """Which clock :attr:`wall_time_us` read: ``"CUDA events"`` (recorded around the region on
+        the GPU's streams), ``"profiler span"`` (the trace's own start to end, which also holds
+        the profiler's start-up) or ``"first to last event"``; None without a wall time.
+
+        >>> ks.load("mlp_train.pt.trace.json.gz").wall_time_clock       # doctest: +SKIP
+        'profiler span'
+        """
+        for key, clock in (("cuda_event_us", "CUDA events"), ("span_us", "profiler span")):
+            if self.meta.get(key) is not None:
+                return clock
+        return "first to last event" if self.wall_time_us is not None else None
+
+    @property
+    def title(self) -> str:
+        """What tells this report from another: the name the recording was given (``-o NAME``,
+        ``ks.profile(name=...)``), the cell's number (``In [5]``), or the recorded file's name.
+
+        >>> ks.load("runs/mlp_train.pt.trace.json.gz").title              # doctest: +SKIP
+        'mlp_train.pt.trace.json.gz'
+        """
+        return report_title(self.meta)
 
     def summary(self, by: str = "name") -> pd.DataFrame:
         """One row per kernel (``by`` a kernels column): launches, total/mean/median/min/max
@@ -297,12 +322,35 @@ class Report:
         return ReportWidget(self)
 
 
+def report_title(meta: dict, fallback: str = "report") -> str:
+    """A report's title from its meta: ``title`` when the recording set one, else the cell's
+    number, else the recorded file's name (a name in angle brackets is a placeholder, not a file),
+    else ``fallback``.
+
+    >>> report_title({"source": "/runs/a.pt.trace.json"}), report_title({"cell": {"execution_count": 5}})
+    ('a.pt.trace.json', 'In [5]')
+    """
+    t = meta.get("title")
+    if isinstance(t, str) and t.strip():
+        return t.strip()
+    cell = meta.get("cell")
+    n = cell.get("execution_count") if isinstance(cell, dict) else None
+    if isinstance(n, int) and not isinstance(n, bool):
+        return f"In [{n}]"
+    src = meta.get("source") or meta.get("trace_name")
+    if isinstance(src, str) and src and not src.startswith("<"):
+        return os.path.basename(src.replace("\\", "/")) or src
+    return fallback
+
+
 # Types of the meta fields the library reads, for checking a saved report (a damaged or
 # hand-edited file must give a report or a TraceError, never a crash in a view).
 _META_CHECKS = {
     "span_us": lambda v: _finite(v) and v >= 0, "cuda_event_us": lambda v: _finite(v) and v >= 0,
     "time_origin_ns": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "source": lambda v: isinstance(v, str), "trace_name": lambda v: isinstance(v, str),
+    "title": lambda v: isinstance(v, str),
+    "raw_trace": lambda v: isinstance(v, str),
     "error": lambda v: isinstance(v, str),
     "view": lambda v: isinstance(v, dict) and (v.get("top") is None or (
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),

@@ -67,6 +67,10 @@ class ReportWidget(anywidget.AnyWidget):
         elif content.get("type") == "curves":
             entry = config_curves(self.report, int(content.get("config", -1)))
             self.send({"type": "curves", "config": entry["config"], "entry": entry})
+        # "Perfetto" asks for the raw Chrome trace the report was read from (or --trace wrote).
+        elif content.get("type") == "trace":
+            name, data, error = raw_trace_bytes(self.report)
+            self.send({"type": "trace", "name": name, "error": error}, buffers=[data] if data is not None else None)
         # A multi-rank report's rank selector asks for one rank's full report.
         elif content.get("type") == "rank" and hasattr(self.report, "rank"):
             rank = content.get("rank")
@@ -95,6 +99,32 @@ class ReportWidget(anywidget.AnyWidget):
         if k is None:   # a multi-rank report: its kernels are per rank (report.rank(r))
             return pd.DataFrame()
         return k[k["name"].isin(list(self.selection))]
+
+
+# What "Perfetto" may send: Chrome traces only, never some other file a report's meta names.
+_TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
+    """(file name, bytes, None) of the Chrome trace a report came from (``meta["raw_trace"]``:
+    the file ``ks.load`` read or ``--trace`` wrote), or (name, None, why not).
+
+    >>> raw_trace_bytes(ks.load("mlp_train.pt.trace.json.gz"))[0]      # doctest: +SKIP
+    'mlp_train.pt.trace.json.gz'
+    """
+    import os
+    meta = getattr(report, "meta", None) or {}
+    path = meta.get("raw_trace") if isinstance(meta, dict) else None
+    if not isinstance(path, str) or not path:
+        return None, None, "no Chrome trace was kept for this report (record with --trace PATH)"
+    name = os.path.basename(path)
+    if not path.lower().endswith(_TRACE_SUFFIXES) or not os.path.isfile(path):
+        return name, None, f"{path} is not there any more"
+    try:
+        with open(path, "rb") as f:
+            return name, f.read(), None
+    except OSError as e:
+        return name, None, f"cannot read {path}: {e.strerror or e}"
 
 
 def display_widget(report, *, model: tuple | None = None, packed: bytes | None = None) -> ReportWidget:

@@ -256,6 +256,8 @@ def test_trace_path_writes_the_raw_chrome_trace(tmp_path):
         _work(3)
     back = ks.load(path)  # Kineto's own JSON, through the file reader
     assert _count(back, "aten::mm") == _count(prof.report, "aten::mm") == 3
+    # The report knows its raw trace: the view's "Perfetto" hands over that file.
+    assert prof.report.meta["raw_trace"] == back.meta["raw_trace"] == str(path.resolve())
 
 
 def test_fixture_recorded_with_stack_maps_kernels_to_cell_lines():
@@ -306,3 +308,19 @@ def test_view_top_from_the_magic_shortens_the_text_view():
     short = repr(rep)
     assert len(short.splitlines()) < len(full.splitlines())
     assert top_names[0] in short and top_names[1] in short
+
+
+def test_title_names_where_the_recording_started(tmp_path):
+    with ks.profile() as p:
+        torch.ones(3) * 2
+    line = p.report.title
+    assert line.startswith("test_capture.py:") and int(line.split(":")[1]) > 0
+    assert ks.profile(name="step A").title == "step A"
+
+    @ks.profile
+    def train_step():
+        return torch.ones(3) + 1
+    train_step()
+    assert train_step.report.title.endswith("train_step")
+    back = ks.load(p.report.save(tmp_path / "r.ksreport.json"))
+    assert back.title == line

@@ -95,7 +95,7 @@ def test_text_view(eager_vs_graphs):
     assert text.startswith("kernelscope comparison: eager -> graphs")
     assert "cannot separate noise" in text and "--repeat N" in text
     assert re.search(r"wall time\s+28\.49 ms ->\s+5\.50 ms\s+-22\.99 ms\s+x0\.19", text)
-    assert re.search(r"elementwise add \(vectorized x4\).*1000->1000.*\+182\.0 us\s+x1\.20\s+slower", text)
+    assert re.search(r"elementwise add \(vectorized x4\).*1000 → 1000.*\+182\.0 us\s+x1\.20\s+slower", text)
 
 
 def test_repeats_separate_change_from_noise():

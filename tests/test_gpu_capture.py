@@ -195,3 +195,25 @@ def test_cell_that_raises_keeps_the_kernels_it_ran(shell):
     rep = shell.user_ns["rep_err"]
     assert rep.partial and len(rep.kernels) >= 2
     assert (rep.kernels["backend"] == "cuBLAS").any()
+
+
+def test_profiler_noise_stays_out_and_reports_are_titled(shell, capfd):
+    # Kineto writes USDT/STAGE lines to fd 2 at start and stop; a cell's output must not show them,
+    # and the reports of two cells must be told apart by their titles.
+    a = torch.randn(1024, 1024, device="cuda")
+    torch.cuda.synchronize()
+    capfd.readouterr()
+    with ks.profile() as prof:
+        b = a @ a
+    rep = prof.report
+    err = capfd.readouterr().err
+    print("ks.profile title:", rep.title, "| stderr:", repr(err[:200]), "| profiler_log:", rep.meta.get("profiler_log"))
+    assert "USDT" not in err and "STAGE" not in err
+    assert "test_gpu_capture.py" in rep.title and "live profiler" not in rep.title
+    shell.run_cell("%%kernelprofile -o rep_titled --no-display\nc = a @ a\n")
+    err = capfd.readouterr().err
+    rep2 = shell.user_ns["rep_titled"]
+    print("magic title:", rep2.title, "| stderr:", repr(err[:200]))
+    assert "USDT" not in err and "STAGE" not in err
+    assert "rep_titled" in rep2.title
+    assert len(rep2.kernels) >= 1 and rep2.wall_time_clock

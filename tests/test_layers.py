@@ -31,7 +31,7 @@ LAYERS = [
 # A part imports its own part, every part of a lower layer, and, within its layer, only these.
 SAME_LAYER = {
     "report": {"render", "widget"},        # the reprs and .widget()
-    "comparison": {"render"},              # a Comparison's reprs
+    "comparison": {"render", "widget"},    # a Comparison's reprs and its live view
     "rank_report": {"render", "widget"},   # a RankReport's reprs and widget
     "widget": {"render"},                  # the view model
     "loading": {"capture"},                # ks.load(a stopped torch.profiler)

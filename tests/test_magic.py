@@ -361,3 +361,39 @@ def test_metrics_names_reach_the_profile():
     from kernelscope_magics.magic import _metrics
     assert _metrics("default") is True and _metrics(None) is None
     assert _metrics("dram__bytes.sum, sm__cycles_active.avg") == ["dram__bytes.sum", "sm__cycles_active.avg"]
+
+
+def test_titles_name_the_cell_and_the_output(shell, capsys, tmp_path):
+    """A report is titled by its cell's number (In [N]) and the -o name, never by IPython's temp
+    file name, and a saved one keeps its title."""
+    path = tmp_path / "t.ksreport.json"
+    r = shell.run_cell(f"%%kernelprofile -o rep_named --no-display --save {path}\nq = torch.ones(4) + 1\n",
+                       store_history=True)
+    assert r.success, r.error_in_exec
+    n = r.execution_count
+    rep = shell.user_ns["rep_named"]
+    assert rep.title == f"rep_named · In [{n}]" and not rep.title.endswith(".py")
+    assert ks.load(path).title == rep.title
+    r = shell.run_cell("%%kernelprofile --no-display\nq = torch.ones(4) + 2\n", store_history=True)
+    assert _magics(shell).last.title == f"In [{r.execution_count}]"
+    # %kernelprofile start ... stop: the cells it spanned.
+    a = shell.run_cell("%kernelprofile start --no-display", store_history=True).execution_count
+    shell.run_cell("q = torch.ones(4) * 3", store_history=True)
+    b = shell.run_cell("%kernelprofile stop", store_history=True).execution_count
+    assert _magics(shell).last.title == f"In [{a}]–[{b}]"
+    capsys.readouterr()
+
+
+def test_kineto_log_lines_stay_out_of_the_cell(shell, capfd):
+    """Kineto writes USDT lines (and, without a GPU, gpuGetDeviceCount failed with code 35)
+    straight to file descriptor 2: they are kept in the report, not shown under the cell."""
+    capfd.readouterr()
+    r = shell.run_cell("%%kernelprofile -o rep_quiet --no-display\nimport sys\nq = torch.ones(4) * 3\n"
+                       "print('user stderr', file=sys.stderr)\n")
+    assert r.success, r.error_in_exec
+    out, err = capfd.readouterr()
+    assert "USDT" not in err and "gpuGetDeviceCount" not in err, err
+    assert "user stderr" in err                              # the cell's own stderr still shows
+    log = shell.user_ns["rep_quiet"].meta.get("profiler_log", [])
+    assert any("profiler_start" in ln for ln in log), log
+    assert not [n for n in shell.user_ns["rep_quiet"].notes if "USDT" in n]

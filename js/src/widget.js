@@ -45,6 +45,12 @@ function render({ model, el }) {
       pending.get(msg.config)(msg.entry);
       pending.delete(msg.config);
     }
+    if (msg && msg.type === "trace" && pendingTrace) {
+      const resolve = pendingTrace;
+      pendingTrace = null;
+      const data = (buffers || [])[0];
+      resolve({ name: msg.name, error: msg.error, bytes: data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null });
+    }
     // One rank's full report, asked for by the multi-rank view's rank selector.
     if (msg && msg.type === "rank" && pendingRanks.has(msg.rank)) {
       const resolve = pendingRanks.get(msg.rank);
@@ -63,6 +69,12 @@ function render({ model, el }) {
     pendingRanks.set(rank, resolve);
     model.send({ type: "rank", rank });
   });
+  // The raw trace for "Perfetto" (perfetto.js): Python reads the file the report came from.
+  let pendingTrace = null;
+  const trace = { fetch: () => new Promise((resolve) => {
+    pendingTrace = resolve;
+    model.send({ type: "trace" });
+  }) };
   let ctl = null;
   let gone = false;
   el.textContent = "";
@@ -81,6 +93,7 @@ function render({ model, el }) {
     ctl = renderReport(el, view, {
       requestCurves,
       requestRank,
+      trace,
       onSelect(names) {
         model.set("selection", names);
         model.save_changes();

@@ -43,7 +43,7 @@ BACKENDS: dict[str, str] = {
     "FlashAttention": "#ff9da7", "FlashInfer": "#d37295", "cuFFT": "#9c755f", "cuRAND": "#bab0ac",
     "CUB": "#8cd17d", "cuSOLVER": "#2f5d87", "cuSPARSE": "#7f9fc7", "MAGMA": "#1f3b57",
     "XLA": "#8e6c8a", "TensorRT": "#76b900", "TensorRT-LLM": "#4d7a00", "TransformerEngine": "#9acd32",
-    "FBGEMM": "#d4a6c8", "Apex": "#b6992d", "Liger": "#f1ce63", "Numba": "#86bcb6",
+    "FBGEMM": "#d4a6c8", "Apex": "#b6992d", "DeepSpeed": "#17becf", "vLLM": "#30a2da", "Liger": "#f1ce63", "Numba": "#86bcb6",
     "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#4e79a7", "hipBLASLt": "#a0cbe8",
     "MIOpen": "#ffbe7d", "CK": "#499894", "other": "#9d9d9d",
 }
@@ -86,6 +86,10 @@ RULES: tuple[Rule, ...] = (
          "naming it _helion_<function>", name=r"^_helion_"),
     # Frameworks' own namespaces name the library even inside a generic ATen op (their kernels
     # often carry cutlass:: or at:: types in their template arguments, so these come first).
+    Rule("vllm", "vLLM", "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2, true>(c10::BFloat16*, c10::BFloat16 const*, "
+         "long, long, long, long, long, c10::BFloat16 const*, long, float, int, int)",
+         "vLLM's own CUDA/HIP kernels (_C, _moe_C) live in the vllm:: namespace (its CUTLASS GEMMs too)",
+         name=r"\bvllm::", tc_by_name=True),
     Rule("tensorrt-llm", "TensorRT-LLM", "void tensorrt_llm::kernels::generalRmsNorm",
          "TensorRT-LLM's kernels live in the tensorrt_llm:: namespace", name=r"tensorrt_llm::", tc_by_name=True),
     Rule("tensorrt", "TensorRT", "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize32x32x64_stage6_warpsize2x2x1_"
@@ -97,21 +101,38 @@ RULES: tuple[Rule, ...] = (
          name=r"transformer_engine::", tc_by_name=True),
     Rule("fbgemm", "FBGEMM", "void fbgemm_gpu::permute_2D_lengths_kernel",
          "FBGEMM-GPU's kernels: the fbgemm_gpu:: namespace, and its generated table-batched "
-         "embedding kernels (split_embedding_*, dense_embedding_*)",
-         name=r"fbgemm_gpu::|fbgemm::|^(void )?(nvshmem_)?(split|dense|batched|ssd)_embedding\w*_kernel",
+         "embedding kernels (split_embedding_*, dense_embedding_*, batch_index_select_dim0_*), which live outside it",
+         name=r"fbgemm_gpu::|fbgemm::|^(void )?(nvshmem_)?(split|dense|batched|ssd)_embedding\w*_kernel|"
+              r"^(void )?batch_index_select_dim0_codegen_\w*kernel",
          tc_by_name=True),
     Rule("flashinfer", "FlashInfer", "BatchPrefillWithRaggedKVCacheKernel",
          "FlashInfer's attention kernels: the flashinfer:: namespace and its Batch/Single Prefill/Decode kernels",
          name=r"flashinfer::|^(void )?(Batch|Single)(Prefill|Decode)With\w*Kernel", tc_by_name=True),
+    # DeepSpeed's kernels have no namespace. Its FusedAdam is adapted from Apex's: the old copy builds
+    # the very same AdamFunctor<T> kernel (no name can tell them apart, so Apex, where it comes from,
+    # gets it), the current one is templated on an index type (AdamFunctor<T, int|long>) and adds
+    # MixedPrecisionAdamFunctor, which Apex does not have. Names other projects also use (fused_ln,
+    # rms_norm, fused_bias_gelu...) count only in DeepSpeed's templated form.
+    Rule("deepspeed", "DeepSpeed", "void gptj_residual_add<__half>(__half*, __half const*, __half const*, "
+         "__half const*, __half const*, int, int, float)",
+         "DeepSpeed's inference/training kernels (csrc/transformer, FastGen's ragged ops, FusedLamb) and its "
+         "FusedAdam's index-typed AdamFunctor",
+         name=r"^(void )?(gptj_residual_add|fused_residual_ln|pre_rms_norm|apply_rotary_pos_half|attn_softmax_v2|"
+              r"(bias|pad)_add_transform_0213|moe_res_matmul|pad_head_seq_kernel|fused_gate_activation|"
+              r"lamb_cuda_kernel_part\d|kv_rotary_pos_kernel|fused_bias_residual_layer_norm)\b|"
+              r"^(void )?fused_bias_(gelu|add|residual|relu)<(__half|__nv_bfloat16|float)>\(|"
+              r"^(void )?(fused_ln|rms_norm)<(__half|__nv_bfloat16|float), \d+, \d+, \d+>\(|"
+              r"^(void )?multi_tensor_apply_kernel<TensorListMetadata<\d>, (MixedPrecisionAdamFunctor<|"
+              r"AdamFunctor<[\w:]+, (int|long)>)", tensor_cores=False),
     Rule("apex", "Apex", "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, "
          "float, float, float, float, float, adamMode_t, float>",
          "NVIDIA Apex's fused optimizers and layer norm (multi_tensor_apply_kernel outside ATen's namespace, "
-         "cuApplyLayerNorm...); DeepSpeed's FusedAdam vendors the same kernel",
+         "cuApplyLayerNorm...); the old DeepSpeed FusedAdam builds this same kernel (see the deepspeed rule)",
          name=r"^(void )?multi_tensor_apply_kernel<|^(void )?cu(Apply(Layer|RMS)Norm|ComputePartGrad\w*|"
               r"ComputeGrad(Input|GammaBeta)\w*)\b|apex::", tensor_cores=False),
     Rule("liger", "Liger", "_rms_norm_forward_kernel",
-         "Liger Kernel's Triton kernels (liger_*, _rms_norm_/_swiglu_/_geglu_tanh_/_layer_norm_..._kernel)",
-         name=r"^(liger_\w+|_(rms_norm|swiglu|geglu_tanh|layer_norm|group_norm|jsd|tvd|kldiv|dyt|poly_norm|"
+         "Liger Kernel's Triton kernels (liger_*, _rms_norm_/_swiglu_/_geglu_tanh_/_layer_norm_/_tv_distance_..._kernel)",
+         name=r"^(liger_\w+|_(rms_norm|swiglu|geglu_tanh|layer_norm|group_norm|jsd|tvd|tv_distance|kldiv|dyt|poly_norm|"
               r"fused_add_rms_norm)_\w*kernel\w*|_triton_(rope|qwen2vl_mrope|llama4_rope))$"),
     Rule("cusparse", "cuSPARSE", "void cusparse::csrmv_v3_kernel<std::integral_constant<bool, false>, int, int, "
          "float, float, float, float, void>(cusparse::KernelCoeffs<float>, int const*, int const*, int const*, "
@@ -169,11 +190,20 @@ RULES: tuple[Rule, ...] = (
     Rule("cublas-name", "cuBLAS",
          "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_alignc4_"
          "execute_kernel__5x_cublas",
-         "cuBLAS's own kernel families: <arch>_<type>gemm, xmma gemm ..._cublas, gemv, gemmSN, splitKreduce",
+         "cuBLAS's own kernel families: <arch>_<type>gemm, xmma gemm ..._cublas, gemv, gemmSN, splitKreduce, "
+         "and the Kepler-era sgemm_sm35_ldg_*/sgemm_sm_heavy_* (TensorFlow and cuDNN's FFT convolutions still run them)",
          name=r"cublas|^(maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell)_\w*gemm|"
               r"^sm\d+_xmma_gemm|gemmSN_|gemmk1_kernel|gemv2[NT]_kernel|gemvx?_kernel|"
-              r"splitKreduce_kernel|fermi[A-Z]?[a-z]?gemm|gemmBatched|gemm_kernel\dx\d",
+              r"splitKreduce_kernel|fermi[A-Z]?[a-z]?gemm|gemmBatched|gemm_kernel\dx\d|"
+              r"^[sdczh]gemm_(\w+_)?sm(\d+|_heavy)_",
          tc_by_name=True),
+    Rule("flash-attention-aux", "FlashAttention", "flash::prepare_varlen_num_blocks_kernel(int, int, int, const int *, "
+         "const int *, const int *, const int *, const int *, const int *, int, int, int, int, int, "
+         "cutlass::FastDivmod, cutlass::FastDivmod, int *, int *, bool)",
+         "FlashAttention's helper kernels (FA3's tile-scheduler pre-pass and split-KV combine, FA2's dO.O row "
+         "sums and dQ conversion) do no matrix math",
+         name=r"flash::(prepare_varlen_num_blocks|FlashAttnFwdCombine)|flash_bwd_(dot_do_o|convert_dq)_kernel",
+         tensor_cores=False),
     Rule("flash-attention", "FlashAttention", "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, bfloat16_t>>, 0, 0, 0, 0, 1, 1, 0, 0>(Flash_fwd_params)",
          "FlashAttention 2/3 (and PyTorch's vendored copy) name their kernels flash_fwd/bwd or flash::",
          name=r"flash_(fwd|bwd)|flash::|[Ff]lash[Aa]ttn|flash_attn|Flash_(fwd|bwd)_\w*kernel",

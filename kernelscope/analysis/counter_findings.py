@@ -125,7 +125,11 @@ def _latency_bound(kc, total, window) -> list:
              "dram_pct": dram, "tensor_pct": tensor, "sm_active_pct": active,
              "counter_samples": float(r["counter_samples"]),
              "cost_note": "upper bound: the kernel's time less what its busiest unit accounts for"},
-            cost))
+            cost, cause=f"{name} runs with {nums}: neither memory nor the tensor cores are busy.",
+            fix=("Give it more parallel work (more blocks, a larger batch, split-K)."
+                 if active is not None and active < UNDERFILLED_MAX_SM_ACTIVE_PCT
+                 else "More independent work per thread, fewer barriers or higher occupancy; --stalls says what warps wait on."),
+            link={"view": "kernels", "names": [str(r["name"])], "label": f"kernel table: {name}"}))
     out.sort(key=lambda f: -f.cost_us)
     return out[:MAX_FINDINGS_PER_RULE]
 
@@ -145,13 +149,16 @@ def _gemm_below_peak(kc, total, window) -> list:
                    "small matrix, e.g. a batch of a few rows), so the tensor cores wait on data. Batch "
                    "more rows per call, fuse it with its neighbours, or keep the operands in a lower "
                    "precision.")
+            fix = "Batch more rows per call, fuse it with its neighbours, or use a lower precision."
         elif active is not None and active < UNDERFILLED_MAX_SM_ACTIVE_PCT:
             why = (f"Only {active:.0f}% of SM cycles were active: the grid has too few tiles for the GPU "
                    "(a small problem or a large tile); see its waves. Larger batches or split-K help.")
+            fix = "Larger batches or split-K, so the grid fills the GPU."
         else:
             why = ("The SMs were busy but the tensor pipe was not: tile quantization, a poor shape "
                    "(dimensions not multiples of 64/128), or a slow algorithm choice; try padding the "
                    "shapes or torch.compile's max-autotune.")
+            fix = "Pad the shapes to multiples of 64/128, or try torch.compile's max-autotune."
         out.append(Finding(
             "gemm_below_tensor_peak", severity_for(cost, window),
             f"{name} keeps the tensor cores busy {tensor:.0f}% of their peak",
@@ -161,7 +168,9 @@ def _gemm_below_peak(kc, total, window) -> list:
             {"kernel": r["name"], "launches": int(r["launches"]), "time_us": float(r["total_us"]),
              "tensor_pct": tensor, "dram_pct": dram, "sm_active_pct": active,
              "counter_samples": float(r["counter_samples"])},
-            cost))
+            cost, cause=f"{name} keeps the tensor pipe {tensor:.0f}% busy, where a well-shaped GEMM reaches 90%+.",
+            fix=fix,
+            link={"view": "kernels", "names": [str(r["name"])], "label": f"kernel table: {name}"}))
     out.sort(key=lambda f: -f.cost_us)
     return out[:MAX_FINDINGS_PER_RULE]
 
@@ -218,7 +227,12 @@ def _copy_bound(report, tl, window) -> list:
             "stream; see the copy findings), move less data, or keep it on the GPU.",
             {"device_index": int(dev), "copy_only_us": copy_only, "sm_active_pct": active, "dram_pct": dram,
              "bytes": nbytes, "gbps": gbps, "phases": phases},
-            copy_only))
+            copy_only,
+            cause=f"Host-device copies at {gbps:.1f} GB/s ran with no kernel beside them; the SMs waited on the host link.",
+            fix="Overlap the copies with compute (pinned memory, non_blocking=True, a side stream), or move less data.",
+            link={"view": "timeline", "device": str(hc["device"].iloc[0]) if "device" in hc.columns else None,
+                  "start_us": phases[0]["start_us"], "end_us": phases[0]["end_us"],
+                  "label": f"timeline: the longest copy-only phase ({fmt_us(phases[0]['copy_only_us'])})"}))
     return out
 
 

@@ -26,6 +26,25 @@ OVERALL_METRICS = {
 }
 NO_REPEATS_NOTE = ("One run on each side cannot separate noise from change: differences of a few "
                    "percent may be noise. Profile with %%kernelprofile --repeat N to measure it.")
+# What each kernel row's ``status`` and ``match`` mean, in the words the views show.
+STATUSES = {
+    "slower": "more time in the second run (beyond the noise, where the repeats measured it)",
+    "faster": "less time in the second run (beyond the noise, where the repeats measured it)",
+    "within noise": "the change is within the run-to-run noise the repeats measured",
+    "same": "exactly the same time in both runs",
+    "new": "only in the second run",
+    "gone": "only in the first run",
+}
+MATCHES = {
+    "name": "the same kernel name in both runs",
+    # Marked "≈" in the views.
+    "short_name+backend": ("no kernel of the same name: matched by readable name and backend "
+                           "(its template arguments or suffix changed)"),
+    "new": "only in the second run", "gone": "only in the first run",
+}
+# Two runs whose kernels (by time) are mostly unmatched ran different work: below this share of
+# their kernel time in kernels both ran, a comparison says so first.
+SHARED_MIN_SHARE = 0.5
 
 
 @dataclass(repr=False)
@@ -46,6 +65,9 @@ class Diff:
     repeats: tuple = (1, 1)
     noise_note: str = ""
     notes: list = field(default_factory=list)
+    # Kernels both runs ran: {"kernels", "of" (distinct kernels in either run), "time_share"
+    # (their share of both runs' kernel time), "few" (below SHARED_MIN_SHARE)}.
+    shared: dict = field(default_factory=dict)
 
     @property
     def new(self) -> pd.DataFrame:
@@ -80,7 +102,7 @@ class Diff:
             return [jsonable(r) for r in df.to_dict("records")]
 
         return {"labels": list(self.labels), "repeats": list(self.repeats),
-                "noise_note": self.noise_note, "notes": list(self.notes),
+                "noise_note": self.noise_note, "notes": list(self.notes), "shared": jsonable(self.shared),
                 "overall": recs(self.overall), "backends": recs(self.backends),
                 "kernels": recs(self.kernels)}
 
@@ -88,15 +110,18 @@ class Diff:
 def diff(before, after, *, labels=None) -> Diff:
     """Compare two Reports: per-kernel time change, new and gone kernels, per-backend totals,
     overall GPU and wall time; all per run. Two ranks of one job (``rep.rank(0)``,
-    ``rep.rank(1)`` of ``ks.load_ranks``) are labelled by their rank, other runs "before" and
-    "after", unless ``labels`` says otherwise. (``ks.compare`` also opens paths, and shows it.)
+    ``rep.rank(1)`` of ``ks.load_ranks``) are labelled by their rank, other runs
+    by their titles (``rep.title``: the ``-o`` name, the cell, the file name) where those differ,
+    else "before" and "after", unless ``labels`` says otherwise. When the runs share little of
+    their kernel time (different workloads), the first note says so. (``ks.compare`` also opens
+    paths, and shows it.)
 
     >>> d = diff(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz"))  # doctest: +SKIP
     >>> d.metric("wall_us")["ratio"] < 1                                                        # doctest: +SKIP
     True
     """
     before, after = _report(before), _report(after)
-    labels = labels or _rank_labels(before, after) or ("before", "after")
+    labels = labels or _rank_labels(before, after) or _title_labels(before, after) or ("before", "after")
     nb, na = _n_repeats(before), _n_repeats(after)
     rb, ra = _repeat_lists(before), _repeat_lists(after)
     kernels = _match(_per_name(before, nb), _per_name(after, na), rb, ra)
@@ -109,9 +134,14 @@ def diff(before, after, *, labels=None) -> Diff:
                       "called only when the per-repeat ranges do not overlap.")
         if rb is None or ra is None:
             notes.append("Only one side has repeats; its range alone stands for the noise.")
+    shared = _shared(kernels)
+    if shared["few"]:
+        notes.insert(0, f"The two runs share {shared['kernels']} of {shared['of']} kernels "
+                        f"({shared['time_share']:.0%} of their kernel time): they look like different "
+                        "workloads, so most rows compare different work (new or gone).")
     return Diff(before=before, after=after, kernels=kernels,
                 backends=_backends(before, after, nb, na), overall=_overall(before, after, nb, na, rb, ra),
-                labels=tuple(labels), repeats=(nb, na), noise_note=noise_note, notes=notes)
+                labels=tuple(labels), repeats=(nb, na), noise_note=noise_note, notes=notes, shared=shared)
 
 
 # -- building the tables -------------------------------------------------------------------------
@@ -129,6 +159,26 @@ def _rank_labels(before, after):
     if None in ranks or ranks[0] == ranks[1]:
         return None
     return tuple(f"rank {r}" for r in ranks)
+
+
+def _title_labels(before, after):
+    """The two reports' titles, when both have one and they differ."""
+    tb, ta = (getattr(r, "title", None) for r in (before, after))
+    if not (isinstance(tb, str) and isinstance(ta, str)) or not tb or not ta or tb == ta:
+        return None
+    return tb, ta
+
+
+def _shared(kernels: pd.DataFrame) -> dict:
+    """How much of the two runs' kernels (by count and by time) both ran."""
+    if not len(kernels):
+        return {"kernels": 0, "of": 0, "time_share": float("nan"), "few": False}
+    both = kernels["match"].isin(["name", "short_name+backend"])
+    t = kernels["total_before_us"] + kernels["total_after_us"]
+    total = float(t.sum())
+    share = float(t[both].sum()) / total if total > 0 else float("nan")
+    return {"kernels": int(both.sum()), "of": int(len(kernels)), "time_share": share,
+            "few": bool(share == share and share < SHARED_MIN_SHARE)}
 
 
 def _n_repeats(rep) -> int:

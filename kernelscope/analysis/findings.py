@@ -4,6 +4,11 @@ Every rule is a pure function of the report's tables (through :mod:`.timeline` a
 :mod:`.roofline`) returning Findings; :func:`find_all` ranks them by the time each one costs, so
 the first finding is the one to fix first. A finding's ``cost_us`` is the GPU time at stake: idle
 time the cause explains, or time beyond what the hardware allows; ``evidence`` holds the figures.
+``cause`` and ``fix`` say the finding in one line each, and ``link`` points at what shows it (a
+range of the timeline, or kernels of the table): :mod:`.priorities` lists them on the first screen.
+
+"Launches" means kernel launches here, as everywhere in kernelscope; where copies and memsets
+are counted with them, the text says "GPU work items" and names them.
 """
 from __future__ import annotations
 
@@ -28,6 +33,10 @@ SEVERITY_MEDIUM_SHARE = 0.05
 HOST_BOUND_MAX_BUSY = 0.5
 # ... and we blame the host when its late launches and syncs explain at least half of the idle.
 HOST_IDLE_MIN_SHARE = 0.5
+# Idle time the host explains is worth a finding of its own from a fifth of the active window on,
+# even where the GPU is busy more than half of it: a GPT-2 inference waited 46% of its window on
+# the host while busy 54%, and no rule said so.
+HOST_IDLE_WORTH_SHARE = 0.2
 # Launch-bound means many short kernels: below ~100 launches the per-launch host cost adds up to
 # about a millisecond at most (9.9 us per bare launch on an H200, benchmarks/README.md)...
 LAUNCH_BOUND_MIN_LAUNCHES = 100
@@ -68,6 +77,13 @@ class Finding:
     detail: str
     evidence: dict = field(default_factory=dict)
     cost_us: float = 0.0
+    # One line each: why the time is lost, and what to do about it (the first screen's words).
+    cause: str = ""
+    fix: str = ""
+    # Where the evidence shows: {"view": "timeline", "device", "start_us", "end_us", "label"} or
+    # {"view": "kernels", "names": [kernel names], "label"}; None when nothing narrower than the
+    # whole report does.
+    link: dict | None = None
 
     def to_dict(self) -> dict:
         """Plain JSON-able data (numbers as Python floats/ints).
@@ -137,7 +153,9 @@ def _where(dev, tl):
 
 
 def host_findings(report, tl) -> list:
-    """Launch-bound or host-bound: the GPU idles because the host feeds it too slowly.
+    """Launch-bound or host-bound: the GPU idles because the host feeds it too slowly; and, where
+    the GPU is busy enough not to be called either, large idle time spent waiting on the host
+    (``host_idle``: a fifth of the active window or more).
 
     >>> [f.kind for f in host_findings(rep, rep.timeline)]      # doctest: +SKIP
     ['host_bound']
@@ -148,14 +166,17 @@ def host_findings(report, tl) -> list:
         g = tl.gaps[tl.gaps["device"] == dev["device"]]
         idle = float(g["duration_us"].sum())
         host_idle = float(ls["idle_host_us"]) + float(ls["idle_sync_us"])
-        if not (dev["busy_share"] < HOST_BOUND_MAX_BUSY and idle > 0
-                and host_idle >= HOST_IDLE_MIN_SHARE * idle):
+        bound = (dev["busy_share"] < HOST_BOUND_MAX_BUSY and idle > 0
+                 and host_idle >= HOST_IDLE_MIN_SHARE * idle)
+        if not bound and not (host_idle > 0 and host_idle >= HOST_IDLE_WORTH_SHARE * dev["window_us"]):
             continue
         acts = tl.activities[tl.activities["device"] == dev["device"]]
         k = acts[acts["kind"] == "kernel"]
-        launches = int(ls["launches"])
+        # Kernel launches only; the timeline's launch statistics count copies and memsets too.
+        launches = len(k)
+        items = int(ls["launches"])
         graph_share = ls["graph_kernels"] / len(k) if len(k) else 0.0
-        launch_bound = (launches >= LAUNCH_BOUND_MIN_LAUNCHES
+        launch_bound = (bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
                         and ls["median_kernel_us"] <= SHORT_KERNEL_US)
         hg = g[g["cause"] == "host"]
         by_op = (hg.assign(op=hg["after_op"].fillna(hg["after"]))
@@ -169,8 +190,9 @@ def host_findings(report, tl) -> list:
             "device": dev["device"], "busy_share": dev["busy_share"], "busy_us": dev["busy_us"],
             "window_us": dev["window_us"], "idle_us": idle, "idle_host_us": float(ls["idle_host_us"]),
             "idle_sync_us": float(ls["idle_sync_us"]), "host_gaps": len(hg), "sync_gaps": len(sg),
-            "launches": launches, "kernels": len(k), "distinct_kernels": int(k["name"].nunique()),
-            "launches_per_ms": float(ls["launches_per_ms"]),
+            "launches": launches, "copies_and_memsets": items - launches, "kernels": len(k),
+            "distinct_kernels": int(k["name"].nunique()),
+            "launches_per_ms": launches / (dev["window_us"] / 1e3) if dev["window_us"] else float("nan"),
             "median_kernel_us": float(ls["median_kernel_us"]),
             "median_gap_us": float(ls["median_gap_us"]),
             "median_launch_call_us": _f(ls["median_launch_call_us"]),
@@ -178,14 +200,16 @@ def host_findings(report, tl) -> list:
             "graph_kernels": int(ls["graph_kernels"]), "graph_launches": int(ls["graph_launches"]),
             "longest_waits_before": top_ops, "sync_calls": dict(sync_calls),
         }
+        waited = host_idle / dev["window_us"]
         head = (f"The GPU{_where(dev, tl)} was busy {dev['busy_share']:.1%} of its active window "
                 f"({fmt_us(dev['window_us'])}); it waited on the host for {fmt_us(host_idle)} "
-                f"({host_idle / dev['window_us']:.0%}).")
+                f"({waited:.0%}).")
         call, interval = evidence["median_launch_call_us"], evidence["median_launch_interval_us"]
+        framework = bool(call and interval and interval > 3 * call)
         pace = (f" The host issued a launch every {fmt_us(interval)} (median) while one launch call "
                 f"costs {fmt_us(call)}"
                 + (", so the time goes to Python and framework work between launches, not to the "
-                   "launch calls themselves." if call and interval and interval > 3 * call else "."))
+                   "launch calls themselves." if framework else "."))
         waits = (" Longest waits came before " + ", ".join(
             f"{w['op']} ({fmt_us(w['idle_us'])} in {w['gaps']} gap{'s' * (w['gaps'] != 1)})"
             for w in top_ops) + ".") if top_ops else ""
@@ -193,39 +217,64 @@ def host_findings(report, tl) -> list:
                  + ", ".join(f"{n}x {c}" for c, n in sync_calls.most_common(3))
                  + "): the host blocked until the GPU drained, so nothing was queued ahead."
                  if len(sg) else "")
+        by_sync = ls["idle_sync_us"] > ls["idle_host_us"]
+        link = _gap_link(pd.concat([hg, sg]) if len(sg) else hg, "wait on the host")
         if launch_bound:
             kind = "launch_bound"
-            title = (f"Launch-bound: {launches} launches of ~{fmt_us(ls['median_kernel_us'])} kernels "
+            title = (f"Launch-bound: {launches} kernel launches of ~{fmt_us(ls['median_kernel_us'])} "
                      f"keep the GPU busy only {dev['busy_share']:.0%} of the time")
-            body = (f"{launches} launches ({evidence['distinct_kernels']} distinct kernels) at "
-                    f"{ls['launches_per_ms']:.1f} per ms; the median kernel runs "
+            others = (f" (and {items - launches} copies and memsets: {items} GPU work items, "
+                      f"{ls['launches_per_ms']:.1f} per ms)" if items > launches else "")
+            body = (f"{launches} kernel launches ({evidence['distinct_kernels']} distinct kernels) at "
+                    f"{evidence['launches_per_ms']:.1f} per ms{others}; the median kernel runs "
                     f"{fmt_us(ls['median_kernel_us'])} but the GPU then idles a median "
                     f"{fmt_us(ls['median_gap_us'])} until the next one arrives.")
+            cause = (f"{launches} kernels of ~{fmt_us(ls['median_kernel_us'])} each, one launched every "
+                     f"{fmt_us(interval)}: the GPU finishes each long before the next arrives.")
             if graph_share >= GRAPH_APPLIES_SHARE:
                 fix = (f" CUDA graphs already apply ({int(ls['graph_kernels'])} of {len(k)} kernels "
                        f"come from {int(ls['graph_launches'])} graph replays): the idle time lies "
                        "between replays, so capture more of the step in one graph or cut the host "
                        "work between replays.")
+                fix_line = "Capture more of the step in one CUDA graph, or cut the host work between replays."
             else:
                 fix = (" Fix: replay the loop as a CUDA graph (torch.compile(mode=\"reduce-overhead\") "
                        "or torch.cuda.CUDAGraph) so one launch issues all kernels; fuse the small "
                        "element-wise ops (torch.compile) so fewer kernels do the same work; or give "
                        "each kernel more work (larger batches).")
+                fix_line = ("Replay the loop as a CUDA graph (torch.compile(mode=\"reduce-overhead\")), "
+                            "fuse the small ops, or give each kernel more work.")
             detail = head + " " + body + pace + waits + syncs + fix
         else:
-            kind = "host_bound"
-            cause = ("synchronizations" if ls["idle_sync_us"] > ls["idle_host_us"]
-                     else "host work between launches")
-            title = (f"Host-bound: the GPU idles {1 - dev['busy_share']:.0%} of the time, mostly "
-                     f"waiting on {cause}")
+            what = "synchronizations" if by_sync else "host work between launches"
+            if bound:
+                kind = "host_bound"
+                title = (f"Host-bound: the GPU idles {1 - dev['busy_share']:.0%} of the time, mostly "
+                         f"waiting on {what}")
+            else:
+                kind = "host_idle"
+                title = (f"The GPU{_where(dev, tl)} waited on the host {fmt_us(host_idle)}, {waited:.0%} "
+                         f"of its active window")
             fix = (" Fix: take syncs out of the step (.item(), .cpu(), printing CUDA tensors, "
                    "blocking .cuda() of pageable tensors); replay the step as a CUDA graph "
                    "(torch.compile(mode=\"reduce-overhead\")) so the host stops pacing the GPU; or "
                    "give each launch more work (larger batches).")
+            if by_sync:
+                cause = (f"{len(sg)} synchronization{'s' * (len(sg) != 1)} made the host wait for the GPU "
+                         f"to drain ({fmt_us(ls['idle_sync_us'])} idle), so nothing was queued ahead.")
+                fix_line = ("Take syncs out of the step (.item(), .cpu(), print of CUDA tensors); "
+                            "copy with non_blocking=True from pinned memory.")
+            else:
+                cause = (f"The next launch came after the GPU went idle {len(hg)} time{'s' * (len(hg) != 1)}"
+                         + (f": the host spends {fmt_us(interval)} between launches (median)"
+                            + (", in Python and framework work" if framework else "") if interval else "")
+                         + ".")
+                fix_line = ("Replay the step as a CUDA graph (torch.compile(mode=\"reduce-overhead\")), "
+                            "move host work out of the step, or give each launch more work.")
             detail = head + pace + waits + syncs + fix
         evidence["cause"] = "host" if ls["idle_host_us"] >= ls["idle_sync_us"] else "sync"
         out.append(Finding(kind, severity_for(host_idle, dev["window_us"]), title, detail, evidence,
-                           host_idle))
+                           host_idle, cause=cause, fix=fix_line, link=link))
     return out
 
 
@@ -268,7 +317,15 @@ def sync_findings(report, tl) -> list:
                "with torch.cuda.set_sync_debug_mode(\"warn\").")
     evidence = {"calls": calls, "syncs": n_sync, "blocking_copies": n_copy, "host_blocked_us": host_us,
                 "idle_caused_us": cost, "after_last_gpu_work": after_end}
-    return [Finding("syncs", severity_for(cost, window), title, detail, evidence, cost)]
+    top = calls[0]["call"] if calls else "a synchronization"
+    cause = (f"The host waited for the GPU to finish {len(b) - after_end} time{'s' * (len(b) - after_end != 1)} "
+             f"inside the region (most in {top}), so nothing was queued ahead.")
+    fix = ("Keep values on the GPU instead of .item()/.cpu()/print in the loop; copy to pinned memory "
+           "with non_blocking=True and synchronize once.")
+    link = (_gap_link(sg, "idle after a synchronization") if len(sg)
+            else _span_link(b[~closing], "host-blocking call", "end_us"))
+    return [Finding("syncs", severity_for(cost, window), title, detail, evidence, cost,
+                    cause=cause, fix=fix, link=link)]
 
 
 def copy_findings(report, tl) -> list:
@@ -330,7 +387,12 @@ def copy_findings(report, tl) -> list:
                     "gbps": float(gbps), "pinned_gbps": pin_gbps, "host_link_gbps": float(link(dev_i)),
                     "host_link_source": p.source if p else "assumed", "host_blocked_us": host_blocked,
                     "time_at_link_rate_us": float(ideal.sum())}
-        out.append(Finding("pageable_copies", severity_for(cost, window), title, detail, evidence, cost))
+        cause = (f"Copies from or to pageable host memory ran at {gbps:.1f} GB/s, staged by the driver "
+                 "through a pinned buffer, and held the host until each was done.")
+        fix = ("Allocate host tensors in pinned memory (pin_memory(), DataLoader(pin_memory=True)) and copy "
+               "with .to(\"cuda\", non_blocking=True).")
+        out.append(Finding("pageable_copies", severity_for(cost, window), title, detail, evidence, cost,
+                           cause=cause, fix=fix, link=_span_link(pageable, "pageable copy")))
 
     # Copies that share a stream with kernels and overlap no kernel at all: they serialize with
     # compute (the stream runs one thing at a time, and no other stream hid them).
@@ -347,8 +409,12 @@ def copy_findings(report, tl) -> list:
             for r, o in zip(hc.itertuples(), ov):
                 if o <= 0 and r.stream is not pd.NA and (dev_i, r.stream) in with_kernels:
                     rows.append({"copy": r.name, "stream": int(r.stream), "time_us": float(r.duration_us),
-                                 "op": r.op})
+                                 "op": r.op, "_start": float(r.start_us), "_device": r.device})
         if rows:
+            longest = max(rows, key=lambda x: x["time_us"])
+            link = _range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
+                               "copy on the compute stream")
+            rows = [{a: b for a, b in x.items() if not a.startswith("_")} for x in rows]
             cost = sum(x["time_us"] for x in rows)
             streams = sorted({x["stream"] for x in rows})
             title = (f"{len(rows)} host copies ran on the compute stream{'s' * (len(streams) > 1)} "
@@ -359,8 +425,12 @@ def copy_findings(report, tl) -> list:
                       ".to(\"cuda\", non_blocking=True) from pinned memory on a side stream "
                       "(torch.cuda.Stream) and make the compute stream wait on it only when needed.")
             evidence = {"copies": rows[:MAX_EVIDENCE_ROWS], "count": len(rows), "time_us": cost}
+            cause = ("Host copies ran on the stream the kernels use, so they and the kernels waited "
+                     "for each other.")
+            fix = ("Prefetch from pinned memory with non_blocking=True on a side stream "
+                   "(torch.cuda.Stream) and wait on it only where the data is needed.")
             out.append(Finding("serialized_copies", severity_for(cost, window), title, detail,
-                               evidence, cost))
+                               evidence, cost, cause=cause, fix=fix, link=link))
     return out
 
 
@@ -455,11 +525,16 @@ def gpu_bound_findings(report, tl) -> list:
                       "the copies are the time to cut (see the copy findings).")
         else:
             what = "kernels"
+        names = [r.name for r in kernel_summary(k).head(3).itertuples()] if len(k) and what == "kernels" else []
         out.append(Finding("gpu_bound", "info",
                            f"The GPU{_where(dev, tl)} was busy {dev['busy_share']:.0%} of its active "
                            f"window: the time is in the {what}", detail,
                            {"device": dev["device"], "busy_share": dev["busy_share"], "top": top,
-                            "kernel_busy_us": kernel_busy, "copy_busy_us": copy_busy, "busy_in": what}))
+                            "kernel_busy_us": kernel_busy, "copy_busy_us": copy_busy, "busy_in": what},
+                           cause=f"Little is lost between kernels: the {what} themselves take the time.",
+                           fix=("Make the largest kernels faster (their occupancy, roofline and shapes "
+                                "say how)." if what == "kernels" else "Cut the copies (see the copy findings)."),
+                           link=_kernel_link(names, "the largest kernels") if names else None))
     return out
 
 
@@ -517,12 +592,52 @@ def roofline_findings(report, tl) -> list:
              "ideal_us": ideal, "precision": r["precision"], "bound": r["bound"],
              "achieved_tflops": _f(r["achieved_tflops"]), "achieved_gbps": _f(r["achieved_gbps"]),
              "peak_tflops": _f(r["peak_tflops"]), "peak_gbps": _f(r["peak_gbps"])},
-            cost))
+            cost,
+            cause=f"{r['short_name']} reaches {share:.0%} of its roof: {roof}.",
+            fix="Check its occupancy and waves (small grids) and its shapes; try torch.compile's max-autotune.",
+            link=_kernel_link([kernel], str(r["short_name"]))))
     out.sort(key=lambda f: -f.cost_us)
     return out[:ROOF_MAX_FINDINGS]
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+def _range_link(device, start, end, what) -> dict | None:
+    """A timeline range showing one span (``what``) with its own length of context either side."""
+    start, end = _f(start), _f(end)
+    if start is None or end is None:
+        return None
+    d = max(end - start, 0.0)
+    pad = d if d > 0 else 1.0
+    return {"view": "timeline", "device": None if device is None else str(device),
+            "start_us": start - pad, "end_us": end + pad,
+            "label": f"timeline: the longest {what} ({fmt_us(d)} at {fmt_us(start)})"}
+
+
+def _gap_link(gaps, what) -> dict | None:
+    """The timeline around the longest of some idle gaps."""
+    if gaps is None or not len(gaps):
+        return None
+    r = gaps.loc[gaps["duration_us"].astype(float).idxmax()]
+    return _range_link(r["device"], r["start_us"], r["end_us"], what)
+
+
+def _span_link(df, what, end_col=None) -> dict | None:
+    """The timeline around the longest row of a table with ``start_us`` and ``duration_us``."""
+    if df is None or not len(df) or "start_us" not in df.columns:
+        return None
+    d = df["duration_us"].astype(float)
+    if not d.notna().any():
+        return None
+    r = df.loc[d.idxmax()]
+    end = r[end_col] if end_col else r["start_us"] + r["duration_us"]
+    return _range_link(r.get("device"), r["start_us"], end, what)
+
+
+def _kernel_link(names, label) -> dict:
+    """The kernel table narrowed to some kernels (by name as recorded)."""
+    return {"view": "kernels", "names": [str(n) for n in names], "label": f"kernel table: {label}"}
+
 
 def _call_site(name, op, outer) -> str:
     """``cudaStreamSynchronize in aten::copy_ (under aten::to)``: the call and who made it."""

@@ -121,8 +121,14 @@ def gemm_fallback_findings(report, tl) -> list:
                     "odd_dims": {n: v for n, v in odd}, "built_for_sm": built, "device_sm": cc,
                     "alignment": align, "pad_to": PAD_TO, "ideal_us": ideal}
         title = f"GEMM fallback: {op} {shape_txt} ran on an {what}"
+        cause = (f"cuBLAS picked an {what} for {op} {shape_txt}"
+                 + (f": {odd[-1][0]} = {odd[-1][1]} is not a multiple of {per}." if odd else "."))
+        fix_line = (f"Pad {odd[-1][0]} to {-(-odd[-1][1] // PAD_TO) * PAD_TO} (a multiple of {PAD_TO})." if odd
+                    else "Check the tensors' strides (a transposed or sliced view)." if mnk
+                    else "Record shapes (record_shapes=True) to see which dimension is unaligned.")
         out.append(Finding("gemm_fallback", severity_for(cost, tl.window.get("active_us") if tl else None),
-                           title, detail, evidence, cost))
+                           title, detail, evidence, cost, cause=cause, fix=fix_line,
+                           link={"view": "kernels", "names": [str(name)], "label": f"kernel table: {short}"}))
     out.sort(key=lambda f: -f.cost_us)
     return out
 

@@ -76,6 +76,8 @@ def trace_from_profiler(prof, *, name="<live profiler>", force_route=None, trace
             _write(raw, trace_path)
         trace = read_kineto(raw, name=name)
     trace.meta["capture_route"] = how
+    if trace_path is not None:
+        trace.meta["raw_trace"] = os.path.abspath(os.fspath(trace_path))
     return trace
 
 

@@ -8,12 +8,14 @@ end we synchronize, stop the profiler and build the Report from the live results
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 import threading
 from contextlib import contextmanager
 
 from . import cupy_events
+from .quiet import MAX_LOG_LINES, captured_stderr, notes_from
 from ..errors import TraceError
 
 REPEAT_MARK = "kernelscope.repeat."
@@ -53,7 +55,9 @@ class profile:
     to source lines; ``lines_of`` (a file name or a predicate on file names) also marks each
     executed line of that code, so kernels map to the exact line (what ``%%kernelprofile
     --stack`` uses for notebook cells); ``trace_path`` also writes the raw Chrome trace (for
-    Perfetto); ``record_shapes``/``with_flops`` are on by default.
+    Perfetto); ``record_shapes``/``with_flops`` are on by default. ``title`` names the report
+    (``rep.title``); by default it is ``name`` when given, else the notebook cell (``In [5]``)
+    or the ``file.py:line`` that started the recording.
 
     ``metrics=True`` (or a list of CUPTI metric names) also samples hardware counters GPU-wide
     every ``interval_us`` (default 20) through CUPTI PM sampling, with no kernel replay:
@@ -72,7 +76,7 @@ class profile:
         return self
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
-                 lines_of=None, trace_path=None, name="<live profiler>", metrics=None, interval_us=None):
+                 lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None):
         self.lean = lean
         self.metrics = metrics or None
         self.interval_us = interval_us
@@ -81,7 +85,9 @@ class profile:
         self.with_stack = with_stack
         self.record_shapes = record_shapes and not lean
         self.with_flops = with_flops and not lean
-        self.name = name
+        self.name = name or "<live profiler>"
+        self.title = title or (name if name and not name.startswith("<") else None)
+        self._stderr = []       # what the profiler wrote to descriptor 2 (kept out of the cell)
         self.lines_of = lines_of
         self.trace_path = trace_path
         self._marks = None
@@ -108,7 +114,7 @@ class profile:
         opts = dict(lean=self.lean, with_stack=self.with_stack, record_shapes=self.record_shapes,
                     with_flops=self.with_flops, lines_of=self.lines_of,
                     trace_path=self.trace_path, name=self.name, metrics=self.metrics,
-                    interval_us=self.interval_us)
+                    interval_us=self.interval_us, title=self.title or getattr(fn, "__qualname__", None))
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -126,6 +132,8 @@ class profile:
     def start(self):
         """Start recording. Raises :class:`ProfilerBusyError` if a recording is already active."""
         global _active
+        if self.title is None:
+            self.title = _caller_title()
         self._torch_was_imported = "torch" in sys.modules
         torch = _import_torch()
         with _lock:
@@ -175,7 +183,8 @@ class profile:
                 # torch 2.11 warns that events are cleared "at the end of each cycle"; a capture
                 # here is one cycle of its own profiler, so the warning only confuses cell output.
                 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-                p.start()
+                with captured_stderr(self._stderr):
+                    p.start()
         except RuntimeError as e:
             raise ProfilerBusyError(
                 f"torch.profiler could not start ({e}). If another profiler or tool holds CUPTI "
@@ -269,7 +278,7 @@ class profile:
                 # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
                 interrupted, partial = e, True
             finally:
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(), captured_stderr(self._stderr):
                     warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
                     self.torch_profiler.stop()
         finally:
@@ -289,7 +298,8 @@ class profile:
         from ..report import Report
         from .live import trace_from_profiler
         try:
-            trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
+            with captured_stderr(self._stderr):
+                trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
         except TraceError as e:
             if "recorded nothing" not in str(e):
                 raise
@@ -306,7 +316,11 @@ class profile:
         meta = trace.meta
         meta.setdefault("notes", [])
         pm_notes = self._attach_counters(trace) if self._pm is not None else []
-        meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes
+        meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes + notes_from(self._stderr)
+        if self._stderr:
+            meta["profiler_log"] = self._stderr[:MAX_LOG_LINES]
+        if self.title:
+            meta["title"] = self.title
         meta["cuda_event_us"] = cuda_us
         meta["cuda_event_source"] = self._event_kind
         meta["partial"] = bool(partial)
@@ -347,6 +361,27 @@ class profile:
         else:
             trace.meta["counters"] = {"requested": list(pm.metrics), "samples": 0}
         return notes
+
+
+def _caller_title():
+    """Where the recording was started: ``In [5]`` in a notebook cell, else ``file.py:line``."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not (os.path.abspath(name).startswith(here + os.sep) or name.endswith("contextlib.py")):
+            break
+        f = f.f_back
+    if f is None:
+        return None
+    name = f.f_code.co_filename
+    from .lines import is_cell_file
+    if is_cell_file(name):
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None else None
+        n = getattr(shell, "execution_count", None)
+        return f"In [{n}]" if isinstance(n, int) else "a notebook cell"
+    return f"{os.path.basename(name)}:{f.f_lineno}"
 
 
 def _rank_tag():

@@ -6,36 +6,55 @@ from html import escape
 import numpy as np
 import pandas as pd
 
+from ..analysis.diff import MATCHES, STATUSES
 from ..units import fmt_us
 
 
-def _fmt_change(us) -> str:
+# What a cell shows where a kernel did not run on that side (a new or gone kernel).
+ABSENT = "–"
+
+
+def fmt_change(us) -> str:
+    """A change in time, signed: ``+1.20 ms``, ``-4.5 us``, ``±0.0 us``.
+
+    >>> fmt_change(1200.0), fmt_change(-4.5)
+    ('+1.20 ms', '-4.5 us')
+    """
+    if us is None or us != us:
+        return ABSENT
     return ("+" if us > 0 else "-" if us < 0 else "±") + fmt_us(abs(us))
 
 
-def _fmt_ratio(r) -> str:
-    if r is None or r != r:
-        return "-"
-    if r == np.inf:
-        return "new"
+def fmt_ratio(r) -> str:
+    """A ratio of after to before as ``x0.19``; ``–`` where there is none."""
+    if r is None or r != r or r == np.inf:
+        return ABSENT
     return f"x{r:.2f}"
 
 
-def _kernel_ratio(r) -> str:
-    # New and gone kernels have no meaningful ratio: their status says it.
-    return "-" if r.status in ("new", "gone") else _fmt_ratio(r.ratio)
+def kernel_ratio(r) -> str:
+    """A kernel row's ratio: new and gone kernels have none, their status says it."""
+    return ABSENT if r.status in ("new", "gone") else fmt_ratio(r.ratio)
 
 
-def _fmt_metric(m, v) -> str:
+def fmt_launches(r) -> str:
+    """A kernel row's launches per run, before → after, ``–`` on a side it did not run."""
+    b = ABSENT if r.status == "new" else f"{r.launches_before:g}"
+    a = ABSENT if r.status == "gone" else f"{r.launches_after:g}"
+    return f"{b} → {a}"
+
+
+def metric_text(m, v) -> str:
+    """An overall metric's value: a count for launches, a time otherwise."""
     if v is None or v != v:
-        return "-"
-    return f"{v:.0f}" if m == "launches" else fmt_us(v)
+        return ABSENT
+    return f"{v:,.0f}" if m == "launches" else fmt_us(v)
 
 
-def _fmt_change_metric(m, v) -> str:
+def metric_change(m, v) -> str:
     if v is None or v != v:
-        return "-"
-    return f"{v:+.0f}" if m == "launches" else _fmt_change(v)
+        return ABSENT
+    return f"{v:+,.0f}" if m == "launches" else fmt_change(v)
 
 
 def _clip(s, n):
@@ -53,10 +72,10 @@ def comparison_text(c, top: int = 15) -> str:
     for r in c.overall.itertuples():
         noise = ""
         if r.significant is not pd.NA and r.significant is not None:
-            noise = f"  (noise {_fmt_metric(r.metric, r.noise)}{'' if r.significant else ': within noise'})"
-        lines.append(f"  {r.label:<18} {_fmt_metric(r.metric, r.before):>10} -> "
-                     f"{_fmt_metric(r.metric, r.after):>10}   {_fmt_change_metric(r.metric, r.change):>11} "
-                     f"{_fmt_ratio(r.ratio):>7}{noise}")
+            noise = f"  (noise {metric_text(r.metric, r.noise)}{'' if r.significant else ': within noise'})"
+        lines.append(f"  {r.label:<18} {metric_text(r.metric, r.before):>10} -> "
+                     f"{metric_text(r.metric, r.after):>10}   {metric_change(r.metric, r.change):>11} "
+                     f"{fmt_ratio(r.ratio):>7}{noise}")
     lines.append(f"  noise: {c.noise_note}")
     for n in c.notes:
         lines.append(f"  note: {n}")
@@ -64,25 +83,34 @@ def comparison_text(c, top: int = 15) -> str:
     if len(k):
         lines.append("")
         lines.append(f"  {'kernel (largest change first)':<44} {'backend':<10} {'launches':>13} "
-                     f"{lb:>10} {la:>10} {'change':>11} {'ratio':>7}  status")
+                     f"{_clip(lb, 10):>10} {_clip(la, 10):>10} {'change':>11} {'ratio':>7}  status")
         for r in k.head(top).itertuples():
-            launches = f"{r.launches_before:g}->{r.launches_after:g}"
-            lines.append(f"  {_clip(r.short_name, 44):<44} {_clip(r.backend, 10):<10} {launches:>13} "
-                         f"{fmt_us(r.total_before_us):>10} {fmt_us(r.total_after_us):>10} "
-                         f"{_fmt_change(r.change_us):>11} {_kernel_ratio(r):>7}  {r.status}")
+            lines.append(f"  {_clip(r.short_name, 44):<44} {_clip(r.backend, 10):<10} {fmt_launches(r):>13} "
+                         f"{side_text(r, 0):>10} {side_text(r, 1):>10} "
+                         f"{fmt_change(r.change_us):>11} {kernel_ratio(r):>7}  {r.status}"
+                         + (" [≈]" if r.match == "short_name+backend" else ""))
         if len(k) > top:
             lines.append(f"  … and {len(k) - top} more (comparison.kernels has them all)")
         counts = k["status"].value_counts()
         lines.append("  " + ", ".join(f"{int(counts[s])} {s}" for s in
                                        ("slower", "faster", "within noise", "same", "new", "gone")
                                        if s in counts))
+        if (k["match"] == "short_name+backend").any():
+            lines.append(f"  [≈] {MATCHES['short_name+backend']}; –: did not run on that side")
     if len(c.backends):
         lines.append("")
-        lines.append(f"  {'backend':<12} {lb:>10} {la:>10} {'change':>11} {'ratio':>7}")
+        lines.append(f"  {'backend':<12} {_clip(lb, 10):>10} {_clip(la, 10):>10} {'change':>11} {'ratio':>7}")
         for r in c.backends.itertuples():
             lines.append(f"  {_clip(r.backend, 12):<12} {fmt_us(r.total_before_us):>10} "
-                         f"{fmt_us(r.total_after_us):>10} {_fmt_change(r.change_us):>11} {_fmt_ratio(r.ratio):>7}")
+                         f"{fmt_us(r.total_after_us):>10} {fmt_change(r.change_us):>11} {fmt_ratio(r.ratio):>7}")
     return "\n".join(lines)
+
+
+def side_text(r, side: int) -> str:
+    """A kernel row's total on one side (0: before, 1: after), ``–`` where it did not run."""
+    if r.status == ("new", "gone")[side]:
+        return ABSENT
+    return fmt_us(r.total_after_us if side else r.total_before_us)
 
 
 def _runs_note(c) -> str:
@@ -91,6 +119,8 @@ def _runs_note(c) -> str:
 
 
 _SLOWER, _FASTER, _NEUTRAL = "#d62728", "#2ca02c", "#999"
+# The change bars' colours, for the interactive view too.
+BAR_COLORS = {"slower": _SLOWER, "faster": _FASTER, "neutral": _NEUTRAL}
 
 
 def _bar(change, scale, status) -> str:
@@ -106,25 +136,28 @@ def _bar(change, scale, status) -> str:
             f"background:{color}'></div></div>")
 
 
-def comparison_html(c, top: int = 50) -> str:
-    """The comparison as self-contained HTML; every kernel name, backend and label is escaped.
+def comparison_html(c) -> str:
+    """The comparison as self-contained HTML, every kernel row (no JavaScript; the interactive
+    view is :mod:`kernelscope.render.compare_view`); every kernel name, backend and label is escaped.
 
     >>> "<script>" in comparison_html(c)                    # doctest: +SKIP
     False
     """
     lb, la = (escape(str(x)) for x in c.labels)
-    td = "<td style='text-align:right;padding:1px 6px'>"
+    num = "text-align:right;padding:1px 6px;white-space:nowrap;font-variant-numeric:tabular-nums"
+    td, th = f"<td style='{num}'>", f"<th style='{num}'>"
+    left = "text-align:left;padding:1px 6px"
     head_rows = []
     for r in c.overall.itertuples():
         sig = ""
         if r.significant is not pd.NA and r.significant is not None:
-            sig = (f" <span title='run-to-run noise'>(noise {escape(_fmt_metric(r.metric, r.noise))}"
+            sig = (f" <span title='run-to-run noise'>(noise {escape(metric_text(r.metric, r.noise))}"
                    f"{'' if r.significant else ', within noise'})</span>")
-        head_rows.append(f"<tr><td>{escape(r.label)}</td>{td}{escape(_fmt_metric(r.metric, r.before))}</td>"
-                         f"{td}{escape(_fmt_metric(r.metric, r.after))}</td>"
-                         f"{td}{escape(_fmt_change_metric(r.metric, r.change))}</td>"
-                         f"{td}{escape(_fmt_ratio(r.ratio))}{sig}</td></tr>")
-    k = c.kernels.head(top)
+        head_rows.append(f"<tr><td style='{left}'>{escape(r.label)}</td>{td}{escape(metric_text(r.metric, r.before))}</td>"
+                         f"{td}{escape(metric_text(r.metric, r.after))}</td>"
+                         f"{td}{escape(metric_change(r.metric, r.change))}</td>"
+                         f"{td}{escape(fmt_ratio(r.ratio))}{sig}</td></tr>")
+    k = c.kernels
     scale = float(k["change_us"].abs().max()) if len(k) else 0.0
     krows = []
     for r in k.itertuples():
@@ -132,30 +165,38 @@ def comparison_html(c, top: int = 50) -> str:
         title = escape("\n".join(str(n) for n in names), quote=True)
         badge = ""
         if r.status in ("new", "gone", "within noise"):
-            badge = f" <b style='font-size:80%'>[{escape(r.status)}]</b>"
+            badge = (f" <b style='font-size:80%' title='{escape(STATUSES[r.status], quote=True)}'>"
+                     f"[{escape(r.status)}]</b>")
         elif r.match == "short_name+backend":
-            badge = " <span style='font-size:80%' title='matched by short name and backend'>[≈]</span>"
+            badge = f" <span style='font-size:80%' title='≈: {escape(MATCHES[r.match], quote=True)}'>[≈]</span>"
         krows.append(
-            f"<tr><td title='{title}'>{escape(str(r.short_name))}{badge}</td><td>{escape(str(r.backend))}</td>"
-            f"{td}{r.launches_before:g} → {r.launches_after:g}</td>"
-            f"{td}{escape(fmt_us(r.total_before_us))}</td>{td}{escape(fmt_us(r.total_after_us))}</td>"
-            f"{td}{escape(_fmt_change(r.change_us))}</td>{td}{escape(_kernel_ratio(r))}</td>"
+            f"<tr><td style='{left}' title='{title}'>{escape(str(r.short_name))}{badge}</td>"
+            f"<td style='{left}'>{escape(str(r.backend))}</td>"
+            f"{td}{escape(fmt_launches(r))}</td>"
+            f"{td}{escape(side_text(r, 0))}</td>{td}{escape(side_text(r, 1))}</td>"
+            f"{td}{escape(fmt_change(r.change_us))}</td>{td}{escape(kernel_ratio(r))}</td>"
             f"<td>{_bar(r.change_us, scale, r.status)}</td></tr>")
-    more = (f"<p>… and {len(c.kernels) - top} more kernels (comparison.kernels has them all)</p>"
-            if len(c.kernels) > top else "")
     brows = "".join(
-        f"<tr><td>{escape(str(r.backend))}</td>{td}{escape(fmt_us(r.total_before_us))}</td>"
-        f"{td}{escape(fmt_us(r.total_after_us))}</td>{td}{escape(_fmt_change(r.change_us))}</td>"
-        f"{td}{escape(_fmt_ratio(r.ratio))}</td></tr>" for r in c.backends.itertuples())
-    notes = "".join(f"<p><i>{escape(n)}</i></p>" for n in [c.noise_note, *c.notes])
-    th = "<th style='text-align:right;padding:1px 6px'>"
+        f"<tr><td style='{left}'>{escape(str(r.backend))}</td>{td}{escape(fmt_us(r.total_before_us) if r.total_before_us else ABSENT)}</td>"
+        f"{td}{escape(fmt_us(r.total_after_us) if r.total_after_us else ABSENT)}</td>{td}{escape(fmt_change(r.change_us))}</td>"
+        f"{td}{escape(fmt_ratio(r.ratio) if r.total_before_us and r.total_after_us else ABSENT)}</td></tr>"
+        for r in c.backends.itertuples())
+    shared = getattr(c, "shared", {}) or {}
+    notes = list(c.notes)
+    warn = ""
+    if shared.get("few") and notes:
+        warn = f"<p style='color:#a40e26'><b>{escape(notes.pop(0))}</b></p>"
+    notes = "".join(f"<p><i>{escape(n)}</i></p>" for n in [c.noise_note, *notes])
+    legend = ("<p style='font-size:90%'>[≈] " + escape(MATCHES["short_name+backend"])
+              + "; [new] " + escape(STATUSES["new"]) + "; [gone] " + escape(STATUSES["gone"])
+              + "; – : did not run on that side.</p>")
     return (
         "<div class='kernelscope-compare'>"
-        f"<p><b>kernelscope comparison</b>: {lb} → {la}{escape(_runs_note(c))}</p>"
+        f"<p><b>kernelscope comparison</b>: {lb} → {la}{escape(_runs_note(c))}</p>{warn}"
         f"<table><thead><tr><th></th>{th}{lb}</th>{th}{la}</th>{th}change</th>{th}ratio</th></tr></thead>"
         f"<tbody>{''.join(head_rows)}</tbody></table>{notes}"
-        f"<table><thead><tr><th style='text-align:left'>kernel</th><th>backend</th>{th}launches</th>"
+        f"<table><thead><tr><th style='{left}'>kernel</th><th style='{left}'>backend</th>{th}launches</th>"
         f"{th}{lb}</th>{th}{la}</th>{th}change</th>{th}ratio</th><th>faster ← → slower</th></tr></thead>"
-        f"<tbody>{''.join(krows)}</tbody></table>{more}"
-        f"<table style='margin-top:10px'><thead><tr><th style='text-align:left'>backend</th>{th}{lb}</th>{th}{la}</th>"
+        f"<tbody>{''.join(krows)}</tbody></table>{legend}"
+        f"<table style='margin-top:10px'><thead><tr><th style='{left}'>backend</th>{th}{lb}</th>{th}{la}</th>"
         f"{th}change</th>{th}ratio</th></tr></thead><tbody>{brows}</tbody></table></div>")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from ..analysis.priorities import what_to_fix
 from ..units import fmt_us
 
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
@@ -82,14 +83,15 @@ def report_html(rep, top: int = 20) -> str:
         table += (f"<p style='{_MUTED}'>Top stall: {_e(', '.join(sorted({str(x) for x in rep.stalls['source'].dropna()})))}."
                   "</p>")
 
-    stats = [("wall time", fmt_us(rep.wall_time_us)), ("GPU busy", _pct(busy)), ("launches", f"{len(k):,}"),
+    clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
+    stats = [(f"wall time{clock}", fmt_us(rep.wall_time_us)), ("GPU busy", _pct(busy)),
+             ("kernel launches", f"{len(k):,}"),
              ("kernels", f"{k['name'].nunique():,}" if len(k) else "0"), ("GPU kernel time", fmt_us(rep.gpu_time_us)),
-             ("copies", f"{len(rep.copies):,}")]
+             ("copies + memsets", f"{len(rep.copies):,}")]
     tiles = " &nbsp; ".join(f"<span><b>{v}</b> <span style='{_MUTED}'>{n}</span></span>" for n, v in stats)
     devs = ", ".join(f"{_e(d.name)} (sm_{d.compute_major}{d.compute_minor}, {d.num_sms} SMs)"
                      for d in rep.devices.itertuples())
-    src = rep.meta.get("source") or rep.meta.get("trace_name") or ""
-    title = (f"<b>kernelscope</b> <span style='{_MUTED}'>{_e(str(src).replace(chr(92), '/').rsplit('/', 1)[-1])}"
+    title = (f"<b>kernelscope</b> <span style='{_MUTED}'>{_e(rep.title)}"
              f"{' · ' + devs if devs else ''}</span>"
              + (" <b style='color:#a40e26'>(partial: the run stopped early)</b>" if rep.partial else ""))
     notes = "".join(f"<li>{_e(n)}</li>" for n in rep.notes)
@@ -121,15 +123,22 @@ def _busy(rep):
 
 
 def _findings(rep) -> str:
+    """What to fix first: the first screen's list (analysis/priorities.py), as the view shows it."""
     try:
-        items = rep.findings[:5]
+        items = what_to_fix(rep.findings, rep.wall_time_us)
     except Exception:  # noqa: BLE001
         return ""
     if not items:
         return ""
-    li = "".join(f"<li><b>[{_e(f.severity)}]</b> {_e(f.title)}"
-                 f"<div style='{_MUTED}font-size:12px'>{_e(f.detail)}</div></li>" for f in items)
-    return f"<ol style='padding-left:20px;margin:6px 0'>{li}</ol>"
+    li = "".join(
+        f"<li><b>[{_e(x['severity'])}]</b>"
+        + (f" <b>{_e(x['cost_text'])}</b> <span style='{_MUTED}'>{_e(x['share_text'])}</span>" if x["cost_text"] else "")
+        + f" {_e(x['title'])}"
+        + (f"<div style='font-size:12px'><span style='{_MUTED}'>Cause</span> {_e(x['cause'])}</div>" if x["cause"] else "")
+        + (f"<div style='font-size:12px'><span style='{_MUTED}'>Fix</span> {_e(x['fix'])}</div>" if x["fix"] else "")
+        + "</li>" for x in items)
+    head = "What to fix first" if items[0]["cost_us"] is not None else "Findings"
+    return f"<div style='margin-top:6px'><b>{head}</b></div><ol style='padding-left:20px;margin:2px 0 6px'>{li}</ol>"
 
 
 def _backends(rep) -> str:

@@ -1,6 +1,7 @@
 """A report as plain text, for terminals and ``text/plain``."""
 from __future__ import annotations
 
+from ..analysis.priorities import what_to_fix
 from ..units import fmt_us
 
 __all__ = ["fmt_us", "report_text"]
@@ -19,18 +20,19 @@ def report_text(rep, top: int = 10) -> str:
     k = rep.kernels
     m = rep.meta
     lines = []
-    title = "kernelscope report" + (" (PARTIAL: the run stopped early)" if rep.partial else "")
+    title = f"kernelscope report: {rep.title}" + (" (PARTIAL: the run stopped early)" if rep.partial else "")
     lines.append(title)
     src = m.get("source")
-    if src:
+    if src and not str(src).startswith("<"):
         lines.append(f"  source: {src}")
     devs = rep.devices
     if len(devs):
         lines.append("  devices: " + ", ".join(
             f"{r.name} (sm_{r.compute_major}{r.compute_minor}, {r.num_sms} SMs)" for r in devs.itertuples()))
-    lines.append(f"  wall time: {fmt_us(rep.wall_time_us)}   kernels: {len(k)} launches of "
+    clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
+    lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k)} launches of "
                  f"{k['name'].nunique()} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
-                 f"   copies: {len(rep.copies)}")
+                 f"   copies + memsets: {len(rep.copies)}")
     for note in rep.notes:
         lines.append(f"  note: {note}")
     if len(k):
@@ -44,12 +46,20 @@ def report_text(rep, top: int = 10) -> str:
         if more > 0:
             lines.append(f"  … and {more} more kernels (rep.summary() has them all)")
         lines += _measured_lines(rep, s["name"].tolist()[:5])
-    findings = rep.findings
-    if findings:
+    fixes = what_to_fix(rep.findings, rep.wall_time_us)
+    if fixes:
         lines.append("")
-        lines.append("  findings (most costly first):")
-        for f in findings[:5]:
-            lines.append(f"  [{f.severity}] {f.title}")
+        lines.append("  what to fix first (time at stake, share of wall time):" if fixes[0]["cost_us"] is not None
+                     else "  findings:")
+        for x in fixes:
+            cost = f" {x['cost_text']}, {x['share_text']}:" if x["cost_text"] else ""
+            lines.append(f"  {x['rank']}. [{x['severity']}]{cost} {x['title']}")
+            if x["cause"]:
+                lines.append(f"     cause: {x['cause']}")
+            if x["fix"]:
+                lines.append(f"     fix:   {x['fix']}")
+        if len(rep.findings) > len(fixes):
+            lines.append(f"  ({len(rep.findings)} findings in all: rep.findings)")
     return "\n".join(lines)
 
 

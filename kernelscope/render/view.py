@@ -26,7 +26,9 @@ import pandas as pd
 
 from ..analysis.backend_rules import BACKENDS, COPY_COLORS
 from ..analysis.devices import device_label, device_types
+from ..analysis.evidence import evidence_rows
 from ..analysis.occupancy import LIMITERS
+from ..analysis.priorities import what_to_fix
 from ..analysis.shapes import shape_curves
 from ..analysis.timeline import CAUSES
 from ..jsonable import jsonable
@@ -57,7 +59,7 @@ LAUNCH_COLUMNS = [
     ("block_x", "i32"), ("block_y", "i32"), ("block_z", "i32"),
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
     ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
-    ("op", "str"), ("source", "str"), ("correlation", "f64"), ("tensor_cores", "i32"),
+    ("op", "str"), ("source", "str"), ("correlation", "i32"), ("tensor_cores", "i32"),
     ("backend_rule", "str"), ("config", "i32"),
 ]
 COPY_COLUMNS = [
@@ -65,15 +67,18 @@ COPY_COLUMNS = [
     ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
     ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
 ]
-# Host lanes of the timeline: the outermost CPU ops of each thread, and the CUDA runtime calls
-# (kind "op", "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS).
-HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("kind", "str")]
+# Host lanes of the timeline: every CPU op of each thread at its nesting depth (kind "op", or
+# "annotation" for record_function / NVTX-style user ranges), and the CUDA runtime calls (kind
+# "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS) with the
+# correlation id that ties a launch call to its kernel.
+HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("kind", "str"),
+                ("depth", "i32"), ("correlation", "i32")]
 GAP_COLUMNS = [
-    ("device", "str"), ("start_us", "f64"), ("duration_us", "f64"), ("cause", "str"), ("after_op", "str"),
+    ("device", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
-HOST_COLORS = {"op": "#8c9bb0", "runtime": "#c4c4c4", "sync": "#9467bd"}
+HOST_COLORS = {"op": "#8c9bb0", "annotation": "#b8a06a", "runtime": "#c4c4c4", "sync": "#9467bd"}
 _DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
 # Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
 COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
@@ -154,12 +159,21 @@ def view_model(rep) -> tuple[dict, bytes]:
         "stats": _stats(rep, k_all, copies_all, tl),
         "devices": _records(rep.devices),
         "findings": _findings(rep, problems),
+        # The first screen: what to fix first, ranked by the time at stake (analysis/priorities.py).
+        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.wall_time_us)),
+                       [], problems, "what to fix"),
+        # The tab a report opens on: CPU ops when the run recorded no GPU work.
+        "open_tab": "CPU ops" if not len(k) and not len(copies) and len(rep.ops) else "Kernels",
         "backends": _records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
         "configs": _occupancy_configs(rep, k),
         "roofline": _roofline(rep, k_all, problems),
         "ops": _op_summary(rep.ops, k_all),
+        # How many op names there are: "ops" holds the costliest TOP_OPS of them.
+        "op_names": int(rep.ops["name"].nunique()) if len(rep.ops) else 0,
+        # The Chrome trace the report was read from or written with (--trace), for Perfetto.
+        "raw_trace": _raw_trace(rep),
         "ncu_columns": ncu_cols,
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
@@ -246,7 +260,7 @@ def pack(header: dict, buf: bytes) -> bytes:
     head = struct.pack("<I", len(text)) + text
     head += b"\0" * ((-len(head)) % 8)
     # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
-    return gzip.compress(head + buf, compresslevel=6, mtime=0)
+    return gzip.compress(head + buf, compresslevel=9, mtime=0)
 
 
 def unpack(blob: bytes) -> tuple[dict, bytes]:
@@ -373,59 +387,77 @@ def _encode(s, kind, n):
         fill = np.nan if kind.startswith("f") else _MISSING_INT
         return np.full(n, fill, _DTYPES[kind]), None
     if kind == "str":
-        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        try:
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        except TypeError:   # a damaged saved report's cell holds a list or a dict: show it as text
+            s = s.map(lambda v: str(v) if isinstance(v, (list, dict, set)) else v)
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
         return codes.astype("<i4"), [str(u) for u in uniques]
     if pd.api.types.is_bool_dtype(s):
         s = s.astype("Int64")
     if kind.startswith("f"):
-        return pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan).astype(_DTYPES[kind]), None
+        v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+        with np.errstate(over="ignore"):    # a hostile file's 1e300 reads as inf in float32, as it should
+            return v.astype(_DTYPES[kind]), None
     v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
     v = np.where(np.isfinite(v) & (np.abs(v) < 2**31), v, _MISSING_INT)
     return v.astype("<i4"), None
 
 
 def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
-    """The outermost CPU ops per thread (nested ones hide inside them on a timeline) plus the
-    CUDA runtime calls, so the timeline shows what the host was doing while the GPU idled."""
+    """Every CPU op with its depth in its thread's call tree (``analysis.op_tree``), drawn
+    nested as Perfetto draws a thread, plus the CUDA runtime calls, so the timeline shows what
+    the host was doing while the GPU idled and which call launched which kernel."""
+    from ..analysis.op_tree import op_tree
     parts = []
     if len(ops):
-        o = ops[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
-        o = o.assign(tid=o["tid"].astype(str)).sort_values(["tid", "start_us"], kind="stable")
-        end = (o["start_us"] + o["duration_us"].fillna(0)).to_numpy()
-        start = o["start_us"].to_numpy()
-        tid = o["tid"].to_numpy()
-        # An op is outermost when it starts after every earlier op of its thread has ended.
-        reach = pd.Series(end).groupby(tid).cummax().shift(1).to_numpy()
-        same = np.r_[False, tid[1:] == tid[:-1]]
-        top = ~same | ~(start < np.nan_to_num(reach, nan=-np.inf))
-        parts.append(o[top].assign(kind="op"))
+        o = ops.reset_index(drop=True)
+        tree = op_tree(o)
+        kind = np.where((o["cat"] == "user_annotation").to_numpy() if "cat" in o.columns else False,
+                        "annotation", "op").astype(object)
+        o = o[["name", "tid", "start_us", "duration_us"]].assign(tid=o["tid"].astype(str), kind=kind,
+                                                                 depth=tree["depth"].to_numpy())
+        parts.append(o.dropna(subset=["start_us"]))
     if len(runtime):
-        r = runtime[["name", "tid", "start_us", "duration_us"]].dropna(subset=["start_us"])
+        r = runtime[["name", "tid", "start_us", "duration_us", "correlation"]].dropna(subset=["start_us"])
         kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
-        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind))
+        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind, depth=0))
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)
 
 
-def _title(rep) -> str:
+def _raw_trace(rep) -> dict | None:
+    """Where the report's Chrome trace is (``meta["raw_trace"]``: the file ``ks.load`` read, or
+    the one ``--trace`` / ``trace_path`` wrote), and whether it is still there."""
     import os
-    src = rep.meta.get("source") or rep.meta.get("trace_name") or "report"
-    return os.path.basename(str(src)) or str(src)
+    path = rep.meta.get("raw_trace")
+    if not isinstance(path, str) or not path:
+        return None
+    return {"name": os.path.basename(path), "path": path, "exists": os.path.isfile(path)}
+
+
+def _title(rep) -> str:
+    title = getattr(rep, "title", None)
+    return title if isinstance(title, str) and title else "report"
 
 
 def _stats(rep, k, copies, tl) -> dict:
     busy = _safe(lambda: tl.device(), {}) if tl is not None else {}
     return {
         "wall_us": _num(rep.wall_time_us),
+        # Which clock the wall time read (CUDA events, the profiler's span, first to last event).
+        "wall_clock": _str(getattr(rep, "wall_time_clock", None)),
         "gpu_time_us": _num(rep.gpu_time_us),
         # Busy share of the active window (first to last GPU activity), as the findings use it.
         "gpu_busy": _num(busy.get("busy_share")),
         "gpu_busy_of_wall": _num(busy.get("wall_busy_share")),
         "busy_device": _str(busy.get("device")),
+        # Kernel launches only, as everywhere in kernelscope; copies and memsets are counted apart.
         "launches": int(len(k)),
         "kernels": int(k["name"].nunique()) if len(k) else 0,
         "copies": int(len(copies)),
+        "memsets": int((copies["kind"] == "memset").sum()) if len(copies) and "kind" in copies.columns else 0,
         "copy_time_us": _num(float(copies["duration_us"].sum())) if len(copies) else 0.0,
         "ops": int(len(rep.ops)),
         "no_gpu": bool(rep.meta.get("no_gpu")),
@@ -438,8 +470,11 @@ def _findings(rep, problems=None) -> list:
         get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
-                    "detail": _str(get("detail")),
-                    "evidence": {str(a): jsonable(b) for a, b in ev.items()} if isinstance(ev, dict) else {}})
+                    "detail": _str(get("detail")), "cost_us": _num(get("cost_us")),
+                    "cause": _str(get("cause")), "fix": _str(get("fix")), "link": jsonable(get("link")),
+                    "evidence": {str(a): jsonable(b) for a, b in ev.items()} if isinstance(ev, dict) else {},
+                    # The evidence in words, each figure with its unit (analysis/evidence.py).
+                    "evidence_text": evidence_rows(jsonable(ev)) if isinstance(ev, dict) else []})
     return out
 
 
@@ -539,6 +574,27 @@ def _steps(c: pd.DataFrame) -> list:
     return [[int(a), _num(b)] for a, b in zip(v[keep], o[keep])]
 
 
+def _same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
+    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
+    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
+    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes."""
+    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
+    keys = [c for c in keys if c in pts.columns]
+    if not len(pts) or not keys:
+        return pts.assign(count=1)
+    d = pts["duration_us"].astype(float).fillna(0.0)
+    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(keys, dropna=False, sort=False)
+    out = g.first()
+    tot = g["_d"].sum()
+    out["duration_us"] = tot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+    out["count"] = g.size()
+    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
+
+
 def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
@@ -548,6 +604,8 @@ def _roofline(rep, k, problems=None) -> dict | None:
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
+    if not measured.any():
+        pts = _same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}
@@ -555,7 +613,7 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
                "intensity": _num(r["intensity"]), "flops_per_s": _num(r["achieved_tflops"] * 1e12),
                "duration_us": _num(r["duration_us"]), "roof_share": _num(r["roof_share"]),
-               "bound": _str(r["bound"])} for _, r in pts.iterrows()]
+               "bound": _str(r["bound"]), "count": int(r.get("count", 1))} for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
@@ -579,20 +637,12 @@ def _roofline(rep, k, problems=None) -> dict | None:
 
 
 def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
-    """Top-level view of the CPU side: per op name, calls, total and mean host time, and the
-    GPU kernel time of the kernels it launched (nested ops count in their parents too)."""
+    """The CPU ops table of the view: per op name, host time (inclusive and self) and the GPU
+    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first."""
+    from ..analysis.op_tree import op_summary
     if not len(ops):
         return []
-    g = ops.groupby("name", sort=False)["duration_us"]
-    out = pd.DataFrame({"calls": g.size(), "total_us": g.sum(), "mean_us": g.mean()})
-    if len(k) and "op" in k.columns:
-        kg = k.groupby("op")["duration_us"]
-        out["kernels"] = kg.size().reindex(out.index).fillna(0).astype(int)
-        out["gpu_us"] = kg.sum().reindex(out.index).fillna(0.0)
-    else:
-        out["kernels"], out["gpu_us"] = 0, 0.0
-    out = out.sort_values("total_us", ascending=False).head(TOP_OPS).reset_index()
-    return _records(out)
+    return _records(op_summary(ops, k).head(TOP_OPS))
 
 
 def _records(df) -> list:

@@ -132,7 +132,8 @@ class KernelProfileMagics(Magics):
             run(last=False)
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
                        lines_of=self._cell_name if args.stack else None, trace_path=args.trace,
-                       metrics=_metrics(args.metrics), interval_us=args.interval_us)
+                       metrics=_metrics(args.metrics), interval_us=args.interval_us,
+                       title=_title(args.output, self._count()))
         error = None
         _start(prof)
         try:
@@ -231,9 +232,11 @@ class KernelProfileMagics(Magics):
             from kernelscope.capture.lines import is_cell_file
             prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
                            lines_of=is_cell_file if args.stack else None, trace_path=args.trace,
-                           metrics=_metrics(args.metrics), interval_us=args.interval_us)
+                           metrics=_metrics(args.metrics), interval_us=args.interval_us,
+                           title=_title(args.output, self._count()))
             _start(prof)
             self._session = (prof, args)
+            self._session_cells = self._count()
             print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
             return None
         if args.action == "stop":
@@ -245,6 +248,10 @@ class KernelProfileMagics(Magics):
             for k in ("top", "sort", "output", "save", "baseline", "compare"):
                 if getattr(args, k) is None:
                     setattr(args, k, getattr(start_args, k))
+            # The cells the recording spanned: In [3]–[5].
+            a, b = self._session_cells, self._count()
+            span = None if a is None or b is None else f"In [{a}]" if a == b else f"In [{a}]–[{b}]"
+            report.meta["title"] = _title(args.output, None, span) or report.meta.get("title")
             args.no_display = args.no_display or start_args.no_display
             self._finish(report, args)
             return None
@@ -294,8 +301,14 @@ class KernelProfileMagics(Magics):
             return
         _display(comparison if comparison is not None else report)
 
+    def _count(self):
+        """The number of the cell now running (its ``In [N]``), None outside a numbered cell."""
+        n = getattr(self.shell, "execution_count", None)
+        return n if isinstance(n, int) and not isinstance(n, bool) else None
+
     _cell_name = None
     _cell_first_line = 1
+    _session_cells = None
 
 
 class UsageError(Exception):
@@ -315,6 +328,12 @@ def _start(prof):
         prof.start()
     except ProfilerBusyError as e:
         raise UsageError(f"kernelscope: {e}") from None
+
+
+def _title(output, count, cells=None):
+    """A report's title: the ``-o`` name and the cell (``fp32 · In [5]``), or the cell alone."""
+    cells = cells or (f"In [{count}]" if count is not None else None)
+    return " · ".join(x for x in (output, cells) if x) or None
 
 
 def _metrics(value):

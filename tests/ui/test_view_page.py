@@ -118,20 +118,24 @@ def test_group_by_op_and_timeline_pan(site, page):
     box = canvas.bounding_box()
     page.locator(".ks-btn[title='zoom in']").click()
     zoomed = page.evaluate("window.ctl.timeline.view")
+    # Shift+drag pans (a plain drag selects a range, as in Perfetto).
     page.mouse.move(box["x"] + 600, box["y"] + 30)
+    page.keyboard.down("Shift")
     page.mouse.down()
     page.mouse.move(box["x"] + 400, box["y"] + 30, steps=5)
     page.mouse.up()
+    page.keyboard.up("Shift")
     panned = page.evaluate("window.ctl.timeline.view")
+    assert page.evaluate("window.ctl.timeline.selection") is None
     assert panned[0] > zoomed[0]                                   # dragged left: later times
     assert abs((panned[1] - panned[0]) - (zoomed[1] - zoomed[0])) < 1e-6 * (zoomed[1] - zoomed[0])
     page.locator(".ks-btn[title='show everything']").click()
     # Hover over a kernel in a lane shows its name and backend; click selects it in the table.
     start = float(k["start_us"].iloc[0]) + float(k["duration_us"].iloc[0]) / 2
     lane = f"{k['device'].iloc[0]} s{k['stream'].iloc[0]}"
-    x, r = page.evaluate(f"(() => {{ const t = window.ctl.timeline; return [112 + ({start} - t.view[0]) / "
-                         f"(t.view[1] - t.view[0]) * (t.width - 112), t.rows.findIndex(r => r.label === '{lane}')]; }})()")
-    page.mouse.move(box["x"] + x, box["y"] + 20 + r * 18 + 9)
+    x, y = page.evaluate(f"(() => {{ const t = window.ctl.timeline; const row = t.rows.find(r => r.label === '{lane}'); "
+                         f"return [112 + ({start} - t.view[0]) / (t.view[1] - t.view[0]) * (t.width - 112), row.y + row.h / 2]; }})()")
+    page.mouse.move(box["x"] + x, box["y"] + y)
     tip = page.locator(".ks-tip")
     assert tip.is_visible() and k["backend"].iloc[0] in tip.inner_text()
     assert not page.errors, page.errors

@@ -136,7 +136,9 @@ def test_live_widget_tabs(lab, page):
     assert box["width"] > 300 and box["height"] > 40
     before = out0.locator(".ks-timeline-info").inner_text()
     canvas.hover(position={"x": box["width"] * 0.6, "y": 30})
+    page.keyboard.down("Control")        # ctrl+wheel zooms; the plain wheel scrolls the notebook
     page.mouse.wheel(0, -400)
+    page.keyboard.up("Control")
     after = out0.locator(".ks-timeline-info").inner_text()
     assert before != after      # zoomed in
     out0.locator(".ks-tab[data-tab='Backends']").click()

@@ -33,34 +33,133 @@ const RANK = -20;
 const CMD_PROFILE = "kernelscope:profile-cell";
 const FILE_TYPE = "kernelscope-trace";
 const LOAD_EXTENSION = "get_ipython().extension_manager.load_extension('kernelscope')";
-// How long to wait for a live widget before showing the report from the saved data.
+// How long to wait for a live widget, when a kernel is there, before showing the saved report.
 const WIDGET_WAIT_MS = 4000;
 
-/** Renders application/vnd.kernelscope.report.v1+json. */
+/**
+ * Renders application/vnd.kernelscope.report.v1+json.
+ *
+ * With a live widget beside our MIME entry, the report is the widget's (selection reaches Python).
+ * When the kernel is there as the output renders, the widget shows as soon as ipywidgets has its
+ * model. Otherwise (no kernel, or a page reload: outputs render before the session reconnects)
+ * the saved report shows at once, and a hidden widget renderer keeps waiting: once the session
+ * connects and ipywidgets restores the kernel's widgets, the live report takes the saved one's
+ * place. A kernel that no longer holds the widget (restarted, or a reader's copy) leaves the
+ * saved report in place.
+ */
 class ReportRenderer extends Panel {
   constructor(options, ctx = {}) {
     super();
     this.addClass("ks-lab-renderer");
     this.mimeType = options.mimeType;
     this._ctx = ctx;
+    this._saved = null;
+    this._watches = new Set();
   }
 
   async renderModel(model) {
     const payload = model.data[this.mimeType];
+    this._stopWatching();
     while (this.widgets.length) this.widgets[0].dispose();
-    if (model.data[WIDGET_MIME] && this._ctx.rendermime && this._hasKernel()) {
-      if (await this._tryWidget(model, () => this._showSaved(payload))) return;
+    this._saved = null;
+    const rm = this._ctx.rendermime;
+    if (!(model.data[WIDGET_MIME] && rm && rm.getFactory(WIDGET_MIME))) {
+      await this._showSaved(payload);
+      return;
     }
+    const factory = rm.getFactory(WIDGET_MIME);
+    const r = this._widgetRenderer(model);
+    const shown = this._watch(r, () => r.widgets.length > 0);
+    let timer;
+    const first = await Promise.race([shown,
+      new Promise((res) => { timer = setTimeout(() => res(null), this._hasKernel() ? WIDGET_WAIT_MS : 0); })]);
+    clearTimeout(timer);
+    if (first === true) { this._showLive(r, payload); return; }
     await this._showSaved(payload);
+    if (first === false) { r.dispose(); return; }
+    // Re-attach: swap in the live report once it has drawn (no "loading" flash over the saved one).
+    const drawnIn = (w) => this._watch(w, () => w.widgets.length > 0 && !!w.node.querySelector(".ks-root:not(.ks-loading)"));
+    let live = r;
+    let drawn = drawnIn(r);
+    // Before the session connects, ipywidgets' renderers have no widget manager, and it gives
+    // its manager only to renderers that are direct children of an output: once it replaces its
+    // renderer factory with one bound to the manager, render the widget again with that one.
+    const next = await Promise.race([drawn.then((ok) => ({ ok })), this._newFactory(rm, factory).then(() => ({ fresh: true }))]);
+    if (next.fresh && !this.isDisposed) {
+      r.dispose();
+      live = this._widgetRenderer(model);
+      drawn = drawnIn(live);
+    }
+    const ok = next.fresh ? await drawn : next.ok;
+    if (ok && !this.isDisposed && !live.isDisposed) this._showLive(live, payload);
+    else if (!live.isDisposed) live.dispose();
   }
 
-  /** The report from the output's own data: no kernel, or its live widget has been closed. */
+  /** A hidden renderer of the output's widget view, rendering. */
+  _widgetRenderer(model) {
+    const r = this._ctx.rendermime.createRenderer(WIDGET_MIME);
+    r.hide();
+    this.addWidget(r);
+    r.renderModel(model).catch((err) => console.warn("kernelscope: live widget failed, showing the saved report", err));
+    return r;
+  }
+
+  /** Resolves when ipywidgets has replaced its widget renderer factory (its manager is ready);
+   * never, where it keeps the one it had. */
+  async _newFactory(rm, old) {
+    const s = this._ctx.sessionContext;
+    if (s) await s.ready;
+    for (let i = 0; i < 200 && !this.isDisposed; i++) {
+      const f = rm.getFactory(WIDGET_MIME);
+      if (f && f !== old) return f;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    return new Promise(() => {});
+  }
+
+  /** Resolves true once `ready()` holds for the hidden widget renderer, false once it never will
+   * (ipywidgets says the model is not in the kernel, or the renderer went away). */
+  _watch(r, ready) {
+    return new Promise((resolve) => {
+      let obs = null;
+      const done = (v) => { if (obs) { obs.disconnect(); this._watches.delete(obs); } resolve(v); };
+      const check = () => {
+        if (this.isDisposed || r.isDisposed) return done(false);
+        if (ready()) return done(true);
+        if (!r.widgets.length && /Error displaying widget/.test(r.node.textContent || "")) return done(false);
+        return null;
+      };
+      if (check() !== null) return;
+      r.disposed.connect(() => done(false));
+      obs = new MutationObserver(check);
+      obs.cancel = () => done(false);
+      this._watches.add(obs);
+      obs.observe(r.node, { childList: true, subtree: true, characterData: true, attributes: true });
+    });
+  }
+
+  _stopWatching() {
+    for (const obs of [...this._watches]) obs.cancel();
+  }
+
+  /** The live widget in place of the saved report. */
+  _showLive(r, payload) {
+    if (this._saved) { this._saved.dispose(); this._saved = null; }
+    r.show();
+    // kernelscope closes a widget when its report is shown again elsewhere or its cell runs
+    // again: an output still on screen then keeps the report, drawn from its saved data.
+    const view = r.widgets[0];
+    if (view) view.disposed.connect(() => { if (!this.isDisposed && !r.isDisposed) this._showSaved(payload); });
+  }
+
+  /** The report from the output's own data: no kernel (yet), or its live widget has been closed. */
   async _showSaved(payload) {
     if (this.isDisposed) return;
-    while (this.widgets.length) this.widgets[0].dispose();
+    if (this._saved) this._saved.dispose();
     const host = new Widget();
     host.addClass("ks-lab-static");
-    this.addWidget(host);
+    this._saved = host;
+    this.insertWidget(0, host);
     try {
       await showReport(host.node, payload, {});
       host.node.setAttribute("data-source", "saved");
@@ -74,30 +173,10 @@ class ReportRenderer extends Panel {
     return !!(s && s.session && s.session.kernel);
   }
 
-  async _tryWidget(model, onClosed) {
-    const rm = this._ctx.rendermime;
-    if (!rm.getFactory(WIDGET_MIME)) return false;
-    const r = rm.createRenderer(WIDGET_MIME);
-    r.hide();
-    this.addWidget(r);
-    let timer;
-    const timeout = new Promise((res) => { timer = setTimeout(res, WIDGET_WAIT_MS); });
-    try {
-      await Promise.race([r.renderModel(model), timeout]);
-    } catch (err) {
-      console.warn("kernelscope: live widget failed, showing the saved report", err);
-    }
-    clearTimeout(timer);
-    // ipywidgets' renderer adds the view as a child only when the widget model exists.
-    if (r.widgets && r.widgets.length > 0) {
-      r.show();
-      // kernelscope closes a widget when its report is shown again elsewhere or its cell runs
-      // again: an output still on screen then keeps the report, drawn from its saved data.
-      r.widgets[0].disposed.connect(() => { if (!this.isDisposed && !r.isDisposed) onClosed(); });
-      return true;
-    }
-    r.dispose();
-    return false;
+  dispose() {
+    if (this.isDisposed) return;
+    this._stopWatching();
+    super.dispose();
   }
 }
 
@@ -125,11 +204,22 @@ class TraceView extends Widget {
       const resp = await ServerConnection.makeRequest(url, {}, settings);
       const body = await resp.json();
       if (!resp.ok) throw new Error(body.message || resp.statusText);
-      await showReport(this.node, body, { tableHeight: 480 });
+      // The timeline's lanes fill the tab's height; a trace file is itself the raw trace for Perfetto.
+      const isTrace = /\.json(\.gz)?$/i.test(this.path) && !/\.ksreport\.json(\.gz)?$/i.test(this.path);
+      const trace = isTrace ? { fetch: () => this._fetchFile(settings) } : null;
+      await showReport(this.node, body, { tableHeight: 480, fill: this.node, trace });
     } catch (err) {
       this.node.textContent = `kernelscope: ${err && err.message}`;
       this.node.classList.add("ks-error");
     }
+  }
+
+  /** The trace file's bytes, from Jupyter's own file route (what its Download menu fetches). */
+  async _fetchFile(settings) {
+    const url = URLExt.join(settings.baseUrl, "files", URLExt.encodeParts(this.path));
+    const resp = await ServerConnection.makeRequest(url, {}, settings);
+    if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
+    return { name: this.path.split("/").pop(), bytes: new Uint8Array(await resp.arrayBuffer()) };
   }
 }
 

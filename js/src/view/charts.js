@@ -324,21 +324,40 @@ export function rooflineChart(el, roof, color, { named = 3 } = {}) {
     key: (d) => d.name,
     tip: (d) => [d.name, `${d.op ?? "-"} · ${d.backend ?? "-"} · ${d.precision ?? "-"}`,
       `${si(d.intensity)} FLOP/byte · ${si(d.flops_per_s)}FLOP/s · ${fmtUs(d.duration_us)}`,
-      `${fmtPct(d.roof_share)} of attainable (${d.bound ?? "-"}-bound)`].join("\n"),
-    xDomain: [lo, hi], yDomain: [ylo, yhi], width: 600, height: 340,
+      `${fmtPct(d.roof_share)} of attainable (${d.bound ?? "-"}-bound)`,
+      d.count > 1 ? `${d.count.toLocaleString()} calls with this shape (time summed)` : null].filter(Boolean).join("\n"),
+    // As wide as the panel allows (readable labels), within reason.
+    xDomain: [lo, hi], yDomain: [ylo, yhi], width: Math.max(520, Math.min(900, el.clientWidth || 600)), height: 360,
     xLabel: "arithmetic intensity (FLOP/byte, counted from op shapes)", yLabel: "achieved FLOP/s",
     lines: ceilings.map((c) => ({ cls: "ks-line ks-roof", tip: c.peak_label || c.label,
       points: [[lo, c.bandwidth_bytes_per_s * lo], [ridge(c), c.peak_flops_per_s], [hi, c.peak_flops_per_s]] })),
   });
+  // Pixel positions of the dots, so that labels go where they hide none.
+  const dotsPx = pts.map((d) => ({ x: p.x(d.intensity), y: p.y(d.flops_per_s), r: radius(d) }));
+  const TEXT_W = 5.6;   // px per character at the labels' 10px
+  const covered = (x0, y0, x1, y1) => dotsPx.reduce((n, q) => n + (q.x + q.r > x0 && q.x - q.r < x1 && q.y + q.r > y0 && q.y - q.r < y1 ? 1 : 0), 0);
   const seen = new Set();
+  const placed = [];    // label boxes [x0, y0, x1, y1], which later labels keep clear of
   for (const c of ceilings) {
-    label(p, p.w - 2, p.y(c.peak_flops_per_s) - 4, c.peak_label || c.label || "peak", { anchor: "end", cls: "ks-roof-label" });
+    const peak = c.peak_label || c.label || "peak", py = p.y(c.peak_flops_per_s) - 4;
+    label(p, p.w - 2, py, peak, { anchor: "end", cls: "ks-roof-label" });
+    placed.push([p.w - 2 - peak.length * TEXT_W, py - 9, p.w - 2, py + 2]);
     const mem = c.memory_label;
     if (!mem || seen.has(mem)) continue;
     seen.add(mem);
-    // Along the memory slope, a little right of the left edge.
-    const x = lo * 2.2, y = c.bandwidth_bytes_per_s * x;
-    label(p, p.x(x), p.y(y) - 5, mem, { cls: "ks-roof-label", rotate: angle(p, [x, y], [x * 10, y * 10]) });
+    // Along the memory slope, where it crosses the fewest dots (the slope from the left edge to the ridge).
+    const la = Math.log10(lo), lr = Math.log10(Math.min(ridge(c), hi));
+    const len = mem.length * TEXT_W;
+    let best = null;
+    for (const f of [0.08, 0.25, 0.4, 0.55]) {
+      const x = 10 ** (la + f * (lr - la)), y = c.bandwidth_bytes_per_s * x;
+      const px = p.x(x), py = p.y(y);
+      if (px + len * 0.75 > p.w) continue;
+      const n = covered(px, py - len * 0.7 - 12, px + len * 0.75, py + 4);
+      if (!best || n < best.n) best = { x, y, n };
+    }
+    const at = best || { x: lo * 2.2, y: c.bandwidth_bytes_per_s * lo * 2.2 };
+    label(p, p.x(at.x), p.y(at.y) - 5, mem, { cls: "ks-roof-label", rotate: angle(p, [at.x, at.y], [at.x * 10, at.y * 10]) });
   }
   // The costliest point of each of the few costliest kernel names; labels pushed apart vertically.
   const top = [];
@@ -346,13 +365,29 @@ export function rooflineChart(el, roof, color, { named = 3 } = {}) {
     if (top.length >= named) break;
     if (!top.some((t) => t.name === d.name)) top.push(d);
   }
-  const placed = [];
+  // Each name beside its dot (right, left, above or below), where it overlaps the fewest dots and
+  // no other label; a halo (style.css) keeps it legible over whatever it still crosses.
   for (const d of top) {
-    const x = p.x(d.intensity), right = x < p.w * 0.7;
-    let y = p.y(d.flops_per_s) + 3.5;
-    while (placed.some((q) => Math.abs(q.y - y) < 11 && Math.abs(q.x - x) < 160)) y += 11;
-    placed.push({ x, y });
-    label(p, right ? x + radius(d) + 3 : x - radius(d) - 3, y, clip(d.name, 30), { cls: "ks-point-label", anchor: right ? "start" : "end" });
+    const x = p.x(d.intensity), y = p.y(d.flops_per_s), r = radius(d);
+    const text = clip(d.name, 30), w = text.length * TEXT_W;
+    // Beside the dot (right, left), or above / below it (centred, kept inside the plot).
+    const cx = Math.max(w / 2, Math.min(p.w - w / 2, x));
+    const options = [
+      { x: x + r + 3, y: y + 3.5, anchor: "start", box: [x + r + 3, y - 6, x + r + 3 + w, y + 5] },
+      { x: x - r - 3, y: y + 3.5, anchor: "end", box: [x - r - 3 - w, y - 6, x - r - 3, y + 5] },
+      { x: cx, y: y + r + 11, anchor: "middle", box: [cx - w / 2, y + r + 1, cx + w / 2, y + r + 12] },
+      { x: cx, y: y - r - 4, anchor: "middle", box: [cx - w / 2, y - r - 14, cx + w / 2, y - r - 3] },
+      { x: cx, y: y + r + 23, anchor: "middle", box: [cx - w / 2, y + r + 13, cx + w / 2, y + r + 24] },
+    ];
+    const score = (o) => {
+      const [x0, y0, x1, y1] = o.box;
+      const out = x0 < 0 || x1 > p.w || y0 < 0 || y1 > p.h ? 100 : 0;
+      const clash = placed.some((b) => b[0] < x1 && b[2] > x0 && b[1] < y1 && b[3] > y0) ? 50 : 0;
+      return out + clash + covered(x0, y0, x1, y1);
+    };
+    const best = options.reduce((a, o) => (score(o) < score(a) ? o : a));
+    placed.push(best.box);
+    label(p, best.x, best.y, text, { cls: "ks-point-label", anchor: best.anchor });
   }
   const backends = [...new Set(pts.map((d) => d.backend))];
   el.append(h("div", { class: "ks-legend" }, backends.map((b) => h("span", { class: "ks-legend-item" },

@@ -1,24 +1,33 @@
 // The report view shared by the anywidget and the JupyterLab MIME renderer / file viewer.
 import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, useVocabulary, vocab } from "./format.js";
 import { str, int, num } from "./data.js";
-import { KernelTable } from "./table.js";
+import { KernelTable, launchesSummary, shapeCells } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { UtilizationStrip } from "./utilization.js";
 import { counterBlock, stallBlock } from "./measured.js";
 import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
+import { renderCompare } from "./compare.js";
 import { kernelDetail } from "./kernel.js";
+import { sortTable } from "./sorttable.js";
+import { copyText } from "./files.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
 /**
  * Render a decoded view model into `el`.
  * opts.onSelect(names): called when the kernel selection changes (the widget syncs it to Python).
- * Returns {setSelection(names), table, timeline}.
+ * opts.fill: an element whose height the timeline's lanes fill (a JupyterLab file tab).
+ * opts.trace: { fetch() -> Promise<{ name, bytes }> }, how this host reads the raw trace (perfetto.js).
+ * Returns {setSelection(names), showTab(name), table, timeline}: the table and the timeline
+ * exist once their tab has been shown (showTab draws it); their APIs are at the top of
+ * table.js and timeline.js.
  */
 export function renderReport(el, model, opts = {}) {
   // A multi-rank report (ks.load_ranks) has its own view; a rank opened from it is a report.
   if (model.header.kind === "ranks") return renderRanks(el, model, { ...opts, renderRank: (sub, m) => renderReport(sub, m) });
+  // Two runs compared (ks.compare): its own view.
+  if (model.header.kind === "compare") return renderCompare(el, model, opts);
   const t0 = performance.now();
   const onSelect = opts.onSelect || (() => {});
   const hd = model.header;
@@ -26,7 +35,8 @@ export function renderReport(el, model, opts = {}) {
   el.textContent = "";
   const root = h("div", { class: "ks-root", "data-kernelscope-version": String(hd.version) });
   el.append(root);
-  root.append(header(model));
+  const head = header(model);
+  root.append(head);
 
   const panels = {};
   const tabButtons = {};
@@ -54,6 +64,9 @@ export function renderReport(el, model, opts = {}) {
   const setSelected = (names, fromUser) => {
     if (ctl.table && !fromUser) ctl.table.setSelection(names);
     renderDetails(ctl.details, model, names, opts);
+    // The table's selection shows on the timeline: those kernels' launches on top, the rest faded.
+    if (ctl.timeline) ctl.timeline.highlight(names);
+    ctl.selected = names;
     if (fromUser) onSelect(names);
   };
 
@@ -67,19 +80,29 @@ export function renderReport(el, model, opts = {}) {
     Timeline() {
       // Hardware counters, when sampled, draw in a strip under the lanes on the same time axis.
       ctl.strip = hd.counters && model.tables.counters ? new UtilizationStrip(model) : null;
-      ctl.timeline = new Timeline(model, { onPick: (name) => {
-        select("Kernels");
-        ctl.table.setSelection([name]);
-        setSelected([name], true);
-      }, onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null });
+      ctl.timeline = new Timeline(model, {
+        // A kernel clicked on the timeline becomes the table's selection (and Python's).
+        onPick: (name) => {
+          const names = ctl.selected && ctl.selected.length === 1 && ctl.selected[0] === name ? [] : [name];
+          if (ctl.table) ctl.table.setSelection(names);
+          setSelected(names, true);
+        },
+        onRange: (launches, label) => {
+          select("Kernels");
+          ctl.table.apply({ launches, label });
+        },
+        onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null,
+        fill: opts.fill || null, trace: opts.trace || null,
+      });
       panels.Timeline.append(ctl.timeline.el);
+      if (ctl.selected && ctl.selected.length) ctl.timeline.highlight(ctl.selected);
       if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.el.lastChild);
     },
     Backends() {
       const b = hd.backends || [];
       if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
       const chart = h("div", { class: "ks-chart" });
-      panels.Backends.append(chart, backendTable(b));
+      panels.Backends.append(chart, ...backendTables(b, hd.stats || {}));
       backendChart(chart, b, backendColor);
     },
     Roofline() {
@@ -95,14 +118,44 @@ export function renderReport(el, model, opts = {}) {
       rooflineChart(chart, roof, backendColor);
     },
     "CPU ops"() {
-      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}));
+      panels["CPU ops"].append(opsTable(hd.ops || [], hd.stats || {}, hd.op_names));
     },
     Findings() {
       panels.Findings.append(findingsList(hd.findings || []));
     },
   };
-  select("Kernels");
+  // The first screen's evidence links open the table narrowed to the kernels, or the timeline
+  // at the range, that show a finding (the list and its links are computed in Python).
+  const showEvidence = (link, index) => {
+    const names = link && link.view === "kernels" ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n)) : [];
+    if (link && link.view === "timeline" && Number.isFinite(link.start_us) && Number.isFinite(link.end_us)) {
+      select("Timeline");
+      ctl.timeline.view = [link.start_us, link.end_us];
+      ctl.timeline.draw();
+      panels.Timeline.scrollIntoView({ block: "nearest" });
+    } else if (names.length) {
+      select("Kernels");
+      // One kernel: the table filtered down to it; several: selected, the table unfiltered.
+      if (typeof ctl.table.setFilter === "function") ctl.table.setFilter(names.length === 1 ? names[0] : "");
+      ctl.table.setSelection(names);
+      setSelected(names, true);
+      panels.Kernels.scrollIntoView({ block: "nearest" });
+    } else showFinding(index);
+  };
+  const showFinding = (index) => {
+    select("Findings");
+    const li = panels.Findings.querySelector(`[data-finding="${index}"]`);
+    if (!li) return;
+    for (const d of li.querySelectorAll("details")) d.open = true;
+    li.classList.add("ks-finding-shown");
+    li.scrollIntoView({ block: "nearest" });
+  };
+  const list = head.querySelector(".ks-fixes-slot");
+  if (list) list.replaceWith(fixList(hd, showEvidence, showFinding));
+  select(TABS.includes(hd.open_tab) ? hd.open_tab : "Kernels");
+  ctl.showEvidence = showEvidence;
   ctl.setSelection = (names) => setSelected(names || [], false);
+  ctl.showTab = (name) => { if (renderTab[name]) select(name); return ctl; };
   ctl.root = root;
   ctl.firstPaintMs = performance.now() - t0;
   root.setAttribute("data-render-ms", ctl.firstPaintMs.toFixed(1));
@@ -115,7 +168,8 @@ function header(model) {
   const tile = (label, value, title) => h("div", { class: "ks-tile", title },
     h("div", { class: "ks-tile-value", text: value }), h("div", { class: "ks-tile-label", text: label }));
   const devs = (hd.devices || []).map((d) => `${d.name} (sm_${d.compute_major}${d.compute_minor}, ${d.num_sms} SMs)`).join(", ");
-  const top = (hd.findings || [])[0];
+  const clock = s.wall_clock ? ` · ${s.wall_clock}` : "";
+  const memsets = s.memsets || 0;
   return h("div", { class: "ks-header" },
     h("div", { class: "ks-title" },
       h("span", { class: "ks-brand", text: "kernelscope" }),
@@ -123,62 +177,135 @@ function header(model) {
       hd.partial ? h("span", { class: "ks-badge ks-partial", text: "partial: the run stopped early" }) : null,
       devs ? h("span", { class: "ks-devices", text: devs }) : null),
     h("div", { class: "ks-tiles" },
-      tile("wall time", fmtUs(s.wall_us), "region wall time (CUDA events when recorded, else the profiler span)"),
+      tile(`wall time${clock}`, fmtUs(s.wall_us), {
+        "CUDA events": "region wall time, measured by CUDA events recorded around the region on the GPU's streams",
+        "profiler span": "region wall time: the profiler's span, start to end of the trace (it also holds the profiler's start-up)",
+        "first to last event": "region wall time: from the first to the last recorded event (the trace holds no span)",
+      }[s.wall_clock] || "region wall time"),
       tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy),
         `union of kernel and copy time over the active window (first to last GPU activity)${
           s.gpu_busy_of_wall != null ? `; ${fmtPct(s.gpu_busy_of_wall)} of the wall time` : ""}`),
-      tile("launches", fmtInt(s.launches)),
+      tile("kernel launches", fmtInt(s.launches),
+        `kernel launches only${s.copies ? `; the ${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets are counted apart` : ""}`),
       tile("kernels", fmtInt(s.kernels), "distinct kernel names"),
       tile("GPU kernel time", fmtUs(s.gpu_time_us), "sum of kernel durations (CUPTI)"),
-      tile("copies", fmtInt(s.copies), s.copy_time_us ? `copy time ${fmtUs(s.copy_time_us)}` : null),
+      tile("copies + memsets", fmtInt(s.copies),
+        `${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets${s.copy_time_us ? `, ${fmtUs(s.copy_time_us)} in all` : ""}`),
       tile("CPU ops", fmtInt(s.ops))),
     s.no_gpu ? h("div", { class: "ks-note ks-no-gpu", text: "No GPU found: this run recorded CPU ops only (see the CPU ops tab)." }) : null,
-    h("div", { class: "ks-top-finding" },
-      top ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title]
-        : "No findings."),
+    h("div", { class: "ks-fixes-slot" }),
     (hd.notes || []).length ? h("ul", { class: "ks-notes" }, hd.notes.map((n) => h("li", { text: n }))) : null);
 }
 
-function backendTable(rows) {
-  return h("table", { class: "ks-static-table" },
-    h("thead", {}, h("tr", {}, ["device", "backend", "launches", "GPU time", "share"].map((c) => h("th", { text: c })))),
-    h("tbody", {}, rows.map((r) => h("tr", {},
-      h("td", { text: r.device ?? "-" }),
-      h("td", {}, h("span", { class: "ks-swatch", style: `background:${backendColor(r.backend)}` }), r.backend ?? "-"),
-      h("td", { class: "ks-num", text: fmtInt(r.launches) }),
-      h("td", { class: "ks-num", text: fmtUs(r.gpu_time_us) }),
-      h("td", { class: "ks-num", text: fmtPct(r.share) })))));
+/** What ran on the GPUs per backend (kernel launches), and apart from it what ran on the CPU
+ * per library (CPU ops, host time): CPU ops are not launches. */
+function backendTables(rows, stats) {
+  const gpu = rows.filter((r) => r.gpu_time_us !== null && r.gpu_time_us !== undefined);
+  const cpu = rows.filter((r) => (r.gpu_time_us === null || r.gpu_time_us === undefined) && r.cpu_time_us != null);
+  const swatch = (r) => [h("span", { class: "ks-swatch", style: `background:${backendColor(r.backend)}` }), r.backend ?? "-"];
+  const out = [];
+  if (gpu.length) {
+    out.push(h("h4", { class: "ks-section", text: "GPU: kernel launches by backend" }), sortTable(gpu, [
+      { key: "device", label: "device", search: true },
+      { key: "backend", label: "backend", search: true, text: (r) => r.backend ?? "-", cell: swatch },
+      { key: "launches", label: "launches", num: true, title: "kernel launches, copies and memsets on the GPU", text: (r) => fmtInt(r.launches) },
+      { key: "gpu_time_us", label: "GPU time", num: true, title: "sum of durations measured by CUPTI", text: (r) => fmtUs(r.gpu_time_us) },
+      { key: "share", label: "share", num: true, title: "share of all GPU time", text: (r) => fmtPct(r.share) },
+    ], { sort: "gpu_time_us", cls: "ks-backends-gpu" }).el);
+  }
+  if (cpu.length) {
+    out.push(h("h4", { class: "ks-section", text: "CPU: ops by library" }),
+      h("p", { class: "ks-note", text: `CPU ops by the library that served them (host time, nested ops counted in their parents too); `
+        + `${fmtInt(stats.ops)} ops recorded. Their GPU work is in the table above.` }),
+      sortTable(cpu, [
+        { key: "backend", label: "library", search: true, text: (r) => r.backend ?? "-", cell: swatch },
+        { key: "launches", label: "CPU ops", num: true, title: "CPU ops the library served (not GPU launches)", text: (r) => fmtInt(r.launches) },
+        { key: "cpu_time_us", label: "host time", num: true, title: "host time of those ops (recorded by the profiler)", text: (r) => fmtUs(r.cpu_time_us) },
+      ], { sort: "cpu_time_us", cls: "ks-backends-cpu" }).el);
+  }
+  return out;
 }
 
-function opsTable(ops, stats) {
+function opsTable(ops, stats, names) {
   if (!ops.length) return h("p", { class: "ks-empty", text: "No CPU ops recorded (a --lean recording holds GPU activity only)." });
   const max = Math.max(...ops.map((o) => o.total_us || 0)) || 1;
+  const gpuMax = Math.max(...ops.map((o) => o.gpu_inclusive_us ?? o.gpu_us ?? 0)) || 1;
+  const bar = (v, m, color) => h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((v / m) * 60))}px;background:${color}` });
+  const incl = (o) => o.gpu_inclusive_us ?? o.gpu_us;
+  const table = sortTable(ops, [
+    { key: "name", label: "op", search: true, text: (o) => o.name ?? "-", tip: (o) => o.name ?? null },
+    { key: "calls", label: "calls", num: true, text: (o) => fmtInt(o.calls) },
+    { key: "total_us", label: "host time", num: true, title: "host time of every call, nested ops included (recorded by the profiler)",
+      text: (o) => fmtUs(o.total_us), cell: (o) => [bar(o.total_us || 0, max, "var(--ks-accent)"), ` ${fmtUs(o.total_us)}`] },
+    { key: "self_us", label: "host self", num: true, title: "host time outside the ops nested in it", text: (o) => fmtUs(o.self_us) },
+    { key: "mean_us", label: "mean", num: true, title: "host time per call", text: (o) => fmtUs(o.mean_us) },
+    { key: "kernels", label: "kernels", num: true, title: "kernels the op launched itself", text: (o) => fmtInt(o.kernels) },
+    { key: "gpu_us", label: "GPU self", num: true, title: "GPU time (CUPTI) of the kernels the op launched itself",
+      text: (o) => (o.kernels ? fmtUs(o.gpu_us) : "-") },
+    { key: "gpu_inclusive_us", label: "GPU total", num: true, value: incl,
+      title: "GPU time (CUPTI) of the kernels the op and the ops nested in it launched (computed by kernelscope from the op tree)",
+      text: (o) => (incl(o) ? fmtUs(incl(o)) : "-"),
+      cell: (o) => (incl(o) ? [bar(incl(o), gpuMax, "var(--ks-fg2)"), ` ${fmtUs(incl(o))}`] : "-") },
+    { key: "kernels_inclusive", label: "kernels total", num: true, title: "kernels launched by the op and the ops nested in it",
+      text: (o) => fmtInt(o.kernels_inclusive ?? o.kernels) },
+  ], { filter: "filter ops…", sort: "total_us", cls: "ks-ops", empty: "No op matches." });
   return h("div", {},
-    h("p", { class: "ks-note", text: `Host time of torch ops (${fmtInt(stats.ops)} recorded; the costliest ${ops.length} shown). `
-      + "Nested ops count in their parents too; GPU time is that of the kernels each op launched itself." }),
-    h("table", { class: "ks-static-table ks-ops" },
-      h("thead", {}, h("tr", {}, ["op", "calls", "host time", "mean", "", "kernels", "GPU time"].map((c) => h("th", { text: c })))),
-      h("tbody", {}, ops.map((o) => h("tr", {},
-        h("td", { text: o.name ?? "-", title: o.name ?? null }),
-        h("td", { class: "ks-num", text: fmtInt(o.calls) }),
-        h("td", { class: "ks-num", text: fmtUs(o.total_us) }),
-        h("td", { class: "ks-num", text: fmtUs(o.mean_us) }),
-        h("td", {}, h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((o.total_us / max) * 80))}px;background:var(--ks-accent)` })),
-        h("td", { class: "ks-num", text: fmtInt(o.kernels) }),
-        h("td", { class: "ks-num", text: o.kernels ? fmtUs(o.gpu_us) : "-" }))))));
+    // Older payloads do not say how many names there are: then only what is shown is counted.
+    h("p", { class: "ks-note", text: `Host time of torch ops: ${fmtInt(stats.ops)} calls of ${fmtInt(names ?? ops.length)} ops recorded`
+      + `${names > ops.length ? `, the costliest ${fmtInt(ops.length)} shown` : ""}. `
+      + "Host time counts nested ops in their parents too (host self does not); GPU self is the time of the kernels an op "
+      + "launched itself, GPU total adds those of the ops nested in it (as TensorBoard's operator view)." }),
+    table.el);
+}
+
+/** The first screen: what to fix first, ranked by the time at stake (from the payload's "fixes"). */
+function fixList(hd, showEvidence, showFinding) {
+  const fixes = hd.fixes || [];
+  const all = (hd.findings || []).length;
+  if (!fixes.length) {
+    // A payload from before the list travelled: its top finding, as it was shown then.
+    const top = (hd.findings || [])[0];
+    return h("div", { class: "ks-fixes ks-fixes-none" },
+      top ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title] : "No findings.");
+  }
+  const timed = fixes.some((f) => f.cost_us != null);
+  return h("div", { class: "ks-fixes" },
+    h("div", { class: "ks-fixes-head" },
+      h("b", { text: timed ? "What to fix first" : "What the run says" }),
+      timed ? h("span", { class: "ks-note", text: " · time at stake: GPU time the cause costs (computed by kernelscope from the trace), and its share of the wall time" }) : null,
+      all > fixes.length ? h("a", { class: "ks-fixes-all", href: "#", text: ` · all ${all} findings`,
+        onclick: (e) => { e.preventDefault(); showFinding(-1); } }) : null),
+    h("ol", { class: "ks-fix-list" }, fixes.map((f) => h("li", { class: "ks-fix", "data-kind": f.kind || "" },
+      h("div", { class: "ks-fix-head" },
+        h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }),
+        f.cost_text ? h("span", { class: "ks-fix-cost", text: f.cost_text }) : null,
+        f.share_text ? h("span", { class: "ks-fix-share", text: f.share_text }) : null,
+        h("span", { class: "ks-fix-title", text: f.title || "" })),
+      f.cause ? h("div", { class: "ks-fix-line ks-fix-cause" }, h("span", { class: "ks-fix-label", text: "Cause" }), f.cause) : null,
+      f.fix ? h("div", { class: "ks-fix-line ks-fix-fix" }, h("span", { class: "ks-fix-label", text: "Fix" }), f.fix) : null,
+      h("div", { class: "ks-fix-links" },
+        f.link ? h("a", { class: "ks-fix-evidence", href: "#", "data-view": f.link.view || "", text: `${f.link.label || "evidence"} →`,
+          onclick: (e) => { e.preventDefault(); showEvidence(f.link, f.finding); } }) : null,
+        f.link ? " · " : null,
+        h("a", { class: "ks-fix-more", href: "#", text: "the finding in full",
+          onclick: (e) => { e.preventDefault(); showFinding(f.finding); } }))))));
 }
 
 function findingsList(findings) {
   if (!findings.length) return h("p", { class: "ks-empty", text: "No findings." });
-  return h("ol", { class: "ks-findings" }, findings.map((f) => {
+  return h("ol", { class: "ks-findings" }, findings.map((f, i) => {
     const ev = Object.entries(f.evidence || {});
-    return h("li", { class: "ks-finding" },
+    // The evidence in words, each figure with its unit (formatted in Python: analysis/evidence.py);
+    // older payloads carry the raw values only.
+    const rows = f.evidence_text ? f.evidence_text
+      : ev.map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
+    return h("li", { class: "ks-finding", "data-finding": String(i) },
       h("div", {}, h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }), " ",
         h("b", { text: f.title || "" }), f.kind ? h("span", { class: "ks-kind", text: ` ${f.kind}` }) : null),
       f.detail ? h("div", { class: "ks-finding-detail", text: f.detail }) : null,
-      ev.length ? h("details", {}, h("summary", { text: "evidence" }),
-        h("table", { class: "ks-static-table" }, h("tbody", {}, ev.map(([k, v]) =>
-          h("tr", {}, h("td", { text: k }), h("td", { text: typeof v === "object" ? JSON.stringify(v) : String(v) })))))) : null);
+      rows.length ? h("details", {}, h("summary", { text: "evidence" }),
+        h("table", { class: "ks-static-table ks-evidence" }, h("tbody", {}, rows.map(([k, v]) =>
+          h("tr", {}, h("th", { text: k }), h("td", { text: v })))))) : null);
   }));
 }
 
@@ -208,11 +335,16 @@ function renderDetails(el, model, names, opts = {}) {
     if (src) sources.add(src);
   }
   const nameCode = k.cols.name[f];
+  // Launch shape over every selected launch: a range or "mixed" where they differ.
+  const shape = shapeCells(model, launchesSummary(model, idx));
+  const fullName = names.length > 1 ? names.join("\n") : names[0];
+  const copyBtn = h("button", { class: "ks-btn ks-copy-name", text: "copy name", title: "copy the full name as recorded",
+    onclick: async () => { copyBtn.textContent = (await copyText(fullName)) ? "copied" : "copy failed"; setTimeout(() => { copyBtn.textContent = "copy name"; }, 1500); } });
   const kv = (rows) => h("table", { class: "ks-kv" }, h("tbody", {}, rows.filter((r) => r && r[1] !== null).map(([a, b]) =>
     h("tr", {}, h("th", { text: a }), h("td", { text: b ?? "-" })))));
   const info = h("div", { class: "ks-detail-block" },
     h("h4", { text: names.length > 1 ? `${names.length} kernels selected` : (model.header.names[nameCode] || names[0]) }),
-    h("div", { class: "ks-fullname", text: names.length > 1 ? names.join("\n") : names[0] }),
+    h("div", { class: "ks-fullname-row" }, h("div", { class: "ks-fullname", text: fullName }), copyBtn),
     kv([
       ["what it is", ((model.header.name_notes || [])[nameCode] || {}).about || null],
       ["backend", str(k, "backend", f)],
@@ -223,10 +355,11 @@ function renderDetails(el, model, names, opts = {}) {
       ["min / max", `${fmtUs(min)} / ${fmtUs(max)}`],
       ["CPU op", [...ops.entries()].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${o} ×${n}`).join(", ")],
       ["source", sources.size ? [...sources].slice(0, 3).join("; ") : "-"],
-      ["grid / block", `${dims(k, "grid", f)} / ${dims(k, "block", f)}`],
-      ["registers / thread", fmtOpt(int(k, "registers_per_thread", f))],
-      ["shared memory / block", int(k, "shared_mem_bytes", f) === null ? "-" : fmtBytes(int(k, "shared_mem_bytes", f))],
-      ["waves", fmtNum(num(k, "waves", f), 2)],
+      ["grid / block", `${shape.grid.varies ? `${shape.grid.text} blocks` : dims(k, "grid", f)} / ${shape.block.varies ? "mixed" : dims(k, "block", f)}`
+        + (shape.grid.varies || shape.block.varies ? ` (${[shape.grid.title, shape.block.title].filter(Boolean).join("; ")})` : "")],
+      ["registers / thread", shape.regs.text + (shape.regs.title ? " (differs between launches)" : "")],
+      ["shared memory / block", shape.smem.text + (shape.smem.title ? " (differs between launches)" : "")],
+      ["waves", shape.waves.text + (shape.waves.title ? " (differs between launches)" : "")],
     ]));
   el.append(info);
   const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
@@ -244,6 +377,13 @@ function renderDetails(el, model, names, opts = {}) {
   }
   el.setAttribute("data-names", JSON.stringify(names));
   const occ = occupancyBlock(cfg, k, f);
+  const shapes = new Set(idx.map((i) => k.cols.config[i]));
+  if (shapes.size > 1) {
+    // Not one launch's numbers without saying so: the breakdown is of the first launch's shape.
+    occ.insertBefore(h("p", { class: "ks-note ks-shapes-note", text: `These ${fmtInt(idx.length)} launches use ${shapes.size} launch shapes `
+      + `(occupancy ${shape.occ.text}); the breakdown below is that of the first launch (${dims(k, "grid", f)} × ${dims(k, "block", f)}). `
+      + "Expand the row for each launch's shape." }), occ.children[1] || null);
+  }
   el.append(occ);
   if (occ.charts) el.append(occ.charts);
   const measured = counterBlock(model, idx);

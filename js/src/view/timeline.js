@@ -1,29 +1,62 @@
-// The timeline: one lane per device/stream holding kernels and copies, plus a lane per device
-// that shows where that GPU was idle (gaps). Canvas, drawn from the typed-array columns and
-// culled by binary search, so 100k launches redraw on every wheel/drag event.
-import { h, fmtUs, fmtBytes, backendColor, causeColor, vocab, NEUTRAL } from "./format.js";
+// The timeline: per host thread its CPU ops (nested, one level per call depth, record_function /
+// NVTX-style annotations among them) and its CUDA API calls; per device/stream the kernels and
+// copies; per device a lane that shows where that GPU was idle (gaps) and why. Canvas, drawn
+// from the typed-array columns and culled by binary search, so 100k launches redraw on every
+// wheel/drag event.
+//
+// Navigation as in Perfetto / Nsight Systems: the plain mouse wheel scrolls the page;
+// ctrl/cmd+wheel (or a pinch) zooms at the pointer; shift+wheel or a sideways swipe pans;
+// W/S zoom, A/D pan (the timeline has the keyboard once clicked); drag selects a time range
+// (shift+drag or middle-drag pans); click a kernel to select it; Esc clears; F fits the range.
+//
+// API, for the report's other panels (the first screen's links to evidence, the kernel table):
+//   timeline.showRange(t0, t1, { select = true })  zoom to [t0, t1] (us, the report's clock)
+//       with a little margin, and, with select, make it the selected range (its summary shows)
+//   timeline.highlight(names)   draw the launches of these kernels (full names) on top, the
+//       others faded; [] or null clears
+//   timeline.select(t0, t1)     select a range without moving the view; null clears
+//   timeline.selection          { t0, t1, summary } of the selected range, or null
+//   timeline.view               the [start, end] shown (us); timeline.draw() redraws
+// Options: onPick(name, launch) a kernel clicked; onDraw(view, width) after every redraw (the
+// utilization strip follows through it); onRange(launches, label) "show in the table" of a
+// range; fill: an element whose height the lanes stretch to fill (a file tab); trace: the raw
+// trace hand-off for "Perfetto" (perfetto.js).
+import { h, fmtUs, fmtBytes, fmtInt, fmtPct, backendColor, causeColor, vocab, NEUTRAL } from "./format.js";
 import { str, int } from "./data.js";
+import { perfettoButton } from "./perfetto.js";
 
 const LANE_H = 18;
+// One call-depth level of a thread's nested ops: thinner, so deep stacks leave room for the GPU.
+const OP_LEVEL_H = 14;
 // Exported: the utilization strip below the timeline shares this x mapping.
 export const LABEL_W = 112;
 const AXIS_H = 20;
+// A slice this wide (CSS px) or more carries its name, truncated to fit.
+const TEXT_MIN_W = 28;
 // Colours of idle-gap causes (kernelscope.analysis.timeline.CAUSES), copies and host spans come
 // from the payload's vocabulary (format.js: vocab).
 
-/** Lanes: items of each (device, stream), sorted by start; idle gaps per device. */
+function level() { return { items: [], maxEnd: null }; }
+
+/** Lanes: items of each (device, stream) and each host thread, sorted by start; idle gaps per device. */
 export function buildLanes(model) {
   const lanes = new Map();
-  // Host lanes first: outermost CPU ops and CUDA API calls per thread.
   const ht = model.tables.host;
   const hostLanes = new Map();
+  // Where each kernel and each host span is drawn (lane index), for the launch -> kernel link.
+  const laneOf = { kernels: null, host: null };
   if (ht) {
+    const depth = ht.cols.depth;
     for (let i = 0; i < ht.rows; i++) {
       const tid = str(ht, "tid", i) || "?";
       const kind = str(ht, "kind", i);
-      const key = `thread ${tid} ${kind === "op" ? "ops" : "CUDA API"}`;
-      if (!hostLanes.has(key)) hostLanes.set(key, { key, device: "host", stream: kind === "op" ? 0 : 1, tid, items: [] });
-      hostLanes.get(key).items.push({ t: "host", i, s: ht.cols.start_us[i], e: ht.cols.start_us[i] + ht.cols.duration_us[i] });
+      const isOp = kind === "op" || kind === "annotation";
+      const key = `thread ${tid} ${isOp ? "ops" : "CUDA API"}`;
+      if (!hostLanes.has(key)) hostLanes.set(key, { key, device: "host", stream: isOp ? 0 : 1, tid, host: true, levels: [] });
+      const lane = hostLanes.get(key);
+      const d = isOp && depth ? Math.max(0, depth[i]) : 0;
+      while (lane.levels.length <= d) lane.levels.push(level());
+      lane.levels[d].items.push({ t: "host", i, s: ht.cols.start_us[i], e: ht.cols.start_us[i] + ht.cols.duration_us[i] });
     }
   }
   const add = (tname) => {
@@ -33,8 +66,8 @@ export function buildLanes(model) {
       const dev = str(t, "device", i) || "?";
       const stream = int(t, "stream", i);
       const key = `${dev} s${stream ?? "?"}`;
-      if (!lanes.has(key)) lanes.set(key, { key, device: dev, stream: stream ?? -1, items: [] });
-      lanes.get(key).items.push({ t: tname, i, s: t.cols.start_us[i], e: t.cols.start_us[i] + t.cols.duration_us[i] });
+      if (!lanes.has(key)) lanes.set(key, { key, device: dev, stream: stream ?? -1, levels: [level()] });
+      lanes.get(key).levels[0].items.push({ t: tname, i, s: t.cols.start_us[i], e: t.cols.start_us[i] + t.cols.duration_us[i] });
     }
   };
   add("kernels");
@@ -43,14 +76,22 @@ export function buildLanes(model) {
   const host = [...hostLanes.values()].sort((a, b) => (a.tid < b.tid ? -1 : a.tid > b.tid ? 1 : a.stream - b.stream));
   const out = [...host, ...[...lanes.values()].sort(byKey)];
   let lo = Infinity, hi = -Infinity;
-  for (const lane of out) {
-    lane.items.sort((a, b) => a.s - b.s);
-    // Running max of item ends, for culling items that start before the view but reach into it.
-    let m = -Infinity;
-    lane.maxEnd = new Float64Array(lane.items.length);
-    lane.items.forEach((it, j) => { m = Math.max(m, it.e); lane.maxEnd[j] = m; });
-    if (lane.items.length) { lo = Math.min(lo, lane.items[0].s); hi = Math.max(hi, m); }
-  }
+  const kt = model.tables.kernels;
+  laneOf.kernels = new Int32Array(kt ? kt.rows : 0).fill(-1);
+  laneOf.host = new Int32Array(ht ? ht.rows : 0).fill(-1);
+  out.forEach((lane, li) => {
+    for (const lv of lane.levels) {
+      lv.items.sort((a, b) => a.s - b.s);
+      // Running max of item ends, for culling items that start before the view but reach into it.
+      let m = -Infinity;
+      lv.maxEnd = new Float64Array(lv.items.length);
+      lv.items.forEach((it, j) => {
+        m = Math.max(m, it.e); lv.maxEnd[j] = m;
+        if (it.t === "kernels") laneOf.kernels[it.i] = li; else if (it.t === "host") laneOf.host[it.i] = li;
+      });
+      if (lv.items.length) { lo = Math.min(lo, lv.items[0].s); hi = Math.max(hi, m); }
+    }
+  });
   // Idle gaps and their causes come from the analysis (kernelscope.analysis.timeline).
   const gaps = [];
   const gt = model.tables.gaps;
@@ -64,7 +105,7 @@ export function buildLanes(model) {
     for (const [device, g] of byDev) gaps.push({ key: `${device} idle`, device, gaps: g.sort((a, b) => a.s - b.s) });
   }
   if (!Number.isFinite(lo)) { lo = 0; hi = 1; }
-  return { lanes: out, gaps, lo, hi };
+  return { lanes: out, gaps, lo, hi, laneOf };
 }
 
 function lowerBound(items, x) {
@@ -73,30 +114,74 @@ function lowerBound(items, x) {
   return a;
 }
 
+/** Black or white, whichever reads better on a fill colour (#rgb / #rrggbb). */
+const inkCache = new Map();
+function ink(color) {
+  if (!inkCache.has(color)) {
+    let c = String(color || "").replace("#", "");
+    if (c.length === 3) c = c.split("").map((x) => x + x).join("");
+    const v = parseInt(c.slice(0, 6), 16);
+    const lum = Number.isNaN(v) ? 0.5 : (0.2126 * ((v >> 16) & 255) + 0.7152 * ((v >> 8) & 255) + 0.0722 * (v & 255)) / 255;
+    inkCache.set(color, lum > 0.55 ? "#111" : "#fff");
+  }
+  return inkCache.get(color);
+}
+
 export class Timeline {
-  constructor(model, { onPick, onDraw } = {}) {
+  constructor(model, { onPick, onDraw, onRange, fill, trace } = {}) {
     this.model = model;
     this.onPick = onPick || (() => {});
     this.onDraw = onDraw || null;
+    this.onRange = onRange || null;
+    this.fill = fill || null;
     this.data = buildLanes(model);
     const pad = (this.data.hi - this.data.lo) * 0.01 || 1;
     this.full = [this.data.lo - pad, this.data.hi + pad];
     this.view = [...this.full];
-    this.rows = [];
-    for (const lane of this.data.lanes) this.rows.push({ kind: "lane", lane, label: lane.key });
-    for (const g of this.data.gaps) this.rows.push({ kind: "gaps", g, label: g.key });
+    this.scale = 1;
+    this.collapsed = new Set();
+    this.hl = null;           // name codes of highlighted kernels
+    this.hover = null;        // the item under the pointer
+    this.selection = null;
+    this._rows();
     this.canvas = h("canvas", { class: "ks-timeline-canvas" });
+    // What follows the pointer (the launch link, a range being dragged) draws on a canvas of its
+    // own above the lanes, so hovering 100k launches never redraws them.
+    this.over = h("canvas", { class: "ks-timeline-overlay" });
     this.tip = h("div", { class: "ks-tip", style: "display:none" });
-    const btn = (label, title, fn) => h("button", { class: "ks-btn", text: label, title, onclick: fn });
+    const btn = (label, title, fn, cls = "") => h("button", { class: `ks-btn ${cls}`, text: label, title, onclick: fn });
     this.info = h("span", { class: "ks-timeline-info" });
+    this.selBar = h("div", { class: "ks-timeline-selection", style: "display:none" });
+    this.wrap = h("div", { class: "ks-timeline-wrap", tabindex: "0", "data-lm-suppress-shortcuts": "true",
+      "aria-label": "timeline: W/S zoom, A/D pan, drag to select a range" }, this.canvas, this.over);
     this.el = h("div", { class: "ks-timeline" },
       h("div", { class: "ks-toolbar" },
         btn("+", "zoom in", () => this.zoom(0.5)), btn("−", "zoom out", () => this.zoom(2)),
         btn("reset", "show everything", () => { this.view = [...this.full]; this.draw(); }), this.info,
-        h("span", { class: "ks-hint", text: "wheel: zoom · drag: pan · click: select kernel" })),
-      h("div", { class: "ks-timeline-wrap" }, this.canvas, this.tip),
+        perfettoButton(model.header, trace),
+        h("span", { class: "ks-hint", text: "ctrl+wheel, W/S: zoom · shift+wheel, A/D: pan · drag: select range · click: kernel" })),
+      this.selBar, this.tip, this.wrap,
       legend());
     this._bind();
+  }
+
+  /** Rows top to bottom (lanes, then the idle lanes) with their y and height at this scale. */
+  _rows() {
+    const lh = Math.round(LANE_H * this.scale);
+    let y = AXIS_H;
+    this.rows = [];
+    for (const lane of this.data.lanes) {
+      const n = this.collapsed.has(lane.key) ? 1 : lane.levels.length;
+      const label = lane.levels.length > 1 ? `${this.collapsed.has(lane.key) ? "▸" : "▾"} ${lane.key}` : lane.key;
+      const llh = lane.levels.length > 1 ? Math.round(OP_LEVEL_H * this.scale) : lh;
+      this.rows.push({ kind: "lane", lane, label: lane.key, text: label, levels: n, y, h: n * llh, lh: llh });
+      y += n * llh;
+    }
+    for (const g of this.data.gaps) {
+      this.rows.push({ kind: "gaps", g, label: g.key, text: g.key, levels: 1, y, h: lh, lh });
+      y += lh;
+    }
+    this.contentH = y;
   }
 
   zoom(factor, center) {
@@ -108,56 +193,178 @@ export class Timeline {
     this.draw();
   }
 
+  pan(fraction) {
+    const span = this.view[1] - this.view[0];
+    this.view = [this.view[0] + span * fraction, this.view[1] + span * fraction];
+    this.draw();
+  }
+
+  showRange(t0, t1, { select = true } = {}) {
+    const a = Math.min(t0, t1), b = Math.max(t0, t1);
+    const pad = (b - a) * 0.05 || 1;
+    this.view = [a - pad, b + pad];
+    if (select) this.select(a, b); else this.draw();
+  }
+
+  select(t0, t1) {
+    if (t0 === null || t0 === undefined) {
+      this.selection = null;
+      this.selBar.style.display = "none";
+    } else {
+      const a = Math.min(t0, t1), b = Math.max(t0, t1);
+      this.selection = { t0: a, t1: b, summary: this.summarize(a, b) };
+      this._selBar();
+    }
+    this.draw();
+  }
+
+  highlight(names) {
+    const codes = new Set();
+    const strings = this.model.tables.kernels.strings.name || [];
+    for (const n of names || []) { const c = strings.indexOf(n); if (c >= 0) codes.add(c); }
+    this.hl = codes.size ? codes : null;
+    this.draw();
+  }
+
   _x2t(x) { const w = this.width - LABEL_W; return this.view[0] + ((x - LABEL_W) / w) * (this.view[1] - this.view[0]); }
+  _t2x(t) { return LABEL_W + ((t - this.view[0]) / (this.view[1] - this.view[0])) * (this.width - LABEL_W); }
 
   _bind() {
     const c = this.canvas;
+    const pos = (e) => { const r = c.getBoundingClientRect(); return [e.clientX - r.left, e.clientY - r.top]; };
     c.addEventListener("wheel", (e) => {
-      e.preventDefault();
-      const rect = c.getBoundingClientRect();
-      this.zoom(e.deltaY > 0 ? 1.25 : 0.8, this._x2t(e.clientX - rect.left));
+      const [x] = pos(e);
+      if (e.ctrlKey || e.metaKey) {
+        // ctrl/cmd+wheel, and a trackpad pinch (which Chrome sends as ctrl+wheel): zoom.
+        e.preventDefault();
+        this.zoom(Math.exp(Math.max(-1, Math.min(1, e.deltaY * 0.0025))), this._x2t(Math.max(LABEL_W, x)));
+      } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+        // shift+wheel (some systems turn it into deltaX) or a sideways swipe: pan.
+        e.preventDefault();
+        const d = Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : e.deltaY;
+        this.pan(d / Math.max(1, this.width - LABEL_W));
+      }
+      // The plain wheel scrolls the page (the notebook), as everywhere else.
     }, { passive: false });
     let drag = null;
-    c.addEventListener("mousedown", (e) => { drag = { x: e.clientX, view: [...this.view], moved: false }; });
-    window.addEventListener("mouseup", () => { if (drag && !drag.moved) this._click(drag); drag = null; });
-    c.addEventListener("mousemove", (e) => {
-      const rect = c.getBoundingClientRect();
-      if (drag) {
-        const dx = e.clientX - drag.x;
-        if (Math.abs(dx) > 2) drag.moved = true;
+    // While a drag lasts the window reports the pointer (it may leave the canvas).
+    const move = (e) => {
+      if (!drag) return;
+      const dx = e.clientX - drag.x0;
+      if (Math.abs(dx) > 3) drag.moved = true;
+      if (!drag.moved) return;
+      if (drag.mode === "pan") {
         const dt = (dx / (this.width - LABEL_W)) * (drag.view[1] - drag.view[0]);
         this.view = [drag.view[0] - dt, drag.view[1] - dt];
         this.draw();
-        return;
+      } else if (drag.mode === "select") {
+        const [x] = pos(e);
+        const t = this._x2t(Math.max(LABEL_W, Math.min(this.width, x)));
+        this.selection = { t0: Math.min(drag.t0, t), t1: Math.max(drag.t0, t), summary: null, dragging: true };
+        this._drawOverlay();
       }
-      this._hover(e.clientX - rect.left, e.clientY - rect.top);
+    };
+    const up = () => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      if (!drag) return;
+      const d = drag;
+      drag = null;
+      if (!d.moved) this._click(d.x, d.y);
+      else if (d.mode === "select" && this.selection) this.select(this.selection.t0, this.selection.t1);
+    };
+    c.addEventListener("mousedown", (e) => {
+      if (e.button !== 0 && e.button !== 1) return;
+      e.preventDefault();
+      this.wrap.focus({ preventScroll: true });
+      const [x, y] = pos(e);
+      const mode = x < LABEL_W ? "label" : e.shiftKey || e.button === 1 ? "pan" : "select";
+      drag = { x0: e.clientX, x, y, t0: this._x2t(x), view: [...this.view], mode, moved: false };
+      window.addEventListener("mousemove", move);
+      window.addEventListener("mouseup", up);
     });
-    c.addEventListener("mouseleave", () => { this.tip.style.display = "none"; });
+    c.addEventListener("mousemove", (e) => { if (!drag || !drag.moved) this._hover(...pos(e)); });
+    c.addEventListener("mouseleave", () => {
+      this.tip.style.display = "none";
+      if (this.hover) { this.hover = null; this._drawOverlay(); }
+      this._lastPos = null;
+    });
     c.addEventListener("dblclick", () => { this.view = [...this.full]; this.draw(); });
+    this.wrap.addEventListener("keydown", (e) => this._key(e));
     this._lastPos = null;
+    // The canvas follows its container (a sidebar toggled, the window resized, a file tab's height).
+    if (typeof ResizeObserver !== "undefined") {
+      this.ro = new ResizeObserver(() => {
+        if (!this.wrap.isConnected || !this.wrap.clientWidth) return;
+        if (this.wrap.clientWidth !== this.width || (this.fill && this._fillScale() !== this.scale)) this.draw();
+      });
+      this.ro.observe(this.wrap);
+      if (this.fill) this.ro.observe(this.fill);
+    }
+  }
+
+  _key(e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const k = e.key.toLowerCase();
+    const at = this._lastPos ? this._x2t(Math.max(LABEL_W, this._lastPos[0])) : undefined;
+    const fast = e.shiftKey ? 2.5 : 1;
+    if (k === "w") this.zoom(1 / (1 + 0.25 * fast), at);
+    else if (k === "s") this.zoom(1 + 0.25 * fast, at);
+    else if (k === "a") this.pan(-0.1 * fast);
+    else if (k === "d") this.pan(0.1 * fast);
+    else if (k === "f" && this.selection) this.showRange(this.selection.t0, this.selection.t1, { select: false });
+    else if (k === "escape") { this.select(null); this.highlight(null); }
+    else return;
+    // Handled here: not a notebook shortcut (A would insert a cell, D D delete one).
+    e.preventDefault();
+    e.stopPropagation();
+  }
+
+  /** The row and level at canvas y, or null. */
+  _rowAt(y) {
+    for (let r = 0; r < this.rows.length; r++) {
+      const row = this.rows[r];
+      if (y >= row.y && y < row.y + row.h) return { row, r, lv: Math.floor((y - row.y) / row.lh) };
+    }
+    return null;
   }
 
   _at(x, y) {
-    const r = Math.floor((y - AXIS_H) / LANE_H);
-    const row = this.rows[r];
-    if (!row || x < LABEL_W) return null;
+    const hit = this._rowAt(y);
+    if (!hit || x < LABEL_W) return null;
+    const { row } = hit;
     const t = this._x2t(x);
     const tol = ((this.view[1] - this.view[0]) / (this.width - LABEL_W)) * 2;
     if (row.kind === "gaps") {
       const g = row.g.gaps.find((q) => q.s - tol <= t && t <= q.e + tol);
       return g ? { gap: g, row } : null;
     }
-    const items = row.lane.items;
+    const lv = row.lane.levels[Math.min(hit.lv, row.levels - 1)];
+    if (!lv) return null;
+    const items = lv.items;
+    let best = null;
     let j = lowerBound(items, t + tol) - 1;
-    for (; j >= 0 && row.lane.maxEnd[j] >= t - tol; j--) {
-      if (items[j].e >= t - tol) return { item: items[j], row };
+    for (; j >= 0 && lv.maxEnd[j] >= t - tol; j--) {
+      const it = items[j];
+      if (it.e >= t - tol && (!best || (it.s <= t && t <= it.e))) { best = it; if (it.s <= t && t <= it.e) break; }
     }
-    return null;
+    return best ? { item: best, row } : null;
+  }
+
+  _name(it) {
+    const t = this.model.tables[it.t];
+    if (it.t === "kernels") return this.model.header.names[t.cols.name[it.i]] || str(t, "name", it.i) || "";
+    return str(t, "name", it.i) || (it.t === "copies" ? "copy" : "");
   }
 
   _hover(x, y) {
     this._lastPos = [x, y];
     const hit = this._at(x, y);
+    const item = hit && hit.item ? hit.item : null;
+    if ((item && (!this.hover || this.hover.i !== item.i || this.hover.t !== item.t)) || (!item && this.hover)) {
+      this.hover = item;
+      this._drawOverlay();
+    }
     if (!hit) { this.tip.style.display = "none"; return; }
     this.tip.textContent = "";
     const lines = [];
@@ -174,11 +381,25 @@ export class Timeline {
       const it = hit.item;
       const t = this.model.tables[it.t];
       if (it.t === "host") {
-        lines.push(str(t, "name", it.i) || "?", `${fmtUs(t.cols.duration_us[it.i])} at ${fmtUs(t.cols.start_us[it.i])}`);
+        const kind = str(t, "kind", it.i);
+        lines.push(str(t, "name", it.i) || "?", `${fmtUs(t.cols.duration_us[it.i])} at ${fmtUs(t.cols.start_us[it.i])}`
+          + (kind === "annotation" ? " · annotation (record_function)" : kind === "sync" ? " · the host waits here" : ""));
+        const k = this._linked(it);
+        if (k.length) {
+          const kt = this.model.tables.kernels;
+          lines.push(`launched: ${this.model.header.names[kt.cols.name[k[0]]] || str(kt, "name", k[0])}`
+            + ` (${fmtUs(kt.cols.duration_us[k[0]])}, starts ${fmtUs(kt.cols.start_us[k[0]] - t.cols.start_us[it.i])} after the call)`);
+        }
       } else if (it.t === "kernels") {
-        lines.push(this.model.header.names[t.cols.name[it.i]] || str(t, "name", it.i),
+        lines.push(this._name(it),
           `${str(t, "backend", it.i) || "-"} · ${fmtUs(t.cols.duration_us[it.i])} at ${fmtUs(t.cols.start_us[it.i])}`,
           `op: ${str(t, "op", it.i) || "-"}`);
+        const r = this._linked(it);
+        if (r.length) {
+          const ht = this.model.tables.host;
+          lines.push(`launched by ${str(ht, "name", r[0])} at ${fmtUs(ht.cols.start_us[r[0]])}: `
+            + `${fmtUs(t.cols.start_us[it.i] - ht.cols.start_us[r[0]])} from launch to start`);
+        }
       } else {
         lines.push(str(t, "name", it.i) || "copy",
           `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${t.cols.bandwidth_gbps[it.i].toFixed(1)} GB/s`);
@@ -190,27 +411,162 @@ export class Timeline {
     }
     lines.forEach((l, n) => { if (n) this.tip.append(document.createElement("br")); this.tip.append(document.createTextNode(l)); });
     this.tip.style.display = "block";
-    this.tip.style.left = `${Math.min(x + 12, this.width - 260)}px`;
-    this.tip.style.top = `${y + 12}px`;
+    this._placeTip(x, y);
   }
 
-  _click(drag) {
-    const rect = this.canvas.getBoundingClientRect();
-    const hit = this._at(drag.x - rect.left, (this._lastPos || [0, 0])[1]);
+  /** Put the tooltip beside the pointer, inside the timeline's box and the window: flipped
+   * above the pointer on the lower lanes, left of it near the right edge. */
+  _placeTip(x, y) {
+    const el = this.el.getBoundingClientRect(), cv = this.canvas.getBoundingClientRect();
+    const tw = this.tip.offsetWidth, th = this.tip.offsetHeight;
+    const px = cv.left + x, py = cv.top + y;       // the pointer, in window coordinates
+    const right = Math.min(el.right, window.innerWidth), bottom = Math.min(el.bottom, window.innerHeight);
+    const top = Math.max(el.top, 0), left = Math.max(el.left, 0);
+    let cx = px + 14;
+    if (cx + tw > right) cx = px - 14 - tw;
+    cx = Math.max(left, Math.min(cx, right - tw));
+    let cy = py + 16;
+    if (cy + th > bottom) cy = py - 12 - th;
+    cy = Math.max(top, Math.min(cy, bottom - th));
+    this.tip.style.left = `${cx - el.left}px`;
+    this.tip.style.top = `${cy - el.top}px`;
+  }
+
+  /** The other end of a launch: a kernel's launching call, or a call's kernels (by correlation id). */
+  _linked(it) {
+    const ht = this.model.tables.host, kt = this.model.tables.kernels;
+    if (!ht || !ht.cols.correlation || !kt.cols.correlation) return [];
+    if (!this._corr) {
+      const host = new Map(), kern = new Map();
+      for (let i = 0; i < ht.rows; i++) {
+        const c = ht.cols.correlation[i];
+        const kind = str(ht, "kind", i);
+        if (c > 0 && (kind === "runtime" || kind === "sync")) host.set(c, i);
+      }
+      for (let i = 0; i < kt.rows; i++) {
+        const c = kt.cols.correlation[i];
+        if (c > 0) { if (!kern.has(c)) kern.set(c, []); kern.get(c).push(i); }
+      }
+      this._corr = { host, kern };
+    }
+    if (it.t === "kernels") {
+      const r = this._corr.host.get(kt.cols.correlation[it.i]);
+      return r === undefined ? [] : [r];
+    }
+    if (it.t === "host") return this._corr.kern.get(ht.cols.correlation[it.i]) || [];
+    return [];
+  }
+
+  _click(x, y) {
+    const hit = this._at(x, y);
+    if (x < LABEL_W) {
+      const r = this._rowAt(y);
+      if (r && r.row.kind === "lane" && r.row.lane.levels.length > 1) {
+        const key = r.row.lane.key;
+        if (this.collapsed.has(key)) this.collapsed.delete(key); else this.collapsed.add(key);
+        this.draw();
+      }
+      return;
+    }
     if (hit && hit.item && hit.item.t === "kernels") {
       const t = this.model.tables.kernels;
-      this.onPick(str(t, "name", hit.item.i));
+      this.onPick(str(t, "name", hit.item.i), hit.item.i);
+    } else if (!hit && this.selection) {
+      this.select(null);
     }
+  }
+
+  /** What ran in [t0, t1]: kernel launches and time, copies, GPU busy and idle per device,
+   * the costliest kernels: sums of CUPTI-measured intervals, clipped to the range. */
+  summarize(t0, t1) {
+    const kt = this.model.tables.kernels;
+    const clip = (s, e) => Math.max(0, Math.min(e, t1) - Math.max(s, t0));
+    const launches = [];
+    const byName = new Map();
+    let kernelTime = 0, copies = 0, copyTime = 0;
+    const busy = new Map();   // device -> [[s, e]] clipped intervals
+    for (const lane of this.data.lanes) {
+      if (lane.host) continue;
+      const lv = lane.levels[0];
+      let j = lowerBound(lv.items, t0);
+      while (j > 0 && lv.maxEnd[j - 1] >= t0) j--;
+      for (; j < lv.items.length && lv.items[j].s <= t1; j++) {
+        const it = lv.items[j];
+        const d = clip(it.s, it.e);
+        if (it.e < t0 || (d <= 0 && it.e > it.s)) continue;
+        if (!busy.has(lane.device)) busy.set(lane.device, []);
+        busy.get(lane.device).push([Math.max(it.s, t0), Math.min(it.e, t1)]);
+        if (it.t === "kernels") {
+          launches.push(it.i);
+          kernelTime += d;
+          const code = kt.cols.name[it.i];
+          byName.set(code, (byName.get(code) || 0) + d);
+        } else { copies++; copyTime += d; }
+      }
+    }
+    const devices = [...busy.entries()].map(([device, iv]) => {
+      iv.sort((a, b) => a[0] - b[0]);
+      let total = 0, cs = -Infinity, ce = -Infinity;
+      for (const [s, e] of iv) {
+        if (s > ce) { if (ce > cs) total += ce - cs; cs = s; ce = e; } else if (e > ce) ce = e;
+      }
+      if (ce > cs) total += ce - cs;
+      return { device, busy: total, share: t1 > t0 ? total / (t1 - t0) : 0 };
+    });
+    const gt = this.model.tables.gaps;
+    let idle = 0;
+    if (gt) for (let i = 0; i < gt.rows; i++) idle += clip(gt.cols.start_us[i], gt.cols.start_us[i] + gt.cols.duration_us[i]);
+    const top = [...byName.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
+      .map(([code, us]) => ({ name: kt.strings.name[code], short: this.model.header.names[code] || kt.strings.name[code], us }));
+    return { duration: t1 - t0, launches, kernelTime, kernels: byName.size, copies, copyTime, devices, idle, top };
+  }
+
+  _selBar() {
+    const sel = this.selection;
+    const s = sel.summary;
+    const bar = this.selBar;
+    bar.textContent = "";
+    bar.style.display = "";
+    const dev = s.devices.map((d) => `${d.device} busy ${fmtPct(d.share)}`).join(", ");
+    bar.append(
+      h("b", { class: "ks-sel-duration", text: fmtUs(s.duration) }),
+      ` selected (${fmtUs(sel.t0)} – ${fmtUs(sel.t1)}): `,
+      `${plural(s.launches.length, "kernel launch", "kernel launches")} of ${plural(s.kernels, "kernel")}, ${fmtUs(s.kernelTime)} of kernel time`,
+      s.copies ? `, ${plural(s.copies, "copy", "copies")} (${fmtUs(s.copyTime)})` : "",
+      dev ? ` · ${dev}` : "", s.idle > 0 ? ` · GPU idle ${fmtUs(s.idle)}` : "",
+      s.top.length ? h("span", { class: "ks-sel-top", title: "kernel time inside the range (CUPTI durations, clipped to it)" },
+        " · most time: ", s.top.flatMap((t, n) => [n ? ", " : "", h("span", { title: t.name, text: t.short }), ` ${fmtUs(t.us)}`])) : "",
+      " ",
+      h("button", { class: "ks-btn ks-sel-zoom", text: "zoom to range", title: "F", onclick: () => this.showRange(sel.t0, sel.t1, { select: false }) }),
+      this.onRange && s.launches.length ? h("button", { class: "ks-btn ks-sel-table", text: "show these launches in the table",
+        onclick: () => this.onRange(s.launches, `in ${fmtUs(sel.t0)} – ${fmtUs(sel.t1)}`) }) : null,
+      h("button", { class: "ks-btn ks-sel-clear", text: "clear", title: "Esc", onclick: () => this.select(null) }));
+  }
+
+  /** The lane height factor that fills the `fill` element's height (a file tab), 1 without it. */
+  _fillScale() {
+    if (!this.fill) return 1;
+    const f = this.fill.getBoundingClientRect(), w = this.wrap.getBoundingClientRect();
+    const below = [...this.el.children].filter((c) => c !== this.tip && c.getBoundingClientRect().top > w.top)
+      .reduce((a, c) => a + c.offsetHeight, 0);
+    const avail = f.bottom - w.top - below - 16;
+    const base = this.rows.reduce((a, r) => a + r.levels * (r.lh / this.scale), 0) || 1;
+    const s = (avail - AXIS_H - 4) / base;
+    return Math.max(1, Math.min(2.5, Math.floor(s * 8) / 8));
   }
 
   draw() {
     const c = this.canvas;
-    const width = Math.max(300, c.parentElement ? c.parentElement.clientWidth || 900 : 900);
-    const height = AXIS_H + this.rows.length * LANE_H + 4;
+    const cw = this.wrap.clientWidth;
+    if (!cw && this.width) return;         // hidden (another tab): drawn when shown
+    const width = Math.max(300, cw || 900);
+    this.scale = this._fillScale();
+    this._rows();
+    const height = this.contentH + 4;
     const dpr = window.devicePixelRatio || 1;
     this.width = width;
-    if (c.width !== width * dpr || c.height !== height * dpr) {
-      c.width = width * dpr; c.height = height * dpr;
+    if (c.width !== Math.round(width * dpr) || c.height !== Math.round(height * dpr)) {
+      c.width = Math.round(width * dpr); c.height = Math.round(height * dpr);
       c.style.width = `${width}px`; c.style.height = `${height}px`;
     }
     const ctx = c.getContext("2d");
@@ -218,64 +574,186 @@ export class Timeline {
     const css = getComputedStyle(this.el);
     const fg = css.getPropertyValue("--ks-fg").trim() || "#333";
     const grid = css.getPropertyValue("--ks-border").trim() || "#ddd";
+    const selFill = css.getPropertyValue("--ks-accent").trim() || "#1976d2";
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px var(--jp-ui-font-family, sans-serif)";
+    ctx.textBaseline = "alphabetic";
     const [a, b] = this.view;
     const w = width - LABEL_W;
     const sx = w / (b - a);
-    // axis
-    ctx.fillStyle = fg; ctx.strokeStyle = grid;
+    // axis: the last label ends at its tick instead of running past the edge
+    ctx.fillStyle = fg; ctx.strokeStyle = grid; ctx.lineWidth = 1;
     const step = niceStep((b - a) / 8);
+    let lastEnd = -Infinity;
     for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
       const x = LABEL_W + (t - a) * sx;
-      ctx.beginPath(); ctx.moveTo(x, AXIS_H - 4); ctx.lineTo(x, height); ctx.stroke();
-      ctx.fillText(fmtUs(t), x + 2, 12);
+      ctx.beginPath(); ctx.moveTo(x + 0.5, AXIS_H - 4); ctx.lineTo(x + 0.5, height); ctx.stroke();
+      const label = fmtUs(t);
+      const tw = ctx.measureText(label).width;
+      let lx = x + 2;
+      if (lx + tw > width - 1) lx = x - 2 - tw;
+      if (lx > lastEnd + 4 && lx >= LABEL_W) { ctx.fillText(label, lx, 12); lastEnd = lx + tw; }
     }
     const kt = this.model.tables.kernels;
     const kb = kt.cols.backend;
+    const kn = kt.cols.name;
     const bkStrings = kt.strings.backend || [];
     const ct = this.model.tables.copies;
     const ht = this.model.tables.host;
+    const charW = ctx.measureText("abcdefghijklmnopqrstuvwxyz").width / 26;
+    const hl = this.hl;
     let drawn = 0;
-    this.rows.forEach((row, r) => {
-      const y = AXIS_H + r * LANE_H;
+    this.rows.forEach((row) => {
+      const y0 = row.y, lh = row.lh;
       ctx.fillStyle = fg;
-      ctx.fillText(row.label, 4, y + 12);
+      ctx.fillText(row.text, 4, y0 + Math.min(lh, 18) / 2 + 4, LABEL_W - 8);
+      const fontY = lh / 2 + 4;
       if (row.kind === "gaps") {
         const gt = this.model.tables.gaps;
         for (const g of row.g.gaps) {
-          ctx.fillStyle = causeColor(str(gt, "cause", g.i));
           if (g.e < a || g.s > b) continue;
+          ctx.fillStyle = causeColor(str(gt, "cause", g.i));
           const x0 = LABEL_W + Math.max(0, (g.s - a) * sx), x1 = LABEL_W + Math.min(w, (g.e - a) * sx);
-          ctx.fillRect(x0, y + 3, Math.max(1, x1 - x0), LANE_H - 6);
+          ctx.fillRect(x0, y0 + 3, Math.max(1, x1 - x0), lh - 6);
         }
         return;
       }
-      const items = row.lane.items;
-      let j = lowerBound(items, a);
-      while (j > 0 && row.lane.maxEnd[j - 1] >= a) j--;
-      let lastX = -1, lastColor = "";
-      for (; j < items.length && items[j].s <= b; j++) {
-        const it = items[j];
-        if (it.e < a) continue;
-        const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
-        const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
-        const color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
-          : it.t === "host" ? hostColor(str(ht, "kind", it.i))
-          : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
-        // Many launches in one pixel column: draw it once.
-        if (Math.floor(x1) <= lastX && color === lastColor) continue;
-        ctx.fillStyle = color;
-        ctx.fillRect(x0, y + 2, Math.max(1, x1 - x0), LANE_H - 4);
-        lastX = Math.floor(Math.max(x1, x0 + 1)); lastColor = color;
-        drawn++;
+      for (let d = 0; d < row.levels; d++) {
+        const lv = row.lane.levels[d];
+        const y = y0 + d * lh;
+        const items = lv.items;
+        let j = lowerBound(items, a);
+        while (j > 0 && lv.maxEnd[j - 1] >= a) j--;
+        let lastX = -1, lastColor = "";
+        for (; j < items.length && items[j].s <= b; j++) {
+          const it = items[j];
+          if (it.e < a) continue;
+          const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
+          const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
+          let color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
+            : it.t === "host" ? hostColor(str(ht, "kind", it.i))
+            : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
+          // A highlight fades the other GPU work; the host lanes stay as context.
+          const faded = hl && it.t !== "host" && !(it.t === "kernels" && hl.has(kn[it.i]));
+          const key = faded ? `${color}~` : color;
+          // Many launches in one pixel column: draw it once.
+          if (Math.floor(x1) <= lastX && key === lastColor) continue;
+          ctx.globalAlpha = faded ? 0.22 : 1;
+          ctx.fillStyle = color;
+          const wpx = Math.max(hl && !faded ? 2 : 1, x1 - x0);
+          ctx.fillRect(x0, y + 2, wpx, lh - 4);
+          if (wpx >= TEXT_MIN_W && !faded) {
+            const name = this._name(it);
+            const n = Math.floor((wpx - 6) / charW);
+            if (n >= 3 && name) {
+              ctx.fillStyle = ink(color);
+              ctx.fillText(name.length > n ? `${name.slice(0, n - 1)}…` : name, x0 + 3, y + fontY, wpx - 5);
+            }
+          }
+          ctx.globalAlpha = 1;
+          lastX = Math.floor(Math.max(x1, x0 + 1)); lastColor = key;
+          drawn++;
+        }
+      }
+      if (row.kind === "lane" && row.levels > 1) {
+        ctx.fillStyle = grid;
+        ctx.fillRect(LABEL_W, y0 + row.h - 0.5, w, 0.5);
       }
     });
+    if (hl) this._outlineHighlighted(ctx, fg);
     ctx.fillStyle = grid;
     ctx.fillRect(LABEL_W - 1, AXIS_H, 1, height);
     this.info.textContent = ` ${fmtUs(a)} – ${fmtUs(b)} (${fmtUs(b - a)})`;
     this.drawn = drawn;
+    this._colors = { fg, selFill };
+    this._drawOverlay();
     if (this.onDraw) this.onDraw(this.view, width);
+  }
+
+  /** The pointer's layer: the hovered launch's link and the selected range. */
+  _drawOverlay() {
+    const c = this.over, base = this.canvas;
+    if (!this.width || !this._colors) return;
+    if (c.width !== base.width || c.height !== base.height) {
+      c.width = base.width; c.height = base.height;
+      c.style.width = base.style.width; c.style.height = base.style.height;
+    }
+    const dpr = window.devicePixelRatio || 1;
+    const ctx = c.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const width = this.width, height = c.height / dpr;
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "11px var(--jp-ui-font-family, sans-serif)";
+    const { fg, selFill } = this._colors;
+    this._drawLink(ctx, fg);
+    const sel = this.selection;
+    if (sel) {
+      const x0 = Math.max(LABEL_W, this._t2x(sel.t0)), x1 = Math.min(width, this._t2x(sel.t1));
+      if (x1 > LABEL_W && x0 < width) {
+        ctx.globalAlpha = 0.12; ctx.fillStyle = selFill;
+        ctx.fillRect(x0, AXIS_H, Math.max(1, x1 - x0), height - AXIS_H);
+        ctx.globalAlpha = 1; ctx.fillStyle = selFill;
+        ctx.fillRect(x0, AXIS_H, 1, height - AXIS_H); ctx.fillRect(x1 - 1, AXIS_H, 1, height - AXIS_H);
+        const label = fmtUs(sel.t1 - sel.t0);
+        const tw = ctx.measureText(label).width;
+        const lx = Math.max(LABEL_W + 2, Math.min(width - tw - 4, (x0 + x1) / 2 - tw / 2));
+        ctx.fillStyle = selFill; ctx.fillRect(lx - 3, 1, tw + 6, 15);
+        ctx.fillStyle = ink(selFill); ctx.fillText(label, lx, 12);
+      }
+    }
+  }
+
+  /** The x span and y of an item on the canvas (row and level), or null when off the lanes. */
+  _box(t, i) {
+    const tab = this.model.tables[t];
+    const li = t === "kernels" ? this.data.laneOf.kernels[i] : this.data.laneOf.host[i];
+    if (li < 0) return null;
+    const row = this.rows[li];
+    if (!row || row.kind !== "lane") return null;
+    const d = t === "host" && tab.cols.depth ? tab.cols.depth[i] : 0;
+    if (d >= row.levels) return null;
+    const s = tab.cols.start_us[i], e = s + tab.cols.duration_us[i];
+    return { x0: this._t2x(s), x1: Math.max(this._t2x(e), this._t2x(s) + 1), y: row.y + d * row.lh, lh: row.lh };
+  }
+
+  /** Hovering a kernel or a launch call: outline both and join them (the correlation id). */
+  _drawLink(ctx, fg) {
+    const it = this.hover;
+    if (!it || (it.t !== "kernels" && it.t !== "host")) return;
+    const other = this._linked(it);
+    if (!other.length) return;
+    const from = it.t === "host" ? this._box("host", it.i) : this._box("host", other[0]);
+    const tos = it.t === "host" ? other.map((k) => this._box("kernels", k)) : [this._box("kernels", it.i)];
+    if (!from) return;
+    ctx.strokeStyle = fg; ctx.lineWidth = 1.5;
+    ctx.strokeRect(from.x0, from.y + 1.5, from.x1 - from.x0, from.lh - 3);
+    for (const to of tos) {
+      if (!to) continue;
+      ctx.strokeRect(to.x0, to.y + 1.5, to.x1 - to.x0, to.lh - 3);
+      const ax = Math.max(LABEL_W, Math.min(this.width, from.x0)), ay = from.y + from.lh - 1;
+      const bx = Math.max(LABEL_W, Math.min(this.width, to.x0)), by = to.y + 1;
+      ctx.beginPath(); ctx.moveTo(ax, ay);
+      ctx.bezierCurveTo(ax, (ay + by) / 2, bx, (ay + by) / 2, bx, by); ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(bx, by); ctx.lineTo(bx - 3.5, by - 6); ctx.lineTo(bx + 3.5, by - 6); ctx.closePath();
+      ctx.fillStyle = fg; ctx.fill();
+    }
+    ctx.lineWidth = 1;
+  }
+
+  _outlineHighlighted(ctx, fg) {
+    const kt = this.model.tables.kernels;
+    const [a, b] = this.view;
+    ctx.strokeStyle = fg; ctx.lineWidth = 1;
+    let n = 0;
+    for (let i = 0; i < kt.rows && n < 2000; i++) {
+      if (!this.hl.has(kt.cols.name[i])) continue;
+      const s = kt.cols.start_us[i], e = s + kt.cols.duration_us[i];
+      if (e < a || s > b) continue;
+      const box = this._box("kernels", i);
+      if (!box) continue;
+      ctx.strokeRect(Math.max(LABEL_W, box.x0) - 0.5, box.y + 1.5, Math.max(2, Math.min(this.width, box.x1) - Math.max(LABEL_W, box.x0)) + 1, box.lh - 3);
+      n++;
+    }
   }
 }
 
@@ -285,15 +763,15 @@ function legend() {
   const causes = Object.entries(vocab("causes")).filter(([, c]) => c.legend);
   return h("div", { class: "ks-legend" },
     "kernels: backend colours · copies: ", Object.keys(vocab("copies")).map((k) => item(copyColor(k, k), k)),
-    " · host: ", item(hostColor("op"), "CPU op"), item(hostColor("runtime"), "CUDA API"),
-    item(hostColor("sync"), "synchronize"),
+    " · host: ", item(hostColor("op"), "CPU op"), item(hostColor("annotation"), "annotation"),
+    item(hostColor("runtime"), "CUDA API"), item(hostColor("sync"), "synchronize"),
     " · GPU idle, waiting on: ", causes.map(([, c]) => item(c.color, c.legend)));
 }
 
-/** Host spans by kind: "op", "runtime" or "sync" (a host-blocking call; marked by Python). */
+/** Host spans by kind: "op", "annotation", "runtime" or "sync" (a host-blocking call; marked by Python). */
 function hostColor(kind) {
   const c = vocab("host");
-  return c[kind] || c.runtime || NEUTRAL;
+  return c[kind] || (kind === "annotation" ? c.op : null) || c.runtime || NEUTRAL;
 }
 
 /** A copy by direction (HtoD, DtoH, DtoD), else by kind (memset). */
@@ -301,6 +779,8 @@ function copyColor(copyKind, kind) {
   const c = vocab("copies");
   return c[copyKind] || c[kind] || NEUTRAL;
 }
+
+function plural(n, one, many = `${one}s`) { return `${fmtInt(n)} ${n === 1 ? one : many}`; }
 
 function niceStep(x) {
   const p = Math.pow(10, Math.floor(Math.log10(x || 1)));

@@ -1,0 +1,112 @@
+"""What to fix first: the short ranked list a report opens with.
+
+The findings come ranked by the GPU time each one costs (:func:`.findings.find_all`); this list
+keeps the ones that cost time, at most :data:`FIX_LIST_MAX`, each with the time at stake in
+milliseconds and as a share of the region's wall time, its cause and its fix in one line each,
+and a link to what shows it (a timeline range or kernels of the table). The views draw it as is.
+"""
+from __future__ import annotations
+
+import re
+
+from ..units import fmt_us
+
+# A first screen lists a few things; the Findings tab has every one.
+FIX_LIST_MAX = 5
+# One-line texts taken from a finding's detail are cut here.
+LINE_MAX = 220
+# Sentences that read as advice, for findings that do not say their fix in one line.
+_ADVICE = re.compile(r"^(Fix:|Consider|Try|Use|Reduce|Increase|Avoid|Pad|Check|Give|Replay|Move|Keep)\b")
+
+
+def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
+    """The first screen's list: findings that cost time, most first, as plain dicts.
+
+    Each item: ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``, ``cost_text``,
+    ``share_of_wall`` (``None`` without a wall time), ``share_text``, ``cause``, ``fix``,
+    ``link`` (or ``None``) and ``finding`` (its index in ``findings``). With no finding that
+    costs time, one finding is the item, with no time at stake: the first that says what to
+    do, else the first.
+
+    >>> rep = ks.load("llama_train.pt.trace.json.gz")                        # doctest: +SKIP
+    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]          # doctest: +SKIP
+    '78% of wall time'
+    """
+    items = []
+    for i, f in enumerate(findings or []):
+        if _get(f, "kind") == "analysis_error":
+            continue
+        cost = _num(_get(f, "cost_us"))
+        if cost and cost > 0:
+            items.append(_item(f, i, cost, wall_us))
+        if len(items) >= top:
+            break
+    if not items:
+        # Nothing costs time: the first finding that says what to do (the GPU-bound one names
+        # the kernels to speed up), else the first one.
+        usable = [i for i, f in enumerate(findings or []) if _get(f, "kind") != "analysis_error"]
+        first = next((i for i in usable if _get(findings[i], "fix")), usable[0] if usable else None)
+        if first is not None:
+            items.append(_item(findings[first], first, None, wall_us))
+    for n, it in enumerate(items, 1):
+        it["rank"] = n
+    return items
+
+
+def _item(f, index, cost, wall_us) -> dict:
+    detail = _get(f, "detail") or ""
+    share = cost / wall_us if cost is not None and wall_us else None
+    return {
+        "rank": 0, "kind": _get(f, "kind"), "severity": _get(f, "severity"), "title": _get(f, "title"),
+        "cost_us": cost, "cost_text": fmt_us(cost) if cost is not None else "",
+        "share_of_wall": share,
+        "share_text": f"{_pct(share)} of wall time" if share is not None else "",
+        "cause": _line(_get(f, "cause")) or _line(_first_sentence(detail)),
+        "fix": _line(_get(f, "fix")) or _line(_advice(detail)),
+        "link": _get(f, "link") or _kernel_link(_get(f, "evidence")),
+        "finding": index,
+    }
+
+
+def _pct(share) -> str:
+    # Two digits where a share is small enough for them to matter.
+    return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
+
+
+def _sentences(text: str) -> list:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", text or "") if s.strip()]
+
+
+def _first_sentence(text: str) -> str:
+    s = _sentences(text)
+    return s[0] if s else ""
+
+
+def _advice(text: str) -> str:
+    for s in _sentences(text):
+        if _ADVICE.match(s):
+            return s[len("Fix:"):].strip() if s.startswith("Fix:") else s
+    return ""
+
+
+def _line(text) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= LINE_MAX else text[: LINE_MAX - 1].rstrip() + "…"
+
+
+def _kernel_link(evidence):
+    """A finding about one kernel that names no link of its own points at that kernel's row."""
+    k = evidence.get("kernel") if isinstance(evidence, dict) else None
+    return {"view": "kernels", "names": [k], "label": "kernel table: this kernel"} if isinstance(k, str) and k else None
+
+
+def _get(f, key):
+    return f.get(key) if isinstance(f, dict) else getattr(f, key, None)
+
+
+def _num(v):
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v else None
