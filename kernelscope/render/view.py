@@ -90,6 +90,10 @@ TOP_STALL_ROWS = 200
 # stay whole-report. A million launches would be ~100 MB of columns (~25 MB packed, a third more
 # as base64 in a saved notebook) for a table and timeline drawn from the browser's memory.
 VIEW_LAUNCHES = 200_000
+# The same for the host lanes' spans (every CPU op and runtime call; ~40 bytes each).
+VIEW_HOST_SPANS = 400_000
+# Column buffers up to this size are gzipped at level 9, larger ones at 6 (pack()).
+PACK_LEVEL9_BYTES = 4 << 20
 _MISSING_INT = -1
 
 
@@ -122,8 +126,10 @@ def view_model(rep) -> tuple[dict, bytes]:
     # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
     k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
     copies_all = rep.copies.reset_index(drop=True)
-    until = launch_window(k_all, copies_all)
-    k, copies = (_before(k_all, until), _before(copies_all, until)) if until is not None else (k_all, copies_all)
+    host_all = _host_spans(rep.ops, rep.runtime)
+    until = view_window(k_all, copies_all, host_all)
+    k, copies, host = ((_before(k_all, until), _before(copies_all, until), _before(host_all, until))
+                       if until is not None else (k_all, copies_all, host_all))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
     counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and _numeric(k[c])]
@@ -134,14 +140,14 @@ def view_model(rep) -> tuple[dict, bytes]:
     problems = []
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
-    host = _host_spans(rep.ops, rep.runtime)
     window = None
     if until is not None:
-        gaps, host = _before(gaps, until), _before(host, until)
+        gaps = _before(gaps, until)
         if counters is not None:
             counters = (_before(counters[0], until), counters[1])
         window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
-                  "copies": int(len(copies)), "of_copies": int(len(copies_all))}
+                  "copies": int(len(copies)), "of_copies": int(len(copies_all)),
+                  "host_spans": int(len(host)), "of_host_spans": int(len(host_all))}
     copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
@@ -188,16 +194,25 @@ def view_model(rep) -> tuple[dict, bytes]:
     return header, buf
 
 
-def launch_window(kernels: pd.DataFrame, copies: pd.DataFrame, budget: int | None = None) -> float | None:
-    """Where the view's window of launches ends (``start_us`` of the first launch left out), or
-    None when every launch fits the budget (:data:`VIEW_LAUNCHES`).
+def view_window(kernels: pd.DataFrame, copies: pd.DataFrame, host: pd.DataFrame | None = None) -> float | None:
+    """Where the view's window ends (``start_us`` of the first row left out), or None when the
+    launches (kernels + copies) fit :data:`VIEW_LAUNCHES` and the host spans :data:`VIEW_HOST_SPANS`.
 
-    >>> launch_window(pd.DataFrame({"start_us": [3.0, 1.0, 2.0]}), pd.DataFrame({"start_us": []}), budget=2)
+    >>> view_window(pd.DataFrame({"start_us": [3.0, 1.0, 2.0, 4.0] * 100_000}), pd.DataFrame())
     3.0
     """
-    budget = VIEW_LAUNCHES if budget is None else budget
-    starts = np.concatenate([t["start_us"].to_numpy(dtype=float, na_value=np.nan) for t in (kernels, copies)
-                             if "start_us" in t.columns])
+    cuts = [_nth_start([kernels, copies], VIEW_LAUNCHES)]
+    if host is not None:
+        cuts.append(_nth_start([host], VIEW_HOST_SPANS))
+    cuts = [c for c in cuts if c is not None]
+    return min(cuts) if cuts else None
+
+
+def _nth_start(tables, budget: int) -> float | None:
+    """The start of the row after the first ``budget`` rows in time order (None: they all fit)."""
+    starts = [t["start_us"].to_numpy(dtype=float, na_value=np.nan) for t in tables
+              if len(t) and "start_us" in t.columns]
+    starts = np.concatenate(starts) if starts else np.empty(0)
     starts = starts[~np.isnan(starts)]
     if len(starts) <= budget:
         return None
@@ -212,11 +227,12 @@ def _before(df: pd.DataFrame, until: float) -> pd.DataFrame:
 
 
 def _window_note(w: dict) -> str:
-    return (f"This view holds the launches of the trace's first {fmt_us(w['until_us'])}: "
+    return (f"This view holds the trace's first {fmt_us(w['until_us'])}: "
             f"{w['launches']:,} of {w['of_launches']:,} kernel launches"
-            + (f" and {w['copies']:,} of {w['of_copies']:,} copies" if w["of_copies"] else "")
-            + ". The kernel table and the timeline cover that window; the figures above, the findings, "
-              "backends, roofline and ops cover the whole report (rep.kernels has every launch).")
+            + (f", {w['copies']:,} of {w['of_copies']:,} copies" if w["of_copies"] else "")
+            + f" and {w['host_spans']:,} of {w['of_host_spans']:,} CPU ops and runtime calls. "
+              "The kernel table and the timeline cover that window; the figures above, the findings, "
+              "backends, roofline and ops cover the whole report (rep.kernels and rep.ops have every row).")
 
 
 def pack_tables(items) -> tuple[dict, bytes]:
@@ -260,7 +276,9 @@ def pack(header: dict, buf: bytes) -> bytes:
     head = struct.pack("<I", len(text)) + text
     head += b"\0" * ((-len(head)) % 8)
     # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
-    return gzip.compress(head + buf, compresslevel=9, mtime=0)
+    # Level 9 keeps small reports' notebooks light; past a few MB it costs seconds for ~2% less.
+    level = 9 if len(buf) < PACK_LEVEL9_BYTES else 6
+    return gzip.compress(head + buf, compresslevel=level, mtime=0)
 
 
 def unpack(blob: bytes) -> tuple[dict, bytes]:

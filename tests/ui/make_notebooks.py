@@ -70,6 +70,13 @@ def main():
     ])
     nbformat.write(progress, OUT / "load_progress.ipynb")
 
+    # A report past the view's launch budget (lowered so that a real recording passes it).
+    windowed = notebook([
+        'import kernelscope as ks\nfrom kernelscope.render import view\nview.VIEW_LAUNCHES = 40\n'
+        'rep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
+    ])
+    nbformat.write(windowed, OUT / "windowed_report.ipynb")
+
     profile = notebook([
         "import torch\nx = torch.randn(128, 128)\nfor _ in range(3):\n    y = (x @ x).relu()\ny.shape",
     ])
