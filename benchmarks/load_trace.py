@@ -1,12 +1,14 @@
 """Load + analyze a large Kineto trace: kernelscope vs HTA vs ``json.load`` alone, in one run.
 
     python benchmarks/load_trace.py                      # 1M events tiled from the MLP step
-    python benchmarks/load_trace.py --events 5000000 --skip-hta --skip-json --repeat 1
+    python benchmarks/load_trace.py --events 5000000 --skip-hta --skip-json --repeat 1 --out /tmp
     python benchmarks/load_trace.py --gzip               # the same trace as .json.gz
 
 Each tool runs in its own process so that its peak memory (ru_maxrss) is its own, ``--repeat``
 times (default 3, the order of the tools rotating each round); medians are printed, with the
-load average before each round (the machine is shared). What is timed:
+load average before each round (the machine is shared), in wall seconds and CPU seconds (user +
+system, of the process and any it waited for: less sensitive to other work on the machine). What
+is timed:
 
 * kernelscope: ``ks.load`` + ``rep.summary()`` + ``rep.backends`` + ``rep.findings`` (the
   findings compute the timeline and the roofline);
@@ -16,7 +18,8 @@ load average before each round (the machine is shared). What is timed:
 * json: ``json.load`` of the file, the floor of any reader built on Python's json.
 
 The trace is made with the shared ``tile_trace.py`` from a real H200 recording (see
-``benchmarks/tiles.py`` for where it is looked for) and cached in benchmarks/out/.
+``benchmarks/tiles.py`` for where it is looked for) and cached in benchmarks/out/ (``--out``:
+another folder).
 """
 from __future__ import annotations
 
@@ -129,6 +132,8 @@ def main(argv=None):
     ap.add_argument("--trace", type=pathlib.Path, help="an existing trace to read instead of a tiled one")
     ap.add_argument("--gzip", action="store_true", help="tile to .json.gz instead of .json")
     ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE or shared/tools)")
+    ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled trace (default benchmarks/out; "
+                                                     "5M events is 1.5 GB, 10M 3.1 GB: /tmp is a good place)")
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--skip-json", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
@@ -144,7 +149,7 @@ def main(argv=None):
     else:
         suffix = ".json.gz" if a.gzip else ".json"
         path = make_trace(a.source, a.events, name=f"{a.source.name.split('.')[0]}_{a.events}{suffix}",
-                          tool=a.tile_tool)
+                          tool=a.tile_tool, out=a.out)
     size_mb = path.stat().st_size / 2**20
     print(f"trace: {path.name}, {size_mb:.0f} MiB, ~{a.events:,} events; {os.cpu_count()} CPUs, "
           f"Python {sys.version.split()[0]}; {a.repeat} round(s), medians")

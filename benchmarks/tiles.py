@@ -38,10 +38,12 @@ def tile_tool(path=None) -> pathlib.Path:
              f"(looked for shared/tools/tile_trace.py above {ROOT})")
 
 
-def make_trace(source: pathlib.Path, events: int, name: str | None = None, tool=None) -> pathlib.Path:
-    """``source`` tiled to about ``events`` events, made once and cached in benchmarks/out/."""
-    OUT.mkdir(exist_ok=True)
-    path = OUT / (name or f"{pathlib.Path(source).name.split('.')[0]}_{events}.json")
+def make_trace(source: pathlib.Path, events: int, name: str | None = None, tool=None, out=None) -> pathlib.Path:
+    """``source`` tiled to about ``events`` events, made once and cached in ``out`` (default
+    benchmarks/out/; big traces are better under /tmp)."""
+    folder = pathlib.Path(out) if out is not None else OUT
+    folder.mkdir(exist_ok=True, parents=True)
+    path = folder / (name or f"{pathlib.Path(source).name.split('.')[0]}_{events}.json")
     if not path.exists():
         tmp = path.with_name(path.name + ".part" + ("".join(path.suffixes[-1:])))
         subprocess.run([sys.executable, str(tile_tool(tool)), str(source), str(tmp), "--events", str(events)],
