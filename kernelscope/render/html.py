@@ -10,8 +10,12 @@ from html import escape
 from ..analysis.priorities import what_to_fix
 from ..units import fmt_us
 
-_CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
-_NUM = _CELL + "text-align:right;font-variant-numeric:tabular-nums;"
+# Inline styles (notebook sanitizers and GitHub drop <style> blocks), kept short: every cell of
+# every saved report carries them. Row rules sit on the <tr>, tabular digits on the <table>.
+_CELL = "padding:2px 8px;"
+_NUM = _CELL + "text-align:right;"
+_TR = "<tr style='border-bottom:1px solid #ddd'>"
+_TABLE = "border-collapse:collapse;font-variant-numeric:tabular-nums;"
 _MUTED = "color:#666;"
 
 
@@ -55,7 +59,7 @@ def report_html(rep, top: int = 20) -> str:
                 lim = f.get("occupancy_limiter") or ""
         bar = f"<span style='display:inline-block;height:8px;width:{max(1, round(r.share * 60))}px;background:#4e79a7'></span>"
         rows.append(
-            f"<tr><td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
+            f"{_TR}<td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
             f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches}</td>"
             f"<td style='{_NUM}'>{fmt_us(r.total_us)}</td><td style='{_NUM}'>{fmt_us(r.mean_us)}</td>"
             f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
@@ -70,7 +74,7 @@ def report_html(rep, top: int = 20) -> str:
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
                    ("kernel", "backend", "launches", "total", "mean", "share", "occupancy",
                     *[labels[c] for c in measured], *(["top stall"] if stall else [])))
-    table = (f"<table style='border-collapse:collapse;margin:6px 0'><thead><tr>{head}</tr></thead>"
+    table = (f"<table style='{_TABLE}margin:6px 0'><thead>{_TR}{head}</tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>" if rows else "<p>No GPU kernels were recorded.</p>")
     if more > 0:
         table += f"<p style='{_MUTED}'>… and {more} more kernels (rep.summary() has them all)</p>"
@@ -149,10 +153,10 @@ def _backends(rep) -> str:
     if not len(b):
         return ""
     rows = "".join(
-        f"<tr><td style='{_CELL}'>{_e(r.get('device'))}</td><td style='{_CELL}'>{_e(r.get('backend'))}</td>"
+        f"{_TR}<td style='{_CELL}'>{_e(r.get('device'))}</td><td style='{_CELL}'>{_e(r.get('backend'))}</td>"
         f"<td style='{_NUM}'>{r.get('launches')}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
         f"<td style='{_NUM}'>{_pct(r.get('share'))}</td></tr>"
         for r in b.to_dict("records"))
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in ("device", "backend", "launches", "GPU time", "share"))
-    return (f"<details><summary>Backends</summary><table style='border-collapse:collapse'>"
-            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></details>")
+    return (f"<details><summary>Backends</summary><table style='{_TABLE}'>"
+            f"<thead>{_TR}{head}</tr></thead><tbody>{rows}</tbody></table></details>")

@@ -54,7 +54,7 @@ ROOFLINE_POINTS = 300
 # dictionary-encoded (int32 codes, -1 = missing).
 LAUNCH_COLUMNS = [
     ("name", "str"), ("backend", "str"), ("device", "str"), ("stream", "i32"),
-    ("start_us", "f64"), ("duration_us", "f64"),
+    ("start_us", "t32"), ("duration_us", "q32"),
     ("grid_x", "i32"), ("grid_y", "i32"), ("grid_z", "i32"),
     ("block_x", "i32"), ("block_y", "i32"), ("block_z", "i32"),
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
@@ -64,22 +64,28 @@ LAUNCH_COLUMNS = [
 ]
 COPY_COLUMNS = [
     ("name", "str"), ("kind", "str"), ("copy_kind", "str"), ("device", "str"), ("stream", "i32"),
-    ("start_us", "f64"), ("duration_us", "f64"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
+    ("start_us", "t32"), ("duration_us", "q32"), ("bytes", "f64"), ("bandwidth_gbps", "f32"),
     ("src_memory", "str"), ("dst_memory", "str"), ("op", "str"),
 ]
 # Host lanes of the timeline: every CPU op of each thread at its nesting depth (kind "op", or
 # "annotation" for record_function / NVTX-style user ranges), and the CUDA runtime calls (kind
 # "runtime", or "sync" for the host-blocking calls of trace.model.SYNC_CALLS) with the
 # correlation id that ties a launch call to its kernel.
-HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("kind", "str"),
+HOST_COLUMNS = [("name", "str"), ("tid", "str"), ("start_us", "t32"), ("duration_us", "q32"), ("kind", "str"),
                 ("depth", "i32"), ("correlation", "i32")]
 GAP_COLUMNS = [
-    ("device", "str"), ("start_us", "f64"), ("duration_us", "f32"), ("cause", "str"), ("after_op", "str"),
+    ("device", "str"), ("start_us", "t32"), ("duration_us", "q32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
 HOST_COLORS = {"op": "#8c9bb0", "annotation": "#b8a06a", "runtime": "#c4c4c4", "sync": "#9467bd"}
-_DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4"}
+_DTYPES = {"f64": "<f8", "f32": "<f4", "i32": "<i4", "t32": "<f8", "q32": "<f8"}
+# Times in microseconds on Kineto's nanosecond grid, sent as int32 nanoseconds: "t32" as deltas
+# from the previous row (plus "base_ns"), for start times; "q32" as they are, for durations. Such
+# integers gzip to about half of what float64/float32 columns do (a report's host spans are most
+# of its payload). A column that does not fit (missing values, a step past 2.1 s) goes as f64.
+_TIME_KINDS = ("t32", "q32")
+_I32 = 2**31 - 1
 # Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
 COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
@@ -252,9 +258,13 @@ def pack_tables(items) -> tuple[dict, bytes]:
             if pad:
                 chunks.append(b"\0" * pad)
                 offset += pad
+            entry = {}
+            if kind in _TIME_KINDS:
+                arr, kind, extra = _encode_time(arr, kind)
+                entry.update(extra)
             raw = arr.tobytes()
             entry = {"name": col, "type": "i32" if kind == "str" else kind, "offset": offset,
-                     "length": int(len(arr))}
+                     "length": int(len(arr)), **entry}
             if strings is not None:
                 entry["strings"] = strings
             cols.append(entry)
@@ -331,6 +341,9 @@ def decode_buffer(header: dict, buf: bytes) -> dict:
     for tname, t in header["tables"].items():
         cols = {}
         for c in t["columns"]:
+            if c["type"] in _TIME_KINDS:
+                cols[c["name"]] = _decode_time(np.frombuffer(buf, "<i4", c["length"], c["offset"]), c)
+                continue
             arr = np.frombuffer(buf, dtype=_DTYPES[c["type"]], count=c["length"], offset=c["offset"])
             if "strings" in c:
                 s = c["strings"]
@@ -397,8 +410,43 @@ def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
+def _encode_time(v: np.ndarray, kind: str):
+    """A float64 column of microseconds as int32 nanoseconds (see ``_TIME_KINDS``), or as it is.
+
+    >>> a, kind, extra = _encode_time(np.array([10.5, 10.75, 12.0]), "t32")
+    >>> kind, extra, a.tolist()
+    ('t32', {'base_ns': 10500}, [0, 250, 1250])
+    """
+    if not len(v) or not np.isfinite(v).all():
+        return v, "f64", {}
+    ns = np.rint(v * 1000.0)
+    if np.abs(ns).max() >= 2**53:
+        return v, "f64", {}
+    ns = ns.astype(np.int64)
+    if kind == "t32":
+        base = int(ns[0])
+        q = np.diff(ns, prepend=base)
+        extra = {"base_ns": base}
+    else:
+        q, extra = ns, {}
+    if np.abs(q).max() > _I32:
+        return v, "f64", {}
+    return q.astype("<i4"), kind, extra
+
+
+def _decode_time(arr: np.ndarray, c: dict) -> np.ndarray:
+    """The inverse of :func:`_encode_time` (what ``js/src/view/data.js`` does)."""
+    q = arr.view("<i4")[: c["length"]].astype(np.int64)
+    if c["type"] == "t32":
+        q = c["base_ns"] + np.cumsum(q)
+    return q / 1000.0
+
+
 def _encode(s, kind, n):
-    """One column as a typed array (and its string dictionary for "str")."""
+    """One column as a typed array (and its string dictionary for "str"); time kinds as float64,
+    which ``pack_tables`` then encodes (:func:`_encode_time`)."""
+    if kind in _TIME_KINDS:
+        kind = "f64"
     if s is None:
         if kind == "str":
             return np.full(n, -1, "<i4"), []

@@ -9,6 +9,19 @@ const PAYLOAD_FORMAT = 2;
 
 const ARRAYS = { f64: Float64Array, f32: Float32Array, i32: Int32Array };
 
+/** Times sent as int32 nanoseconds (kernelscope.render.view._encode_time) back to microseconds:
+ * "t32" holds each row's step from the one before (from c.base_ns), "q32" the values. */
+function nanoseconds(q, c) {
+  const out = new Float64Array(q.length);
+  if (c.type === "t32") {
+    let acc = c.base_ns || 0;   // integer ns: exact up to 2**53 (104 days)
+    for (let i = 0; i < q.length; i++) { acc += q[i]; out[i] = acc / 1000; }
+  } else {
+    for (let i = 0; i < q.length; i++) out[i] = q[i] / 1000;
+  }
+  return out;
+}
+
 /** Columns of every table, from the header and an ArrayBuffer (columns start at `base`, 8-aligned). */
 export function decodeBuffer(header, buffer, base = 0) {
   const tables = {};
@@ -16,6 +29,11 @@ export function decodeBuffer(header, buffer, base = 0) {
     const cols = {};
     const strings = {};
     for (const c of t.columns) {
+      if (c.type === "t32" || c.type === "q32") {
+        cols[c.name] = nanoseconds(new Int32Array(buffer, base + c.offset, c.length), c);
+        if (c.strings) strings[c.name] = c.strings;
+        continue;
+      }
       const Ctor = ARRAYS[c.type];
       cols[c.name] = new Ctor(buffer, base + c.offset, c.length);
       if (c.strings) strings[c.name] = c.strings;
