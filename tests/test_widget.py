@@ -103,8 +103,10 @@ def test_a_report_over_the_launch_budget_sends_its_first_launches(mlp, monkeypat
     monkeypatch.setattr(view, "VIEW_LAUNCHES", 10**9)
     monkeypatch.setattr(view, "VIEW_HOST_SPANS", 100)
     h2, b2 = view_model(mlp)
+    # (the payload's times are on Kineto's nanosecond grid, the window's as recorded)
     host_starts = np.sort(decode_buffer(full, full_buf)["host"]["start_us"])
-    assert h2["window"]["until_us"] == host_starts[100] and h2["window"]["host_spans"] <= 100
+    assert math.isclose(h2["window"]["until_us"], host_starts[100], abs_tol=5e-4)
+    assert h2["window"]["host_spans"] <= 100
     monkeypatch.setattr(view, "VIEW_HOST_SPANS", 400_000)
     monkeypatch.setattr(view, "VIEW_LAUNCHES", 50)
     # The packed payload shrinks with the window, and still decodes.
