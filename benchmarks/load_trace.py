@@ -1,11 +1,25 @@
 """Load + analyze a large Kineto trace: kernelscope vs HTA vs ``json.load`` alone, in one run.
 
     python benchmarks/load_trace.py                      # 1M events tiled from the MLP step
-    python benchmarks/load_trace.py --events 200000 --skip-hta
+    python benchmarks/load_trace.py --events 5000000 --skip-hta --skip-json --repeat 1 --out /tmp
+    python benchmarks/load_trace.py --gzip               # the same trace as .json.gz
 
-Each tool runs in its own process so that its peak memory (ru_maxrss) is its own. The trace is
-made with ../shared/tools/tile_trace.py from a real H200 recording and cached in benchmarks/out/.
-Prints one summary line per tool and the ratios.
+Each tool runs in its own process so that its peak memory (ru_maxrss) is its own, ``--repeat``
+times (default 3, the order of the tools rotating each round); medians are printed, with the
+load average before each round (the machine is shared), in wall seconds and CPU seconds (user +
+system, of the process and any it waited for: less sensitive to other work on the machine). What
+is timed:
+
+* kernelscope: ``ks.load`` + ``rep.summary()`` + ``rep.backends`` + ``rep.findings`` (the
+  findings compute the timeline and the roofline);
+* HTA: ``TraceAnalysis(trace_files=...)`` + ``get_gpu_kernel_breakdown`` +
+  ``get_temporal_breakdown`` + ``get_idle_time_breakdown`` (its load and the analyses that
+  answer the same questions: time per kernel, busy/idle, idle by cause);
+* json: ``json.load`` of the file, the floor of any reader built on Python's json.
+
+The trace is made with the shared ``tile_trace.py`` from a real H200 recording (see
+``benchmarks/tiles.py`` for where it is looked for) and cached in benchmarks/out/ (``--out``:
+another folder).
 """
 from __future__ import annotations
 
@@ -14,66 +28,75 @@ import json
 import os
 import pathlib
 import resource
+import statistics
 import subprocess
 import sys
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-OUT = HERE / "out"
+sys.path.insert(0, str(HERE))
+from tiles import OUT, make_trace, tile_tool  # noqa: E402,F401  (make_trace: timeline_analysis imports it here)
 
 
-def _tile_tool() -> pathlib.Path:
-    # Beside the project (../shared), inside it, or beside the folder of a worktree (../../shared).
-    for p in (ROOT.parent / "shared" / "tools" / "tile_trace.py", ROOT / "shared" / "tools" / "tile_trace.py",
-              ROOT.parent.parent / "shared" / "tools" / "tile_trace.py"):
-        if p.exists():
-            return p
-    sys.exit("tile_trace.py not found (expected ../shared/tools/tile_trace.py)")
-
-
-def make_trace(source: pathlib.Path, events: int) -> pathlib.Path:
-    """The tiled trace for ``events``, made once and cached."""
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"{source.name.split('.')[0]}_{events}.json"
-    if not path.exists():
-        subprocess.run([sys.executable, str(_tile_tool()), str(source), str(path), "--events", str(events)],
-                       check=True)
-    return path
+def _cpu_s() -> float:
+    """CPU seconds of this process and of any it waited for (user + system): less sensitive
+    than wall time to other work on a shared machine."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _child(tool: str, path: str) -> dict:
-    """Runs in a fresh process: import, then time the load + a per-kernel breakdown."""
+    """Runs in a fresh process: import, then time the load and the analyses."""
+    steps = {}
     if tool == "kernelscope":
         import kernelscope as ks
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t = time.perf_counter()
+        base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
+        t0 = t = time.perf_counter()
         rep = ks.load(path)
+        steps["load"], t = time.perf_counter() - t, time.perf_counter()
         summary = rep.summary()
+        steps["summary"], t = time.perf_counter() - t, time.perf_counter()
         breakdown = rep.backends
-        wall = time.perf_counter() - t
-        info = {"kernels": int(len(rep.kernels)), "distinct": int(len(summary)), "backends": int(len(breakdown))}
+        steps["backends"], t = time.perf_counter() - t, time.perf_counter()
+        findings = rep.findings
+        steps["findings"] = time.perf_counter() - t
+        wall = time.perf_counter() - t0
+        info = {"kernels": int(len(rep.kernels)), "distinct": int(len(summary)), "backends": int(len(breakdown)),
+                "findings": len(findings)}
     elif tool == "json":
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t = time.perf_counter()
-        with open(path, "rb") as f:
-            doc = json.load(f)
-        wall = time.perf_counter() - t
+        base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
+        t0 = time.perf_counter()
+        if path.endswith(".gz"):
+            import gzip
+            with gzip.open(path, "rb") as f:
+                doc = json.load(f)
+        else:
+            with open(path, "rb") as f:
+                doc = json.load(f)
+        wall = steps["load"] = time.perf_counter() - t0
         info = {"events": len(doc["traceEvents"])}
     elif tool == "hta":
         import logging
         logging.disable(logging.WARNING)
         from hta.trace_analysis import TraceAnalysis
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t = time.perf_counter()
+        base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
+        t0 = t = time.perf_counter()
         ta = TraceAnalysis(trace_files={0: path}, trace_dir=os.path.dirname(path))
+        steps["load"], t = time.perf_counter() - t, time.perf_counter()
         kernel_type, kernels = ta.get_gpu_kernel_breakdown(visualize=False)
-        wall = time.perf_counter() - t
+        steps["kernel_breakdown"], t = time.perf_counter() - t, time.perf_counter()
+        temporal = ta.get_temporal_breakdown(visualize=False)
+        steps["temporal"], t = time.perf_counter() - t, time.perf_counter()
+        idle = ta.get_idle_time_breakdown(visualize=False)
+        steps["idle_time"] = time.perf_counter() - t
+        wall = time.perf_counter() - t0
         info = {"kernel_rows": int(len(kernels))}
     else:
         raise SystemExit(f"unknown tool {tool}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"tool": tool, "wall_s": wall, "peak_mb": peak / 1024, "import_mb": base / 1024, **info}
+    return {"tool": tool, "wall_s": wall, "cpu_s": _cpu_s() - cpu0, "peak_mb": peak / 1024,
+            "import_mb": base / 1024, "steps": steps, **info}
 
 
 def run_child(script: str, tool: str, path, timeout: float, **on_error) -> dict:
@@ -93,33 +116,75 @@ def run_tool(tool: str, path: pathlib.Path, timeout: float) -> dict:
     return run_child(__file__, tool, path, timeout, wall_s=float("nan"))
 
 
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def _median(runs, key):
+    vals = [r[key] for r in runs if key in r]
+    return statistics.median(vals) if vals else float("nan")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--source", type=pathlib.Path, default=ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz")
+    ap.add_argument("--trace", type=pathlib.Path, help="an existing trace to read instead of a tiled one")
+    ap.add_argument("--gzip", action="store_true", help="tile to .json.gz instead of .json")
+    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE or shared/tools)")
+    ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled trace (default benchmarks/out; "
+                                                     "5M events is 1.5 GB, 10M 3.1 GB: /tmp is a good place)")
     ap.add_argument("--skip-hta", action="store_true")
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--skip-json", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--json-out", type=pathlib.Path, help="write every run's figures here")
     ap.add_argument("--child", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(_child(*a.child)))
         return
-    path = make_trace(a.source, a.events)
+    if a.trace:
+        path = a.trace
+    else:
+        suffix = ".json.gz" if a.gzip else ".json"
+        path = make_trace(a.source, a.events, name=f"{a.source.name.split('.')[0]}_{a.events}{suffix}",
+                          tool=a.tile_tool, out=a.out)
     size_mb = path.stat().st_size / 2**20
-    print(f"trace: {path.name}, {size_mb:.0f} MiB, ~{a.events:,} events (tiled from {a.source.name}); "
-          f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    tools = ["kernelscope", "json"] + ([] if a.skip_hta else ["hta"])
-    res = {t: run_tool(t, path, a.timeout) for t in tools}
-    ks_wall = res["kernelscope"]["wall_s"]
+    print(f"trace: {path.name}, {size_mb:.0f} MiB, ~{a.events:,} events; {os.cpu_count()} CPUs, "
+          f"Python {sys.version.split()[0]}; {a.repeat} round(s), medians")
+    tools = ["kernelscope"] + ([] if a.skip_json else ["json"]) + ([] if a.skip_hta else ["hta"])
+    runs = {t: [] for t in tools}
+    for i in range(a.repeat):
+        order = tools[i % len(tools):] + tools[:i % len(tools)]
+        print(f"round {i + 1}: load average {load_average():.2f}", flush=True)
+        for t in order:
+            r = run_tool(t, path, a.timeout)
+            r["load_average"] = load_average()
+            runs[t].append(r)
+            if "error" in r:
+                print(f"  {t}: error: {r['error']}", flush=True)
+            else:
+                print(f"  {t:12s} {r['wall_s']:7.2f} s  cpu {r['cpu_s']:7.2f} s  peak {r['peak_mb']:6.0f} MiB  "
+                      + "  ".join(f"{k} {v:.2f}" for k, v in r["steps"].items()), flush=True)
+    ok = {t: [r for r in rs if "error" not in r] for t, rs in runs.items()}
+    ks_wall, ks_cpu = _median(ok["kernelscope"], "wall_s"), _median(ok["kernelscope"], "cpu_s")
+    print("medians:")
     for t in tools:
-        r = res[t]
-        if "error" in r:
-            print(f"{t:12s} error: {r['error']}")
+        rs = ok[t]
+        if not rs:
+            print(f"{t:12s} error: {runs[t][-1].get('error')}")
             continue
-        extra = {k: v for k, v in r.items() if k not in ("tool", "wall_s", "peak_mb", "import_mb")}
-        print(f"{t:12s} wall {r['wall_s']:7.2f} s  peak RSS {r['peak_mb']:7.0f} MiB "
-              f"({r['peak_mb'] / size_mb:.2f}x file; {r['peak_mb'] - r['import_mb']:.0f} MiB above imports)  "
-              f"x{r['wall_s'] / ks_wall:.1f} kernelscope's time  {extra}")
+        wall, cpu, peak, imp = (_median(rs, k) for k in ("wall_s", "cpu_s", "peak_mb", "import_mb"))
+        steps = {k: statistics.median(r["steps"][k] for r in rs) for k in rs[0]["steps"]}
+        extra = {k: v for k, v in rs[0].items()
+                 if k not in ("tool", "wall_s", "cpu_s", "peak_mb", "import_mb", "steps", "load_average")}
+        print(f"{t:12s} wall {wall:7.2f} s  cpu {cpu:7.2f} s  peak RSS {peak:7.0f} MiB ({peak / size_mb:.2f}x file; "
+              f"{peak - imp:.0f} MiB above imports)  x{wall / ks_wall:.1f} kernelscope's time "
+              f"(x{cpu / ks_cpu:.1f} its CPU time)  "
+              + "  ".join(f"{k} {v:.2f}" for k, v in steps.items()) + f"  {extra}")
+    if a.json_out:
+        a.json_out.write_text(json.dumps({"trace": str(path), "size_mb": size_mb, "runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
+sys.path.insert(0, str(HERE))
+from tiles import tile_tool  # noqa: E402  (where tile_trace.py is)
 
 
 def best(fn, rounds):
@@ -45,7 +47,7 @@ def main():
     OUT.mkdir(exist_ok=True)
     path = OUT / f"mlp_train_{a.events}.json.gz"
     if not path.exists():
-        tool = ROOT.parent / "shared" / "tools" / "tile_trace.py"
+        tool = tile_tool()
         subprocess.run([sys.executable, str(tool), str(ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz"),
                         str(path), "--events", str(a.events)], check=True)
     data = path.read_bytes()

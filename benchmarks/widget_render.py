@@ -5,7 +5,7 @@
     python benchmarks/widget_render.py --baseline-js OLD/report.js   # also an earlier build
 
 
-Traces are the real H200 MLP step (74 launches) tiled with ../shared/tools/tile_trace.py and
+Traces are the real H200 MLP step (74 launches) tiled with the shared tile_trace.py (benchmarks/tiles.py) and
 cached in benchmarks/out/. For each size, side by side in one run:
 
 * ours: the MIME payload (JSON header + gzip/base64 typed-array columns) -> ``JSON.parse`` ->
@@ -40,6 +40,8 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
+sys.path.insert(0, str(HERE))
+from tiles import tile_tool  # noqa: E402  (where tile_trace.py is)
 SOURCE = ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -105,8 +107,8 @@ def tiled(launches: int) -> pathlib.Path:
     events = [e for e in src["traceEvents"] if e.get("ph") != "M"]
     per_copy = sum(1 for e in events if e.get("cat") == "kernel")
     copies = math.ceil(launches / per_copy)
-    from load_trace import _tile_tool
-    subprocess.run([sys.executable, str(_tile_tool()), str(SOURCE), str(path), "--events", str(copies * len(events))],
+    tool = tile_tool()
+    subprocess.run([sys.executable, str(tool), str(SOURCE), str(path), "--events", str(copies * len(events))],
                    check=True)
     return path
 

@@ -15,13 +15,15 @@ from .trace.files import read_bytes
 _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
 
 
-def load(source):
+def load(source, *, progress: bool = True):
     """Open a recording as a :class:`~kernelscope.Report`.
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), a report saved
     with ``Report.save``, a stopped ``torch.profiler.profile`` object, or an Nsight Compute
     report (``.ncu-rep``: :func:`load_ncu`). Which kind of JSON file it is comes from its parsed
-    top level (a saved report's ``"format"`` key), not from its name.
+    top level (a saved report's ``"format"`` key), not from its name. A trace that takes more
+    than a couple of seconds to read shows a progress bar (in a notebook or on a terminal;
+    ``progress=False`` or ``KERNELSCOPE_PROGRESS=off`` turn it off), removed when it is done.
 
     >>> import kernelscope as ks
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")    # doctest: +SKIP
@@ -36,23 +38,23 @@ def load(source):
     path = os.fspath(source)
     if _is_ncu_report(path):
         return load_ncu(path)   # an Nsight Compute report opened like any recording
+    from .render.progress import LoadProgress
     from .trace.kineto import read_kineto
-    notes = []
-    raw = read_bytes(path, notes)
-    try:
-        trace = read_kineto(raw, name=path)
-    except ForeignFormat as e:
-        if e.format != REPORT_FORMAT:
+    with LoadProgress(os.path.basename(path), out="auto" if progress else None) as bar:
+        try:
+            trace = read_kineto(path, progress=bar.update)
+        except ForeignFormat as e:
+            if e.format != REPORT_FORMAT:
+                raise
+            return _report(read_bytes(path), path)
+        except NotJSON as e:
+            # No top level to read the kind from: a file named as a report is a damaged report.
+            if path.endswith(_REPORT_SUFFIXES):
+                raise TraceError(path, f"the report file is damaged ({e.problem})") from None
             raise
-        return _report(raw, path)
-    except NotJSON as e:
-        # No top level to read the kind from: a file named as a report is a damaged report.
-        if path.endswith(_REPORT_SUFFIXES):
-            raise TraceError(path, f"the report file is damaged ({e.problem})") from None
-        raise
-    trace.meta["notes"][:0] = notes
-    trace.meta["raw_trace"] = os.path.abspath(path)   # the file Perfetto can open (the view offers it)
-    return Report(trace)
+        trace.meta["raw_trace"] = os.path.abspath(path)   # the file Perfetto can open (the view offers it)
+        bar.stage("analysing")
+        return Report(trace)
 
 
 def _report(raw: bytes, path: str) -> Report:

@@ -75,6 +75,45 @@ def test_view_model_columns_match_the_report(mlp):
     assert header["nbytes"] == len(buf)
 
 
+def test_a_report_over_the_launch_budget_sends_its_first_launches(mlp, monkeypatch):
+    """Past VIEW_LAUNCHES the browser gets the launches (and host spans, gaps) of the trace's
+    first part only, and a note saying so; the headline figures stay the whole report's.
+    (The budget is lowered so that a real recording passes it.)"""
+    from kernelscope.render import view
+    full, full_buf = view_model(mlp)
+    monkeypatch.setattr(view, "VIEW_LAUNCHES", 50)
+    header, buf = view_model(mlp)
+    cols = decode_buffer(header, buf)
+    starts = np.sort(np.concatenate([mlp.kernels["start_us"].to_numpy(), mlp.copies["start_us"].to_numpy()]))
+    until = starts[50]
+    w = header["window"]
+    assert w["until_us"] == until and w["of_launches"] == 74 and w["of_copies"] == len(mlp.copies)
+    shown = mlp.kernels[mlp.kernels["start_us"] < until]
+    assert w["launches"] == header["tables"]["kernels"]["rows"] == len(shown) < 74
+    assert list(cols["kernels"]["name"]) == shown["name"].tolist()
+    assert w["launches"] + w["copies"] == 50
+    for t in ("copies", "gaps", "host"):
+        assert (np.asarray(cols[t]["start_us"]) < until).all()
+    assert len(cols["host"]["start_us"]) == w["host_spans"] < w["of_host_spans"] == full["tables"]["host"]["rows"]
+    assert header["stats"] == full["stats"] and header["stats"]["launches"] == 74
+    assert header["findings"] == full["findings"] and header["ops"] == full["ops"]
+    assert any(f"{w['launches']:,} of 74 kernel launches" in n for n in header["notes"])
+    assert full["window"] is None and not any("first" in n for n in full["notes"])
+    # Too many host spans open a window too, where they pass their own budget.
+    monkeypatch.setattr(view, "VIEW_LAUNCHES", 10**9)
+    monkeypatch.setattr(view, "VIEW_HOST_SPANS", 100)
+    h2, b2 = view_model(mlp)
+    # (the payload's times are on Kineto's nanosecond grid, the window's as recorded)
+    host_starts = np.sort(decode_buffer(full, full_buf)["host"]["start_us"])
+    assert math.isclose(h2["window"]["until_us"], host_starts[100], abs_tol=5e-4)
+    assert h2["window"]["host_spans"] <= 100
+    monkeypatch.setattr(view, "VIEW_HOST_SPANS", 400_000)
+    monkeypatch.setattr(view, "VIEW_LAUNCHES", 50)
+    # The packed payload shrinks with the window, and still decodes.
+    assert len(pack(header, buf)) < len(pack(full, full_buf))
+    assert read_payload(mime_payload(mlp, (header, buf)))[0]["window"] == w
+
+
 def test_view_model_headline_numbers(mlp):
     header, _ = view_model(mlp)
     s = header["stats"]

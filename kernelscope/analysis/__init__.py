@@ -5,6 +5,9 @@ import numpy as np
 import pandas as pd
 
 
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
+
+
 def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the kernels table with the analysis columns added, as a new frame; the launch-shapes
     table). Columns added: ``device``, ``device_type``, ``short_name``, ``backend``,
@@ -19,7 +22,9 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     from .occupancy import annotate_occupancy
     from .shapes import launch_shapes
 
-    k = annotate_devices(trace.kernels.copy(), trace.devices)
+    # A new frame (the trace's own table is left as read). Copy-on-write pandas (3 and later)
+    # copies a column only when it is changed; older pandas needs the deep copy.
+    k = annotate_devices(trace.kernels.copy(deep=not _COPY_ON_WRITE), trace.devices)
     k = annotate_backends(k, trace)
     codes, shapes = launch_shapes(k, trace.devices)
     k = annotate_occupancy(k, trace.devices, shapes=(codes, shapes))
@@ -52,4 +57,4 @@ def annotate_copies(trace) -> pd.DataFrame:
     array(['cuda:0'], dtype=object)
     """
     from .devices import annotate_devices
-    return annotate_devices(trace.copies.copy(), trace.devices)
+    return annotate_devices(trace.copies.copy(deep=not _COPY_ON_WRITE), trace.devices)

@@ -103,6 +103,36 @@ def _classify(name: str, op: str, launch_api: str, kernel_backend: str, device_t
     return Attribution("other", None, "fallback")  # unreachable while RULES ends in a catch-all
 
 
+def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each row's combination of values, the first row of each code) over columns of
+    equal length; codes count up in order of first appearance. Factorizing column by column and
+    combining the integer codes is much cheaper than hashing tuples of long strings.
+
+    >>> codes, first = distinct_rows([pd.Series(["a", "b", "a", "a"]), pd.Series([1, 1, 1, 2])])
+    >>> codes.tolist(), first.tolist()
+    ([0, 1, 0, 2], [0, 1, 3])
+    """
+    n = len(columns[0]) if len(columns) else 0
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    combined = None
+    for c in columns:
+        if combined is not None and pd.isna(c).all():
+            continue             # all missing: one value throughout, nothing to tell apart
+        c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
+        c_codes = c_codes.astype(np.int64, copy=False)
+        if combined is None:
+            combined = c_codes
+        elif len(c_uniq) > 1:    # one value throughout tells no rows apart
+            # re-factorize after each step so the combined code stays below n * n (no overflow)
+            combined = pd.factorize(combined * len(c_uniq) + c_codes)[0].astype(np.int64, copy=False)
+    # Codes appear in increasing order, so a row holds the first of its code where the running
+    # maximum rises.
+    top = np.maximum.accumulate(combined)
+    first = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
+    return combined, first
+
+
 def classify(name, op=None, launch_api=None, kernel_backend=None, device_type="CUDA") -> Attribution:
     """Backend, tensor-core use (True/False/None) and the id of the rule that decided.
 
@@ -125,20 +155,12 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
     """
     k = kernels
     n = len(k)
-    cols = []
-    for c in ("name", "op", "launch_api", "kernel_backend", "device_type"):
-        s = k[c] if c in k.columns else pd.Series([None] * n, index=k.index, dtype=object)
-        cols.append(s.astype(object).where(s.notna(), ""))
+    # The values as they are (classify reads a missing one as ""), without a copy per column.
+    cols = [k[c].to_numpy(object) if c in k.columns else np.full(n, None, dtype=object)
+            for c in ("name", "op", "launch_api", "kernel_backend", "device_type")]
     # Classify each distinct context once, then map: a 100k-launch trace has a few hundred.
-    # Factorize column by column and combine the integer codes: much cheaper than hashing
-    # 100k tuples of long strings.
-    combined = np.zeros(n, dtype=np.int64)
-    for c in cols:
-        c_codes, c_uniq = pd.factorize(c)
-        # re-factorize after each step so the combined code stays below n * n (no overflow)
-        combined = pd.factorize(combined * max(len(c_uniq), 1) + c_codes)[0].astype(np.int64)
-    first, codes = np.unique(combined, return_index=True, return_inverse=True)[1:] if n else ([], [])
-    uniq = [tuple(c.iat[i] for c in cols) for i in first]
+    codes, first = distinct_rows(cols)
+    uniq = [tuple(c[i] for c in cols) for i in first.tolist()]
     found = [classify(*key) for key in uniq]
     shorts = {}
     short = [shorts.setdefault(key[0], short_name(_text(key[0]))) for key in uniq]
@@ -183,30 +205,65 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
     >>> op_self_time(ks.load("mlp_train.pt.trace.json.gz").ops).sum()   # doctest: +SKIP
     """
     self_us = ops["duration_us"].astype(float).fillna(0.0).to_numpy().copy()
-    if not len(ops):
+    n = len(ops)
+    if not n:
         return self_us
     start = ops["start_us"].astype(float).to_numpy()
     end = start + ops["duration_us"].astype(float).fillna(0.0).to_numpy()
     dur = end - start
-    tids = ops["tid"].astype(str).to_numpy()
-    # Parents sort before their children: by start, longer first on ties.
-    order = np.lexsort((-dur, start, tids)).tolist()
-    # Plain lists: indexing them in the loop below is several times faster than numpy scalars.
-    end_l, dur_l, tid_l = end.tolist(), dur.tolist(), tids.tolist()
-    child = [0.0] * len(end_l)
-    stack: list = []
-    cur_tid = None
-    for i in order:
-        if tid_l[i] != cur_tid:
-            stack, cur_tid = [], tid_l[i]
-        # Sorted by start, so the top of the stack holds i exactly when it ends no earlier.
-        e = end_l[i]
-        while stack and e > end_l[stack[-1]] + 1e-6:
-            stack.pop()
-        if stack:
-            child[stack[-1]] += dur_l[i]
-        stack.append(i)
-    return np.maximum(self_us - np.asarray(child), 0.0)
+    # Parents sort before their children: by thread, start, longer first on ties.
+    threads = _thread_codes(ops["tid"])
+    order = np.lexsort((-dur, start, threads))
+    parent = nearest_enclosing(end[order], threads[order])
+    has = parent >= 0
+    # Summed in sorted order, as a walk with a stack would add them.
+    child_sorted = np.bincount(parent[has], weights=dur[order][has], minlength=n)
+    child = np.empty(n)
+    child[order] = child_sorted
+    return np.maximum(self_us - child, 0.0)
+
+
+def _thread_codes(tids: pd.Series) -> np.ndarray:
+    """One integer per thread, threads told apart by their text (as ``str(tid)``), so that 7 and
+    "7" are the same thread; a missing thread is one more."""
+    values = (tids.to_numpy(object) if isinstance(tids, pd.Series) else np.asarray(tids, dtype=object)).tolist()
+    if set(map(type, values)) == {int}:
+        # Threads are plain integers in most traces: factorized as int64, much faster than as
+        # objects (two integers are the same thread exactly when their texts are the same).
+        try:
+            return pd.factorize(np.array(values, dtype=np.int64))[0]
+        except OverflowError:
+            pass
+    codes, uniq = pd.factorize(tids, use_na_sentinel=False)
+    text = [None if u is None or (isinstance(u, float) and u != u) else str(u) for u in uniq]
+    return pd.factorize(pd.Series(text, dtype=object), use_na_sentinel=False)[0][codes]
+
+
+def nearest_enclosing(end: np.ndarray, group: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """For intervals sorted by (group, start, longer first), the position of each one's parent
+    (-1: none): the nearest earlier interval of its group that ends no earlier (within ``eps``).
+
+    It is what a walk with a stack finds (pop while the new interval ends after the top), for
+    all intervals at once: each candidate that ends too early is replaced by *its* candidate, so
+    the gap to the parent closes in O(log n) rounds of array operations.
+
+    >>> nearest_enclosing(np.array([10.0, 4.0, 9.0, 20.0]), np.array([0, 0, 0, 1])).tolist()
+    [-1, 0, 0, -1]
+    """
+    n = len(end)
+    cand = np.arange(-1, n - 1)
+    if n:
+        cand[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])] = -1
+    reach = end + eps
+    todo = np.flatnonzero(cand >= 0)
+    todo = todo[end[todo] > reach[cand[todo]]]
+    while len(todo):
+        # Every interval strictly between a candidate and its own candidate ends before the
+        # candidate does, so before this one too: jump over them.
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+        todo = todo[end[todo] > reach[cand[todo]]]
+    return cand
 
 
 def _cpu_backend(name: str, kernel_backend) -> str:
@@ -242,13 +299,16 @@ def backend_breakdown(report) -> pd.DataFrame:
     else:
         gpu = pd.DataFrame(columns=_BREAKDOWN_COLUMNS)
     ops = report.ops
-    ops = ops[ops["cat"].fillna("cpu_op") != "user_annotation"] if len(ops) else ops
-    if len(ops):
+    # Only the columns read, of the rows kept: the ops table is the largest of a trace.
+    keep = (ops["cat"] != "user_annotation").fillna(True).to_numpy(dtype=bool) if len(ops) \
+        else np.zeros(0, bool)
+    if keep.any():
+        names, kbs = ops["name"].to_numpy(object)[keep], ops["kernel_backend"].to_numpy(object)[keep]
         # Classify each distinct (name, kernel_backend) once: op names repeat heavily.
-        memo = {}
-        labels = [memo[key] if key in memo else memo.setdefault(key, _cpu_backend(_text(key[0]), key[1]))
-                  for key in zip(ops["name"].tolist(), ops["kernel_backend"].tolist())]
-        cpu = pd.DataFrame({"backend": labels, "self_us": op_self_time(ops)})
+        codes, first = distinct_rows([names, kbs])
+        labels = np.array([_cpu_backend(_text(names[i]), kbs[i]) for i in first], dtype=object)[codes]
+        times = ops.loc[keep, ["tid", "start_us", "duration_us"]] if not keep.all() else ops
+        cpu = pd.DataFrame({"backend": pd.Series(labels, dtype=object), "self_us": op_self_time(times)})
         grp = cpu.groupby("backend", sort=False)["self_us"]
         cpu = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
         cpu["device"] = "CPU"

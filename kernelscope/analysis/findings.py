@@ -554,17 +554,27 @@ def roofline_findings(report, tl) -> list:
         return []
     out = []
     window = tl.window.get("active_us")
-    for (op, kernel), g in rl.groupby(["op", "kernel"], sort=False):
-        dur = float(g["duration_us"].sum())
-        n = int(g["kernels"].sum())
+    # One group per (op, kernel) in order of first row, as groupby(sort=False) makes them, but
+    # over plain arrays: a large trace has tens of thousands of rows in a few dozen groups.
+    rl = rl[(rl["op"].notna() & rl["kernel"].notna()).to_numpy()]
+    from .backends import distinct_rows
+    codes, first = distinct_rows([rl["op"].to_numpy(object), rl["kernel"].to_numpy(object)])
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(first) + 1))
+    d_all, n_all, s_all = (rl[c].to_numpy(dtype=float) for c in ("duration_us", "kernels", "roof_share"))
+    for j in range(len(first)):
+        rows = order[bounds[j]:bounds[j + 1]]
+        dur = float(d_all[rows].sum())
+        n = int(n_all[rows].sum())
         if dur / total < ROOF_MIN_SHARE or dur / n < ROOF_MIN_KERNEL_US:
             continue
         # Time-weighted: the share the group would need to take its ideal time.
-        ideal = float((g["duration_us"] * g["roof_share"]).sum())
+        ideal = float((d_all[rows] * s_all[rows]).sum())
         share = ideal / dur
         if share >= ROOF_LOW_SHARE:
             continue
-        r = g.iloc[0]
+        r = rl.iloc[rows[0]]
+        op, kernel = r["op"], r["kernel"]
         cost = dur - ideal
         if r["flops"] == r["flops"] and r["peak_tflops"] == r["peak_tflops"] and r["peak_tflops"]:
             roof = (f"{r['attainable_tflops']:.1f} TFLOP/s attainable ({r['precision']}, "

@@ -109,62 +109,106 @@ def roofline(report) -> pd.DataFrame:
 
 
 def _counted_roofline(report) -> pd.DataFrame:
+    from .backends import distinct_rows
     k = report.kernels
     ops = report.ops
-    k = k[k["op_index"].notna() & k["duration_us"].notna()] if len(k) else k
     if not len(k) or not len(ops):
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in ROOFLINE_COLUMNS})
+    timed = k["op_index"].notna() & k["duration_us"].notna()
+    if not timed.any():
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ROOFLINE_COLUMNS})
     dev_names = dict(zip(report.devices["index"].tolist(), report.devices["name"].tolist()))
     peaks_of = {i: device_peaks(n) for i, n in dev_names.items()}
-    # Plain lists and one aggregation: a large trace has tens of thousands of op instances.
-    agg = k.groupby("op_index", sort=False)["duration_us"].agg(["sum", "size", "idxmax"])
-    op_name, op_dims = ops["name"].tolist(), ops["input_dims"].tolist()
-    op_types, op_flops = ops["input_types"].tolist(), ops["flops"].tolist()
-    tops = k.loc[agg["idxmax"]]
-    t_name, t_dev = tops["name"].tolist(), tops["device_index"].tolist()
-    t_short = tops["short_name"].tolist() if "short_name" in tops.columns else t_name
-    t_label = tops["device"].tolist() if "device" in tops.columns else t_dev
-    memo = {}
-    rows = []
-    for j, (op_index, dur, n) in enumerate(zip(agg.index.tolist(), agg["sum"].tolist(),
-                                               agg["size"].tolist())):
-        i = int(op_index)
-        if i < 0 or i >= len(op_name) or not dur > 0:
-            continue
-        fl = op_flops[i]
-        key = (op_name[i], repr(op_dims[i]), repr(op_types[i]), None if fl != fl else fl)
-        if key not in memo:
-            memo[key] = op_counts(op_name[i], op_dims[i], op_types[i], op_flops[i])
-        counts = memo[key]
-        if counts is None:
-            continue
-        flops, nbytes, precision, source = counts
-        kname = t_name[j]
-        peaks = peaks_of.get(t_dev[j])
-        # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
-        if precision == "fp32" and op_name[i] in _MATMUL and "tf32" in str(kname).lower():
-            precision = "tf32"
-        peak_t = peaks.peak_tflops(precision) if peaks and precision else None
-        peak_b = peaks.memory_gbps if peaks else None
-        sec = dur * 1e-6
-        ach_t = flops / sec / 1e12 if flops is not None else np.nan
+    # One aggregation over the two columns it reads, and only the top kernel's columns taken:
+    # a large trace has tens of thousands of op instances and hundreds of thousands of kernels.
+    agg = k.loc[timed, ["op_index", "duration_us"]].groupby("op_index", sort=False)["duration_us"] \
+        .agg(["sum", "size", "idxmax"])
+    top_cols = [c for c in ("name", "device_index", "short_name", "device") if c in k.columns]
+    tops = k.loc[agg["idxmax"], top_cols]
+    i_all = agg.index.to_numpy()
+    dur_all = agg["sum"].to_numpy(float)
+    ok = (i_all >= 0) & (i_all < len(ops)) & (dur_all > 0)
+    sel = np.flatnonzero(ok)
+    if not len(sel):
+        return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
+    i_sel = i_all[sel].astype(np.int64)
+    name_sel = ops["name"].to_numpy(object)[i_sel]
+    dims_sel = ops["input_dims"].to_numpy(object)[i_sel]
+    types_sel = ops["input_types"].to_numpy(object)[i_sel]
+    fl_sel = ops["flops"].to_numpy(object)[i_sel]
+    # Count each distinct op (name, shapes, dtypes, FLOPs) once: the same ops repeat every step.
+    # Equal shapes share one decoded object (the reader decodes each distinct text once), so the
+    # object's identity stands for its value here; NaN and None FLOPs are one key.
+    codes, first = distinct_rows([
+        name_sel, np.fromiter(map(id, dims_sel), np.int64, len(sel)),
+        np.fromiter(map(id, types_sel), np.int64, len(sel)),
+        np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)])
+    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], fl_sel[j]) for j in first.tolist()]
+    counted = np.array([c is not None for c in per], dtype=bool)[codes]
+    if not counted.any():
+        return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
+    per = [c if c is not None else (None, 0.0, None, None) for c in per]
+    codes = codes[counted]
+    rows = sel[counted]
+    idx = i_sel[counted]
+
+    flops_obj = _objects([c[0] for c in per])[codes]                      # float, or None where unknown
+    flops = np.array([np.nan if c[0] is None else c[0] for c in per], dtype=float)[codes]
+    nbytes = np.array([c[1] for c in per], dtype=float)[codes]
+    name = name_sel[counted]
+    kname = tops["name"].to_numpy(object)[rows]
+    dev = tops["device_index"].to_numpy(object)[rows]
+    # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
+    precision = _objects([c[2] for c in per])[codes]
+    k_codes, k_uniq = pd.factorize(kname, use_na_sentinel=False)
+    tf32_name = np.array(["tf32" in str(x).lower() for x in k_uniq], dtype=bool)[k_codes]
+    matmul = np.fromiter(map(_MATMUL.__contains__, name), bool, len(name))
+    precision[(precision == "fp32") & matmul & tf32_name] = "tf32"
+    # Peaks per distinct (device, precision).
+    pk_codes, pk_first = distinct_rows([dev, precision])
+    got = []
+    for j in pk_first.tolist():
+        pk, p = peaks_of.get(dev[j]), precision[j]
+        got.append((pk.peak_tflops(p) if pk and p else None, pk.memory_gbps if pk else None,
+                    pk.source if pk else None))
+    peak_t_obj, peak_b_obj, peak_src = (_objects([g[i] for g in got])[pk_codes] for i in range(3))
+    peak_t = np.array([np.nan if g[0] is None else g[0] for g in got], dtype=float)[pk_codes]
+    peak_b = np.array([np.nan if g[1] is None else g[1] for g in got], dtype=float)[pk_codes]
+    dur = dur_all[rows]
+    sec = dur * 1e-6
+    has_flops = ~np.isnan(flops)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ach_t = flops / sec / 1e12
         ach_b = nbytes / sec / 1e9
-        inten = flops / nbytes if flops is not None and nbytes else np.nan
-        attain, share, bound = np.nan, np.nan, None
-        if peak_b:
-            if peak_t and flops is not None:
-                mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
-                attain = min(peak_t, mem_roof)
-                bound = "compute" if peak_t <= mem_roof else "memory"
-                share = ach_t / attain
-            else:
-                share, bound = ach_b / peak_b, "memory"
-        rows.append({
-            "op": op_name[i], "op_index": i, "kernel": kname, "short_name": t_short[j],
-            "device": t_label[j], "precision": precision, "kernels": int(n),
-            "duration_us": float(dur), "flops": flops, "bytes": nbytes, "flops_source": source,
-            "intensity": inten, "achieved_tflops": ach_t, "achieved_gbps": ach_b,
-            "peak_tflops": peak_t, "peak_gbps": peak_b, "attainable_tflops": attain,
-            "roof_share": share, "bound": bound, "peaks_source": peaks.source if peaks else None,
-        })
-    return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)
+        inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
+        mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
+        by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
+        attain = np.where(by_roof, np.where(mem_roof < peak_t, mem_roof, peak_t), np.nan)
+        share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
+    bound = np.where(by_roof, np.where(peak_t <= mem_roof, "compute", "memory"),
+                     np.where(peak_b > 0, "memory", None)).astype(object)
+    bound[bound == "None"] = None
+    t_short = tops["short_name"] if "short_name" in tops.columns else tops["name"]
+    t_label = tops["device"] if "device" in tops.columns else tops["device_index"]
+    # Text as object arrays, computed numbers as float arrays, and the values taken as they are
+    # (FLOPs, peaks: None where unknown) as lists: pandas types each column as it typed the rows
+    # of dicts this table was once built from.
+    return pd.DataFrame({
+        "op": name, "op_index": idx, "kernel": kname, "short_name": t_short.to_numpy(object)[rows],
+        "device": t_label.to_numpy(object)[rows], "precision": precision,
+        "kernels": agg["size"].to_numpy()[rows].astype(np.int64), "duration_us": dur,
+        "flops": flops_obj.tolist(), "bytes": nbytes,
+        "flops_source": _objects([c[3] for c in per])[codes], "intensity": inten,
+        "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_obj.tolist(),
+        # The attainable roof is the peak itself (as the table holds it) where memory allows it.
+        "attainable_tflops": np.where(by_roof & ~(mem_roof < peak_t), peak_t, attain),
+        "peak_gbps": peak_b_obj.tolist(), "roof_share": share,
+        "bound": bound, "peaks_source": peak_src,
+    }, columns=ROOFLINE_COLUMNS)
+
+
+def _objects(values) -> np.ndarray:
+    """A 1-d object array of ``values`` (numpy would make a list of tuples 2-d)."""
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr

@@ -34,6 +34,7 @@ from ..analysis.timeline import CAUSES
 from ..jsonable import jsonable
 from ..trace.model import SYNC_CALLS
 from ..trace.ncu import COMPARED_METRICS
+from ..units import fmt_us
 from .ncu_view import kernel_detail
 
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
@@ -89,6 +90,16 @@ _I32 = 2**31 - 1
 COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
+# Launches (kernels + copies) sent to the browser at most. Past this the view gets the launches
+# of the trace's first part up to the budget, with the host spans, gaps and counter samples of
+# the same window, and says so; its headline numbers, findings, backends, roofline and op list
+# stay whole-report. A million launches would be ~100 MB of columns (~25 MB packed, a third more
+# as base64 in a saved notebook) for a table and timeline drawn from the browser's memory.
+VIEW_LAUNCHES = 200_000
+# The same for the host lanes' spans (every CPU op and runtime call; ~40 bytes each).
+VIEW_HOST_SPANS = 400_000
+# Column buffers up to this size are gzipped at level 9, larger ones at 6 (pack()).
+PACK_LEVEL9_BYTES = 4 << 20
 _MISSING_INT = -1
 
 
@@ -117,10 +128,14 @@ def view_model(rep) -> tuple[dict, bytes]:
     >>> header["stats"]["launches"], len(buf)                                # doctest: +SKIP
     (2000, 228000)
     """
-    k = rep.kernels.reset_index(drop=True)
+    k_all = rep.kernels.reset_index(drop=True)
     # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k = k.assign(config=k["shape"] if "shape" in k.columns else 0)
-    copies = rep.copies.reset_index(drop=True)
+    k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
+    copies_all = rep.copies.reset_index(drop=True)
+    host_all = _host_spans(rep.ops, rep.runtime)
+    until = view_window(k_all, copies_all, host_all)
+    k, copies, host = ((_before(k_all, until), _before(copies_all, until), _before(host_all, until))
+                       if until is not None else (k_all, copies_all, host_all))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and _numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and _numeric(k[c])]
     counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and _numeric(k[c])]
@@ -131,7 +146,14 @@ def view_model(rep) -> tuple[dict, bytes]:
     problems = []
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
-    host = _host_spans(rep.ops, rep.runtime)
+    window = None
+    if until is not None:
+        gaps = _before(gaps, until)
+        if counters is not None:
+            counters = (_before(counters[0], until), counters[1])
+        window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
+                  "copies": int(len(copies)), "of_copies": int(len(copies_all)),
+                  "host_spans": int(len(host)), "of_host_spans": int(len(host_all))}
     copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
@@ -144,8 +166,9 @@ def view_model(rep) -> tuple[dict, bytes]:
         "vocabulary": vocabulary(),
         "title": _title(rep),
         "partial": bool(rep.partial),
-        "notes": [str(n) for n in rep.notes] + problems,
-        "stats": _stats(rep, k, copies, tl),
+        "notes": [str(n) for n in rep.notes] + problems + ([_window_note(window)] if window else []),
+        "window": window,
+        "stats": _stats(rep, k_all, copies_all, tl),
         "devices": _records(rep.devices),
         "findings": _findings(rep, problems),
         # The first screen: what to fix first, ranked by the time at stake (analysis/priorities.py).
@@ -157,8 +180,8 @@ def view_model(rep) -> tuple[dict, bytes]:
         "names": _name_table(k),
         "name_notes": _name_notes(k),
         "configs": _occupancy_configs(rep, k),
-        "roofline": _roofline(rep, k, problems),
-        "ops": _op_summary(rep.ops, k),
+        "roofline": _roofline(rep, k_all, problems),
+        "ops": _op_summary(rep.ops, k_all),
         # How many op names there are: "ops" holds the costliest TOP_OPS of them.
         "op_names": int(rep.ops["name"].nunique()) if len(rep.ops) else 0,
         # The Chrome trace the report was read from or written with (--trace), for Perfetto.
@@ -175,6 +198,47 @@ def view_model(rep) -> tuple[dict, bytes]:
         "nbytes": len(buf),
     }
     return header, buf
+
+
+def view_window(kernels: pd.DataFrame, copies: pd.DataFrame, host: pd.DataFrame | None = None) -> float | None:
+    """Where the view's window ends (``start_us`` of the first row left out), or None when the
+    launches (kernels + copies) fit :data:`VIEW_LAUNCHES` and the host spans :data:`VIEW_HOST_SPANS`.
+
+    >>> view_window(pd.DataFrame({"start_us": [3.0, 1.0, 2.0, 4.0] * 100_000}), pd.DataFrame())
+    3.0
+    """
+    cuts = [_nth_start([kernels, copies], VIEW_LAUNCHES)]
+    if host is not None:
+        cuts.append(_nth_start([host], VIEW_HOST_SPANS))
+    cuts = [c for c in cuts if c is not None]
+    return min(cuts) if cuts else None
+
+
+def _nth_start(tables, budget: int) -> float | None:
+    """The start of the row after the first ``budget`` rows in time order (None: they all fit)."""
+    starts = [t["start_us"].to_numpy(dtype=float, na_value=np.nan) for t in tables
+              if len(t) and "start_us" in t.columns]
+    starts = np.concatenate(starts) if starts else np.empty(0)
+    starts = starts[~np.isnan(starts)]
+    if len(starts) <= budget:
+        return None
+    return float(np.partition(starts, budget)[budget])
+
+
+def _before(df: pd.DataFrame, until: float) -> pd.DataFrame:
+    """The rows of ``df`` that start before ``until``."""
+    if not len(df) or "start_us" not in df.columns:
+        return df
+    return df[(df["start_us"] < until).to_numpy(dtype=bool, na_value=False)].reset_index(drop=True)
+
+
+def _window_note(w: dict) -> str:
+    return (f"This view holds the trace's first {fmt_us(w['until_us'])}: "
+            f"{w['launches']:,} of {w['of_launches']:,} kernel launches"
+            + (f", {w['copies']:,} of {w['of_copies']:,} copies" if w["of_copies"] else "")
+            + f" and {w['host_spans']:,} of {w['of_host_spans']:,} CPU ops and runtime calls. "
+              "The kernel table and the timeline cover that window; the figures above, the findings, "
+              "backends, roofline and ops cover the whole report (rep.kernels and rep.ops have every row).")
 
 
 def pack_tables(items) -> tuple[dict, bytes]:
@@ -222,7 +286,9 @@ def pack(header: dict, buf: bytes) -> bytes:
     head = struct.pack("<I", len(text)) + text
     head += b"\0" * ((-len(head)) % 8)
     # mtime=0 keeps the bytes (and so the saved notebook) identical across runs.
-    return gzip.compress(head + buf, compresslevel=9, mtime=0)
+    # Level 9 keeps small reports' notebooks light; past a few MB it costs seconds for ~2% less.
+    level = 9 if len(buf) < PACK_LEVEL9_BYTES else 6
+    return gzip.compress(head + buf, compresslevel=level, mtime=0)
 
 
 def unpack(blob: bytes) -> tuple[dict, bytes]:

@@ -80,6 +80,26 @@ class Event(msgspec.Struct, gc=False):
     args: Union[Args, None] = None
 
 
+# The args text of an event that has none: every streamed event has some text to decode.
+NO_ARGS = msgspec.Raw(b"null")
+
+
+class StreamEvent(msgspec.Struct, gc=False):
+    """An :class:`Event` whose ``args`` are left as their text (a zero-copy slice): the table
+    builder decodes them a table at a time, each table's events with a struct of only the
+    fields that table reads (:data:`~.tables.ARG_FIELDS`), which is cheaper than one struct of
+    every field for every event."""
+
+    ph: str = ""
+    name: str = ""
+    cat: Str = None
+    pid: Union[int, str, None] = None
+    tid: Union[int, str, None] = None
+    ts: Float = None
+    dur: Float = None
+    args: msgspec.Raw = NO_ARGS
+
+
 class TraceFile(msgspec.Struct, gc=False):
     """The top level of a trace file: its events and the header fields we read."""
 

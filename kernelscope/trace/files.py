@@ -2,8 +2,9 @@
 
 Pipes and devices are refused (they would block or never end), directories and missing files
 get a clear message, and gzip is decompressed under a cap (``KERNELSCOPE_MAX_TRACE_BYTES``) so
-that a gzip bomb cannot exhaust memory. The Kineto reader, the Nsight Compute reader and
-``kernelscope.load`` all read files through :func:`read_bytes`.
+that a gzip bomb cannot exhaust memory. The Nsight Compute reader and saved reports read files
+whole through :func:`read_bytes`; the Kineto reader streams them through :func:`read_blocks`
+(the same checks, a block at a time, so that a large trace is never held whole).
 """
 from __future__ import annotations
 
@@ -73,11 +74,7 @@ def read_bytes(path, notes=None) -> bytes:
     >>> read_bytes("tests/data/mlp_train.pt.trace.json.gz").lstrip()[:1]     # gunzipped
     b'{'
     """
-    path = os.fspath(path)
-    st = stat_regular(path)
-    limit = max_trace_bytes()
-    if st.st_size > limit:
-        raise TraceError(path, too_big(st.st_size, limit))
+    path, size, limit = _checked(path)
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -86,6 +83,101 @@ def read_bytes(path, notes=None) -> bytes:
     if raw[:2] == GZIP_MAGIC:
         raw = gunzip(raw, path, limit, notes)
     return raw
+
+
+def _checked(path):
+    """``(path, size, limit)`` of a file that may be read: it exists, is a regular file (a pipe
+    or a device would block or never end) and is not over the cap."""
+    path = os.fspath(path)
+    st = stat_regular(path)
+    limit = max_trace_bytes()
+    if st.st_size > limit:
+        raise TraceError(path, too_big(st.st_size, limit))
+    return path, st.st_size, limit
+
+
+# Bytes read from the file at a time, and the most text one gunzip step may produce.
+READ_BYTES = 1 << 20
+BLOCK_BYTES = 8 << 20
+
+
+def read_blocks(path, notes=None, progress=None, block_bytes=None):
+    """The file's text in blocks (gunzipped when it is gzip), never more than
+    :func:`max_trace_bytes` in all: :func:`read_bytes` a piece at a time, with the same checks
+    and messages. ``progress(done, total)`` is called with the file's bytes read so far.
+
+    >>> b"".join(read_blocks("tests/data/mlp_train.pt.trace.json.gz")).lstrip()[:1]
+    b'{'
+    """
+    path, size, limit = _checked(path)
+    block = block_bytes or BLOCK_BYTES
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
+    with f:
+        def read(n):
+            try:
+                data = f.read(n)
+            except OSError as e:
+                raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
+            if progress is not None:
+                progress(f.tell(), size)
+            return data
+
+        head = read(max(2, READ_BYTES))
+        if head[:2] != GZIP_MAGIC:
+            data = head
+            while data:
+                for i in range(0, len(data), block):
+                    yield data[i:i + block]
+                data = read(max(READ_BYTES, block))
+            return
+        yield from _gunzip_blocks(head, read, path, limit, block, notes)
+
+
+def _gunzip_blocks(data, read, label, limit, block, notes):
+    """:func:`gunzip` as a stream: every member, each step's output capped, the CRC checked."""
+    total = 0
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while not d.eof:
+            ended = False
+            if not data:
+                data = read(READ_BYTES)
+                ended = not data
+            try:
+                # With no input left, this gives what zlib still holds from a capped step.
+                out = d.decompress(data, min(block, limit - total + 1))
+            except zlib.error as e:
+                raise TraceError(label, f"the gzip stream is damaged or truncated ({e})") from None
+            data = d.unconsumed_tail
+            total += len(out)
+            if total > limit:
+                raise TraceError(label, too_big(total, limit))
+            if out:
+                yield out
+            elif ended:
+                break
+        if not d.eof:
+            raise TraceError(label, "the gzip stream is damaged or truncated (it ends before its "
+                                    "end-of-stream marker)")
+        data = d.unused_data
+        while len(data) < 2:
+            more = read(READ_BYTES)
+            if not more:
+                break
+            data += more
+        if data[:2] != GZIP_MAGIC:
+            break  # concatenated gzip members are legal (`cat a.gz b.gz`); anything else is junk
+    junk = len(data)
+    while True:
+        more = read(READ_BYTES)
+        if not more:
+            break
+        junk += len(more)
+    if junk and notes is not None:
+        notes.append(f"ignored {junk} byte(s) of trailing data after the gzip stream")
 
 
 def gunzip(data: bytes, label, limit=None, notes=None) -> bytes:

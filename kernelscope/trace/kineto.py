@@ -16,18 +16,22 @@ import numpy as np
 from ..errors import TraceError
 from .decode import (CarefulPath, RawFile, check_format, decode_document, event_chunks, no_gc,
                      to_utf8)
-from .files import read_bytes
+from . import stream
+from .files import read_blocks, read_bytes
 from .header import devices_columns, header_meta
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
 from .sources import innermost_frames
-from .tables import (SCHEMAS, chunk_tables, complete, concat_tables, join_launch, join_op, lookup,
-                     sync_table)
+from .tables import KeyIndex, TableBuilder, complete, join_launch, join_op, lookup, sync_table
 from .timebase import clock_meta, cover_span, shift, time_origin
 
 
-def read_kineto(source, *, name=None) -> Trace:
+def read_kineto(source, *, name=None, progress=None) -> Trace:
     """Read a torch.profiler Chrome trace (a path to ``.json``/``.json.gz`` or its bytes).
+
+    The text is decoded a chunk of events at a time as it streams in (:mod:`.stream`), and
+    the tables are built as the chunks come, so that a trace of several GB is never held whole.
+    ``progress(done, total)`` is called with the file's bytes read so far.
 
     >>> from kernelscope.trace.kineto import read_kineto
     >>> t = read_kineto("launch_bound.pt.trace.json.gz")       # doctest: +SKIP
@@ -35,10 +39,30 @@ def read_kineto(source, *, name=None) -> Trace:
     2000
     """
     notes = []
+    from .perfetto import looks_like_jax
     if isinstance(source, (bytes, bytearray, memoryview)):
-        raw, label = bytes(source), name or "<bytes>"
+        label = name or "<bytes>"
+        view = memoryview(source)
+        blocks = (view[i:i + stream.BLOCK_BYTES] for i in range(0, len(view), stream.BLOCK_BYTES))
     else:
-        raw, label = read_bytes(source, notes), name or os.fspath(source)
+        label = name or os.fspath(source)
+        blocks = read_blocks(source, notes, progress, block_bytes=stream.BLOCK_BYTES)
+    with no_gc():
+        try:
+            events = stream.EventStream(blocks, jax_check=looks_like_jax)
+            return _build(events.doc, events.chunks(), lambda: events.n_events, label, notes)
+        except (stream.NotStreamable, CarefulPath):
+            pass    # not the common shape: the careful path below reads it whole and says why
+        finally:
+            if hasattr(blocks, "close"):
+                blocks.close()
+    notes.clear()
+    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else read_bytes(source, notes)
+    return _read_whole(raw, label, notes)
+
+
+def _read_whole(raw: bytes, label, notes) -> Trace:
+    """The careful path: the whole text decoded at once, leniently where it must be."""
     raw = to_utf8(raw, label, notes)
     from .perfetto import looks_like_jax, read_jax_bytes
     if looks_like_jax(raw):     # JAX's own profiler: same Chrome JSON, its own event vocabulary
@@ -78,22 +102,15 @@ def build_trace(doc, label="<trace>", notes=None) -> Trace:
 def _build(doc, chunks, n_events, label, notes) -> Trace:
     # The same list object: chunk decoding appends its notes to it while we iterate.
     notes = notes if notes is not None else []
-    parts = {b: [] for b in SCHEMAS}
-    span = None
-    bad_times = [0]
-    counter_events = []
+    builder = TableBuilder()
     for events in chunks:
-        for b, t in chunk_tables(events, bad_times).items():
-            if b == "span":
-                span = span or t
-            elif b == "counter_events":
-                counter_events.extend(t)
-            else:
-                parts[b].append(t)
-    if bad_times[0]:
-        notes.append(f"skipped {bad_times[0]} event(s) with a missing, negative or non-numeric time")
-    tables = concat_tables(parts)
-    del parts
+        builder.add(events)
+        del events    # the decoded events go as soon as their columns are built
+    n_events = n_events() if callable(n_events) else n_events
+    if builder.bad_times:
+        notes.append(f"skipped {builder.bad_times} event(s) with a missing, negative or non-numeric time")
+    tables, span, counter_events = builder.tables(), builder.span, builder.counter_events
+    del builder
 
     origin = time_origin(tables, span)
     shift(tables, origin)
@@ -105,13 +122,14 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
     # Joins: correlation -> launching runtime call; External id -> enclosing CPU op (cpu_op rows
     # win over annotations that share the id space).
     cpu_first = np.argsort((ops["cat"] != "cpu_op").to_numpy(), kind="stable")
+    op_of = KeyIndex(ops["external_id"], order=cpu_first)
     for t in (k, c):
         join_launch(t, rt, lookup(rt["correlation"], t["correlation"]))
-        join_op(t, ops, lookup(ops["external_id"], t["external_id"], order=cpu_first))
+        join_op(t, ops, op_of(t["external_id"]))
     if len(fr) and len(k):
         k["source"] = innermost_frames(k["launch_tid"].tolist(), k["launch_start_us"].tolist(),
                                        {col: fr[col].tolist() for col in ("name", "tid", "start_us", "duration_us")})
-    syncs = sync_table(rt, tables["gsyncs"], ops, cpu_first)
+    syncs = sync_table(rt, tables["gsyncs"], ops, op_of)
 
     if not len(k) and not len(c) and not len(ops) and not len(rt):
         if not n_events:

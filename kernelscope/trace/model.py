@@ -111,6 +111,9 @@ def frame(columns: dict, schema: dict) -> pd.DataFrame:
     return pd.DataFrame(out, copy=False)
 
 
+_EXACT_FLOAT_INT = 2.0 ** 53
+
+
 def _column(values, kind):
     """A typed column from a list that may hold None (missing)."""
     if kind == "object":
@@ -120,14 +123,35 @@ def _column(values, kind):
         return pd.Series(arr, dtype=object, copy=False)
     if kind == "float64":
         # None becomes NaN; building through numpy is several times faster than pandas' casts.
+        if isinstance(values, list) and values and values[0] is None and values.count(None) == len(values):
+            return np.full(len(values), np.nan)    # not recorded: no per-value conversion
         return np.array(values, dtype=np.float64)
     if kind == "bool":
         return pd.array(values, dtype="boolean")
     try:
-        if None not in values:
-            return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(len(values), bool))
-        mask = np.fromiter((v is None for v in values), bool, len(values))
-        data = np.array([0 if v is None else v for v in values], dtype=np.int64)
+        if isinstance(values, np.ndarray) and values.dtype.kind == "i":
+            return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), np.zeros(len(values), bool))
+        if not isinstance(values, list):
+            values = list(values)
+        n = len(values)
+        try:
+            return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(n, bool))
+        except TypeError:
+            pass    # some are missing (None)
+        missing = values.count(None)
+        if missing == n:
+            return pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool))
+        # Through float64 (None -> NaN, in C): exact for integers below 2**53, which ids,
+        # counts and sizes are; larger ones take the exact path below.
+        f = np.array(values, dtype=np.float64)
+        mask = np.isnan(f)
+        if np.abs(f[~mask]).max() < _EXACT_FLOAT_INT:
+            data = np.where(mask, 0.0, f).astype(np.int64)
+        else:
+            filled = np.empty(n, dtype=object)
+            filled[:] = values
+            filled[mask] = 0
+            data = np.array(filled.tolist(), dtype=np.int64)
         return pd.arrays.IntegerArray(data, mask)
     except (OverflowError, TypeError, ValueError):
         # Out-of-range or non-integer values from a hostile file: keep what fits, drop the rest.

@@ -63,6 +63,20 @@ def main():
     ])
     nbformat.write(charts, OUT / "charts.ipynb")
 
+    # Every load counts as long here (the test trace reads in well under the default 2 s).
+    progress = notebook([
+        'import os\nos.environ["KERNELSCOPE_PROGRESS"] = "0"\nimport kernelscope as ks\n'
+        'rep = ks.load("graphs.pt.trace.json.gz")\nprint("LOADED", len(rep.kernels))',
+    ])
+    nbformat.write(progress, OUT / "load_progress.ipynb")
+
+    # A report past the view's launch budget (lowered so that a real recording passes it).
+    windowed = notebook([
+        'import kernelscope as ks\nfrom kernelscope.render import view\nview.VIEW_LAUNCHES = 40\n'
+        'rep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
+    ])
+    nbformat.write(windowed, OUT / "windowed_report.ipynb")
+
     profile = notebook([
         "import torch\nx = torch.randn(128, 128)\nfor _ in range(3):\n    y = (x @ x).relu()\ny.shape",
     ])
