@@ -80,6 +80,27 @@ def traced_file(source, match) -> bool:
     return file == match if isinstance(match, str) else bool(match(file))
 
 
+def cell_number(shell) -> int | None:
+    """The ``In [N]`` of the cell an IPython shell is running now, or None outside a numbered cell.
+
+    IPython 8 counts a cell after running it (``execution_count`` is N while In [N] runs); IPython
+    9 counts it before (N + 1). Both store the cell's input first, at index N of the history, so
+    the history's length says which.
+
+    >>> class Hist: input_hist_raw = ["", "a = 1", "b = 2"]
+    >>> class Shell: execution_count = 3; history_manager = Hist()
+    >>> cell_number(Shell())    # IPython 9: In [2] runs while the counter reads 3
+    2
+    """
+    n = getattr(shell, "execution_count", None)
+    if not isinstance(n, int) or isinstance(n, bool):
+        return None
+    hist = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    if isinstance(hist, list) and len(hist) == n and n > 1:
+        return n - 1
+    return n
+
+
 def is_cell_file(name: str) -> bool:
     """Whether a code object's file name is an IPython cell's.
 

@@ -379,8 +379,9 @@ def _caller_title():
     if is_cell_file(name):
         ipython = sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
-        n = getattr(shell, "execution_count", None)
-        return f"In [{n}]" if isinstance(n, int) else "a notebook cell"
+        from .lines import cell_number
+        n = cell_number(shell)
+        return f"In [{n}]" if n is not None else "a notebook cell"
     return f"{os.path.basename(name)}:{f.f_lineno}"
 
 

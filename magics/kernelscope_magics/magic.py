@@ -155,7 +155,7 @@ class KernelProfileMagics(Magics):
             report.meta["repeats"]["warmup"] = args.warmup
         if self._cell_name:
             report.meta["cell"] = {"file": self._cell_name, "first_line": self._cell_first_line,
-                                   "execution_count": self.shell.execution_count}
+                                   "execution_count": self._count()}
         if stalls_off:
             report.meta.setdefault("notes", []).append(stalls_off)
         elif args.stalls and error is None:
@@ -303,8 +303,8 @@ class KernelProfileMagics(Magics):
 
     def _count(self):
         """The number of the cell now running (its ``In [N]``), None outside a numbered cell."""
-        n = getattr(self.shell, "execution_count", None)
-        return n if isinstance(n, int) and not isinstance(n, bool) else None
+        from kernelscope.capture.lines import cell_number
+        return cell_number(self.shell)
 
     _cell_name = None
     _cell_first_line = 1
