@@ -6,10 +6,7 @@ The report is the H200 recording's step with its PM samples (tests/data/counters
 stalls Proton sampled from the same workload's step in another run of the recording script
 (as ``--stalls`` samples a second run of the cell).
 """
-import functools
-import http.server
 import json
-import threading
 
 import pytest
 
@@ -19,7 +16,7 @@ from kernelscope.render.view import mime_payload
 from kernelscope.trace.proton import read_hatchet
 from conftest import ARTIFACTS, DATA
 from tests.test_counters import pm_report
-from tests.ui.test_view_page import PAGE, STATIC, _Quiet, show
+from tests.ui.test_view_page import serve_page, show
 
 pytestmark = pytest.mark.browser
 
@@ -27,16 +24,12 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
-    (root / "index.html").write_text(PAGE)
     rep = pm_report()
     attach_stalls(rep.trace, read_hatchet(DATA / "counters" / "proton_workload.hatchet"))
     rep = ks.Report(rep.trace)
     (root / "pm.json").write_text(json.dumps(mime_payload(rep)))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", rep
-    httpd.shutdown()
+    with serve_page(root) as url:
+        yield url, rep
 
 
 def test_strip_under_the_timeline(site, page):

@@ -1,37 +1,18 @@
 """The first screen, the findings' evidence and the comparison view in chromium, on a plain page
 (the standalone bundle: the same view code as the widget and the JupyterLab renderer), on real
 H200 recordings."""
-import functools
-import http.server
 import json
 import re
-import threading
 
 import pytest
 
 import kernelscope as ks
 from kernelscope.render.view import mime_payload
 from conftest import ARTIFACTS, DATA
+from test_view_page import serve_page, show
 
 pytestmark = pytest.mark.browser
-STATIC = DATA.parent.parent / "kernelscope" / "static"
 WILD = DATA / "wild"
-
-PAGE = """<!doctype html><meta charset="utf-8"><body style="width:1300px;margin:8px">
-<div id="root"></div>
-<script type="module">
-import { render } from "./report.js";
-window.show = async (url) => {
-  const payload = await (await fetch(url)).json();
-  window.ctl = await render(document.getElementById("root"), payload);
-  return true;
-};
-</script>"""
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +24,6 @@ def reports():
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, reports):
     root = tmp_path_factory.mktemp("first-screen")
-    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
-    (root / "index.html").write_text(PAGE)
     for name, rep in reports.items():
         (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
     torch = pytest.importorskip("torch")
@@ -53,17 +32,8 @@ def site(tmp_path_factory, reports):
     (root / "cpu.json").write_text(json.dumps(mime_payload(p.report)))
     c = ks.compare(DATA / "mlp_train.pt.trace.json.gz", DATA / "attention.pt.trace.json.gz")
     (root / "compare.json").write_text(json.dumps(c._repr_mimebundle_()["application/vnd.kernelscope.report.v1+json"]))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-def show(page, site, name):
-    page.goto(f"{site}/index.html")
-    page.wait_for_function("typeof window.show === 'function'")
-    page.evaluate(f"window.show('{name}.json')")
-    page.locator(".ks-root").wait_for()
+    with serve_page(root) as url:
+        yield url
 
 
 def current_tab(page):

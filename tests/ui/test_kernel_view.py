@@ -1,17 +1,14 @@
 """The kernel deep dive (js/src/view/kernel.js) in chromium, on real H200 Nsight Compute reports:
 selecting a kernel opens speed of light, the roofline dot, occupancy, memory, stall bars, hot
 spots with SASS and Nsight Compute's advice, with the numbers the Python side computed."""
-import functools
-import http.server
 import json
-import threading
 
 import pytest
 
 import kernelscope as ks
 from kernelscope.render.view import mime_payload, view_model
 from conftest import ARTIFACTS, DATA
-from test_view_page import PAGE, STATIC, _Quiet, show
+from test_view_page import serve_page, show
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("ncu_report")
@@ -21,8 +18,6 @@ REP = DATA / "ncu_rep"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("kd_site")
-    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
-    (root / "index.html").write_text(PAGE)
     tri = ks.load_ncu(REP / "triton_kernels.ncu-rep.xz",
                       kernels_report=ks.load(REP / "ncu_triton_kernels.pt.trace.json.gz"))
     (root / "triton.json").write_text(json.dumps(mime_payload(tri)))
@@ -33,10 +28,8 @@ def site(tmp_path_factory):
     hostile.ncu_detail["hotspots"]["location"] = evil
     hostile.ncu_detail["sass"]["sass"] = evil
     (root / "hostile.json").write_text(json.dumps(mime_payload(hostile)))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", tri
-    httpd.shutdown()
+    with serve_page(root) as url:
+        yield url, tri
 
 
 def _open(page, url, name, kernel):

@@ -2,11 +2,8 @@
 collectives, the rank selector; on a plain page (standalone bundle, what a saved notebook shows
 without a kernel) and in the live widget of a real JupyterLab kernel, where picking a rank opens
 that rank's full report from Python."""
-import functools
-import http.server
 import json
 import shutil
-import threading
 
 import nbformat
 import pytest
@@ -16,7 +13,7 @@ from kernelscope.render.text import fmt_us
 from kernelscope.render.ranks import ranks_view_model
 from kernelscope.render.view import mime_payload
 from conftest import ARTIFACTS, DATA
-from test_view_page import PAGE, STATIC, _Quiet
+from test_view_page import serve_page
 from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -31,8 +28,6 @@ def ranks_rep():
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, ranks_rep):
     root = tmp_path_factory.mktemp("ranks-site")
-    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
-    (root / "index.html").write_text(PAGE)
     (root / "ranks.json").write_text(json.dumps(mime_payload(ranks_rep, ranks_view_model(ranks_rep))))
     # A rank file with markup in its name and a damaged body: named in the notes, as text.
     d = tmp_path_factory.mktemp("hostile-ranks")
@@ -40,10 +35,8 @@ def site(tmp_path_factory, ranks_rep):
     (d / "<img src=x onerror=alert(1)>.pt.trace.json").write_text('{"traceEvents": [')
     hostile = ks.load_ranks(d, workers=1)
     (root / "hostile.json").write_text(json.dumps(mime_payload(hostile, ranks_view_model(hostile))))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve_page(root) as url:
+        yield url
 
 
 def show(page, site, name):

@@ -6,13 +6,10 @@ kernel table's names, ranges, CSV and copy; the CPU ops and backends lists; the 
 The page is the standalone bundle (the same view code as the widget and JupyterLab's renderer);
 JupyterLab at notebook width is in test_view_jupyterlab.py."""
 import csv
-import functools
-import http.server
 import io
 import json
 import pathlib
 import sys
-import threading
 
 import pytest
 
@@ -21,7 +18,7 @@ from kernelscope.render.view import mime_payload
 from kernelscope.units import fmt_us
 from conftest import ARTIFACTS, DATA
 from tests.test_widget import HOSTILE, hostile_report
-from tests.ui.test_view_page import PAGE as BASE_PAGE, STATIC, _Quiet
+from tests.ui.test_view_page import PAGE as BASE_PAGE, serve_page
 
 pytestmark = pytest.mark.browser
 LLAMA = "wild/llama_train.pt.trace.json.gz"
@@ -36,16 +33,12 @@ assert PAGE != BASE_PAGE
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
-    (root / "index.html").write_text(PAGE)
     reports = {"llama": ks.load(DATA / LLAMA), "mlp": ks.load(DATA / "mlp_train.pt.trace.json.gz"),
                "hostile": hostile_report(ks.load(DATA / "attention.pt.trace.json.gz"))}
     for name, rep in reports.items():
         (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", reports
-    httpd.shutdown()
+    with serve_page(root, PAGE) as url:
+        yield url, reports
 
 
 def show(page, site, name, tab=None, theme=None):

@@ -1,5 +1,6 @@
 """The report view on a plain page (the standalone bundle, same code as the widget and the
 JupyterLab renderer) in chromium: every tab draws, and recorded text never becomes markup."""
+import contextlib
 import functools
 import http.server
 import json
@@ -32,11 +33,23 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def serve_page(root, page=PAGE):
+    """``root`` served on 127.0.0.1 as a plain page with the standalone report view (what a saved
+    notebook shows without a kernel); yields its URL. The tests put their payloads beside it."""
+    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
+    (root / "index.html").write_text(page)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    (root / "report.js").write_bytes((STATIC / "report.js").read_bytes())
-    (root / "index.html").write_text(PAGE)
     for name in ("mlp_train", "copies_streams"):
         rep = ks.load(DATA / f"{name}.pt.trace.json.gz")
         (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
@@ -48,10 +61,8 @@ def site(tmp_path_factory):
     (root / "mlp_ncu.json").write_text(json.dumps(mime_payload(merged)))
     rep = hostile_report(ks.load(DATA / "attention.pt.trace.json.gz"))
     (root / "hostile.json").write_text(json.dumps(mime_payload(rep)))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve_page(root) as url:
+        yield url
 
 
 def show(page, site, name):
