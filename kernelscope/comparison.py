@@ -41,17 +41,10 @@ class Comparison(Diff):
         the live widget), static HTML (every row) and text, as a Report's display carries."""
         from .render.compare import comparison_html
         from .render.compare_view import compare_view_model
-        from .render.view import MIME_TYPE, mime_payload
+        from .render.view import MIME_TYPE, mime_payload, with_widget
         model = compare_view_model(self)
         bundle = {MIME_TYPE: mime_payload(self, model), "text/html": comparison_html(self), "text/plain": repr(self)}
-        try:
-            view = self.widget(model=model)._repr_mimebundle_()
-        except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
-            view = None
-        if view:
-            data = view[0] if isinstance(view, tuple) else view
-            bundle.update({k: v for k, v in data.items() if k != "text/plain"})
-        return bundle
+        return with_widget(bundle, lambda: self.widget(model=model))
 
     def widget(self, *, model=None):
         """The comparison as an interactive view (named sides, sort, filter).

@@ -145,17 +145,10 @@ class RankReport:
         """The live widget (needs a kernel), our MIME type (renders with no kernel in JupyterLab),
         static HTML and text, as a single-rank Report's display carries."""
         from .render.ranks import ranks_html, ranks_view_model
-        from .render.view import MIME_TYPE, mime_payload
+        from .render.view import MIME_TYPE, mime_payload, with_widget
         model = ranks_view_model(self)
         bundle = {MIME_TYPE: mime_payload(self, model), "text/html": ranks_html(self), "text/plain": repr(self)}
-        try:
-            view = self.widget(model=model)._repr_mimebundle_()
-        except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
-            view = None
-        if view:
-            data = view[0] if isinstance(view, tuple) else view
-            bundle.update({k: v for k, v in data.items() if k != "text/plain"})
-        return bundle
+        return with_widget(bundle, lambda: self.widget(model=model))
 
     def widget(self, *, model=None):
         """The interactive view: ranks as lanes on one clock, stragglers, collectives, kernels

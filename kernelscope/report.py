@@ -285,19 +285,15 @@ class Report:
         JupyterLab extension renders it from a saved notebook with no kernel), static HTML
         (GitHub, nbconvert) and text."""
         from .render.html import report_html
-        from .render.view import MIME_TYPE, mime_payload, pack, view_model
+        from .render.view import MIME_TYPE, mime_payload, pack, view_model, with_widget
         model = view_model(self)
         packed = pack(*model)   # one blob for both the saved MIME entry and the widget
         bundle = {MIME_TYPE: mime_payload(self, packed=packed), "text/html": report_html(self), "text/plain": repr(self)}
-        try:
+
+        def make_widget():
             from .widget import display_widget
-            view = display_widget(self, model=model, packed=packed)._repr_mimebundle_()
-        except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
-            view = None
-        if view:
-            data = view[0] if isinstance(view, tuple) else view
-            bundle.update({k: v for k, v in data.items() if k != "text/plain"})
-        return bundle
+            return display_widget(self, model=model, packed=packed)
+        return with_widget(bundle, make_widget)
 
     def chart(self, kind: str = "kernels", *, kernel: str | None = None, top: int = 20):
         """A chart of the report as an altair object, to restyle or save (PNG/SVG need vl-convert):

@@ -241,6 +241,23 @@ def _window_note(w: dict) -> str:
               "backends, roofline and ops cover the whole report (rep.kernels and rep.ops have every row).")
 
 
+def with_widget(bundle: dict, make_widget) -> dict:
+    """``bundle`` (a display's MIME entries) plus the live widget's, when ``make_widget()`` can
+    build one: without ipywidgets or a kernel the other entries still render.
+
+    >>> with_widget({"text/plain": "r"}, lambda: 1 / 0)
+    {'text/plain': 'r'}
+    """
+    try:
+        view = make_widget()._repr_mimebundle_()
+    except Exception:  # noqa: BLE001 - no widget machinery here: the other types still render
+        view = None
+    if view:
+        data = view[0] if isinstance(view, tuple) else view
+        bundle.update({k: v for k, v in data.items() if k != "text/plain"})
+    return bundle
+
+
 def pack_tables(items) -> tuple[dict, bytes]:
     """``(name, DataFrame, [(column, kind), ...])`` triples as the header's table directory and
     one buffer of 8-byte aligned typed-array columns (what ``js/src/view/data.js`` decodes).

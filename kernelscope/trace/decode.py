@@ -67,8 +67,8 @@ class Args(msgspec.Struct, gc=False):
     counter: Float = msgspec.field(default=None, name="")
 
 
-class Event(msgspec.Struct, gc=False):
-    """One Chrome-trace event: the fields every table reads."""
+class _EventFields(msgspec.Struct, gc=False):
+    """The fields of a Chrome-trace event every table reads, but its args."""
 
     ph: str = ""
     name: str = ""
@@ -77,6 +77,11 @@ class Event(msgspec.Struct, gc=False):
     tid: Union[int, str, None] = None
     ts: Float = None
     dur: Float = None
+
+
+class Event(_EventFields, gc=False):
+    """One Chrome-trace event: the fields every table reads."""
+
     args: Union[Args, None] = None
 
 
@@ -84,19 +89,12 @@ class Event(msgspec.Struct, gc=False):
 NO_ARGS = msgspec.Raw(b"null")
 
 
-class StreamEvent(msgspec.Struct, gc=False):
+class StreamEvent(_EventFields, gc=False):
     """An :class:`Event` whose ``args`` are left as their text (a zero-copy slice): the table
     builder decodes them a table at a time, each table's events with a struct of only the
     fields that table reads (:data:`~.tables.ARG_FIELDS`), which is cheaper than one struct of
     every field for every event."""
 
-    ph: str = ""
-    name: str = ""
-    cat: Str = None
-    pid: Union[int, str, None] = None
-    tid: Union[int, str, None] = None
-    ts: Float = None
-    dur: Float = None
     args: msgspec.Raw = NO_ARGS
 
 
