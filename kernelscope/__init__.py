@@ -7,12 +7,28 @@
 In a notebook: ``%load_ext kernelscope`` then ``%%kernelprofile`` on a cell.
 """
 from .errors import TraceError
-from .loading import load, load_ncu
-from .report import Report
 
 __version__ = "0.1.0"
 
 __all__ = ["Report", "TraceError", "compare", "load", "load_ncu", "load_ranks", "occupancy", "profile"]
+
+
+# Imported on first use (PEP 562): ``import kernelscope`` stays light, and a process that only
+# needs the trace readers (the split reader's workers, trace/split.py) never imports the report.
+_LAZY = {"load": ".loading", "load_ncu": ".loading", "Report": ".report"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def occupancy(*args, **kwargs):
@@ -56,6 +72,7 @@ def compare(before, after, **kwargs):
     import os
 
     from .comparison import compare as _compare
+    from .loading import load
     before, after = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (before, after))
     return _compare(before, after, **kwargs)
 

@@ -117,8 +117,21 @@ def _run(paths, client, workers) -> list:
     ctx = multiprocessing.get_context(method)
     if method == "forkserver":
         ctx.set_forkserver_preload(["kernelscope.ranks", "kernelscope.analysis.ranks"])
-    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=share_cpus,
+                                                initargs=(n,)) as pool:
         return list(pool.map(summarise, paths, chunksize=1))
+
+
+def share_cpus(processes: int) -> None:
+    """In each of ``processes`` pool workers: read a large trace with this worker's share of the
+    CPUs (trace/split.py starts reader processes of its own), not with every CPU each; a
+    ``KERNELSCOPE_READ_WORKERS`` the user set stands.
+
+    >>> share_cpus(os.cpu_count() or 1); os.environ["KERNELSCOPE_READ_WORKERS"]   # doctest: +SKIP
+    '0'
+    """
+    if "KERNELSCOPE_READ_WORKERS" not in os.environ:
+        os.environ["KERNELSCOPE_READ_WORKERS"] = str(max(0, (os.cpu_count() or 1) // processes - 1))
 
 
 class _ClusterOpener:

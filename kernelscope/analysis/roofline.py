@@ -194,17 +194,33 @@ def _counted_roofline(report) -> pd.DataFrame:
     # (FLOPs, peaks: None where unknown) as lists: pandas types each column as it typed the rows
     # of dicts this table was once built from.
     return pd.DataFrame({
-        "op": name, "op_index": idx, "kernel": kname, "short_name": t_short.to_numpy(object)[rows],
-        "device": t_label.to_numpy(object)[rows], "precision": precision,
+        "op": _as_rows(name), "op_index": idx, "kernel": _as_rows(kname),
+        "short_name": _as_rows(t_short.to_numpy(object)[rows]),
+        "device": _as_rows(t_label.to_numpy(object)[rows]), "precision": _as_rows(precision),
         "kernels": agg["size"].to_numpy()[rows].astype(np.int64), "duration_us": dur,
         "flops": flops_obj.tolist(), "bytes": nbytes,
-        "flops_source": _objects([c[3] for c in per])[codes], "intensity": inten,
+        "flops_source": _as_rows(_objects([c[3] for c in per])[codes]), "intensity": inten,
         "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_obj.tolist(),
         # The attainable roof is the peak itself (as the table holds it) where memory allows it.
         "attainable_tflops": np.where(by_roof & ~(mem_roof < peak_t), peak_t, attain),
         "peak_gbps": peak_b_obj.tolist(), "roof_share": share,
-        "bound": bound, "peaks_source": peak_src,
+        "bound": _as_rows(bound), "peaks_source": _as_rows(peak_src),
     }, columns=ROOFLINE_COLUMNS)
+
+
+def _as_rows(values: np.ndarray):
+    """An object column typed as pandas types it (its text dtype where every value is text or
+    missing, else the objects as they are), inferred from its distinct values only: pandas'
+    own inference converts every row (a large trace's roofline has 100k rows of a few names).
+
+    >>> _as_rows(np.array(["a", None, "a"], dtype=object)).tolist()
+    ['a', nan, 'a']
+    """
+    codes, uniq = pd.factorize(values)
+    typed = pd.Series(uniq)
+    if typed.dtype == object:
+        return values
+    return typed.array.take(codes, allow_fill=True)
 
 
 def _objects(values) -> np.ndarray:

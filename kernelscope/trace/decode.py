@@ -92,7 +92,7 @@ NO_ARGS = msgspec.Raw(b"null")
 class StreamEvent(_EventFields, gc=False):
     """An :class:`Event` whose ``args`` are left as their text (a zero-copy slice): the table
     builder decodes them a table at a time, each table's events with a struct of only the
-    fields that table reads (:data:`~.tables.ARG_FIELDS`), which is cheaper than one struct of
+    fields that table reads (:data:`~.builder.ARG_FIELDS`), which is cheaper than one struct of
     every field for every event."""
 
     args: msgspec.Raw = NO_ARGS

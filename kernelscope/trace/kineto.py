@@ -16,13 +16,14 @@ import numpy as np
 from ..errors import TraceError
 from .decode import (CarefulPath, RawFile, check_format, decode_document, event_chunks, no_gc,
                      to_utf8)
-from . import stream
+from . import split, stream
 from .files import read_blocks, read_bytes
 from .header import devices_columns, header_meta
 from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
                     RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
 from .sources import innermost_frames
-from .tables import KeyIndex, TableBuilder, complete, join_launch, join_op, lookup, sync_table
+from .builder import TableBuilder
+from .tables import KeyIndex, build_tables, complete, join_launch, join_op, lookup, sync_table
 from .timebase import clock_meta, cover_span, shift, time_origin
 
 
@@ -46,6 +47,14 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
         blocks = (view[i:i + stream.BLOCK_BYTES] for i in range(0, len(view), stream.BLOCK_BYTES))
     else:
         label = name or os.fspath(source)
+        with no_gc():
+            # A large plain file: read by several processes at once (None: by this one, below).
+            got = split.read_split(source, progress, jax_check=looks_like_jax)
+            if got is not None:
+                doc, builder, n_events, processes = got
+                trace = _finish(doc, builder, n_events, label, notes)
+                trace.meta["read_processes"] = processes
+                return trace
         blocks = read_blocks(source, notes, progress, block_bytes=stream.BLOCK_BYTES)
     with no_gc():
         try:
@@ -106,10 +115,15 @@ def _build(doc, chunks, n_events, label, notes) -> Trace:
     for events in chunks:
         builder.add(events)
         del events    # the decoded events go as soon as their columns are built
-    n_events = n_events() if callable(n_events) else n_events
+    return _finish(doc, builder, n_events() if callable(n_events) else n_events, label, notes)
+
+
+def _finish(doc, builder, n_events, label, notes) -> Trace:
+    """The Trace from the tables a builder holds (every event added) and the file's header."""
+    notes = notes if notes is not None else []
     if builder.bad_times:
         notes.append(f"skipped {builder.bad_times} event(s) with a missing, negative or non-numeric time")
-    tables, span, counter_events = builder.tables(), builder.span, builder.counter_events
+    tables, span, counter_events = build_tables(builder), builder.span, builder.counter_events
     del builder
 
     origin = time_origin(tables, span)

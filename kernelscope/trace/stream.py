@@ -54,14 +54,25 @@ class EventStream:
     >>> s = EventStream([b'{"traceName": "t", "traceEvents": [{"ph": "X", "name": "k"}, {"ph": "i"}]}'])
     >>> [e.name for chunk in s.chunks() for e in chunk], s.n_events, s.doc.traceName
     (['k', ''], 2, 't')
+
+    A stretch of the array cut between two events (:mod:`.split` reads one so) is read with
+    ``inner=True`` (the text starts at an event: no header before it) and ``last=False`` (it
+    ends after an event: no ``]`` and header after it); ``tail`` then holds the header after the
+    array (of the stretch that ends the file), for the caller to :func:`take_header`.
+
+    >>> s = EventStream([b'{"ph": "X"}, {"ph": "i"}'], inner=True, last=False)
+    >>> [e.ph for chunk in s.chunks() for e in chunk], s.tail
+    (['X', 'i'], None)
     """
 
-    def __init__(self, blocks, jax_check=None):
+    def __init__(self, blocks, jax_check=None, *, inner=False, last=True):
         self._blocks = iter(blocks)
         self._ended = False
+        self._last_part = last
         self.n_events = 0
         self.doc = TraceFile()
-        self._buf = self._header(jax_check)
+        self.tail = None
+        self._buf = b"" if inner else self._header(jax_check)
 
     def _more(self) -> bytes | None:
         if self._ended:
@@ -90,20 +101,13 @@ class EventStream:
             for m in _ARRAY.finditer(buf, max(0, searched - 64)):
                 head = _object_before(buf[:m.start()])
                 if head is not None:
-                    self._set_header(head)
+                    take_header(self.doc, head)
                     return buf[m.end():]
             searched = len(buf)
             more = self._more() if len(buf) < HEADER_MAX else None
             if more is None:
                 raise NotStreamable("no traceEvents array near the start")
             buf += more
-
-    def _set_header(self, fields: dict) -> None:
-        if "traceEvents" in fields:
-            raise NotStreamable("traceEvents twice")   # which one counts is the careful path's call
-        for f in TraceFile.__struct_fields__:
-            if f in fields and f != "traceEvents":
-                setattr(self.doc, f, fields[f])
 
     def chunks(self):
         """Decoded events, a chunk at a time (lists of :class:`~.decode.StreamEvent`)."""
@@ -161,7 +165,19 @@ class EventStream:
         return None, None
 
     def _last(self, buf: bytes):
-        """The events before the array's closing ``]``, and the header after it."""
+        """The events before the array's closing ``]``, and the header after it (only the
+        events, all of the text, for a stretch that ends inside the array)."""
+        if not self._last_part:
+            try:
+                events = _EVENTS.decode(b"[" + buf + b"]") if buf.strip(_WS) else []
+            except msgspec.ValidationError:
+                raise NotStreamable("an event of an unexpected shape") from None
+            except (msgspec.DecodeError, RecursionError):
+                raise NotStreamable("a stretch of the events does not end between two events") from None
+            self.n_events += len(events)
+            if events:
+                yield events
+            return
         j = len(buf)
         for _ in range(CUT_TRIES):
             j = buf.rfind(b"]", 0, j)
@@ -177,12 +193,26 @@ class EventStream:
                 raise NotStreamable("an event of an unexpected shape") from None
             except (msgspec.DecodeError, RecursionError):
                 continue
-            self._set_header(tail)
+            self.tail = tail
+            take_header(self.doc, tail)
             self.n_events += len(events)
             if events:
                 yield events
             return
         raise NotStreamable("the events array does not end as JSON")
+
+
+def take_header(doc: TraceFile, fields: dict) -> None:
+    """Set ``doc``'s fields from a header's keys (the text before the array, or after it).
+
+    >>> d = TraceFile(); take_header(d, {"traceName": "t", "other": 1}); d.traceName
+    't'
+    """
+    if "traceEvents" in fields:
+        raise NotStreamable("traceEvents twice")   # which one counts is the careful path's call
+    for f in TraceFile.__struct_fields__:
+        if f in fields and f != "traceEvents":
+            setattr(doc, f, fields[f])
 
 
 def _decode_object(text: bytes):

@@ -1,0 +1,281 @@
+"""One large trace read on several cores at once.
+
+Nearly all of a Kineto trace's text is one array of events. A plain (not gzip) file of at least
+:data:`MIN_BYTES` is cut into stretches of about :data:`STRETCH_BYTES`, each cut between two
+events; this process and worker processes take the stretches from a queue in file order, each
+reads its stretches into table pieces with the same :class:`~.stream.EventStream` and
+:class:`~.builder.TableBuilder` that one process uses, and the pieces are put together in file
+order. So the tables are exactly those one process builds (``tests/test_split_reader.py``).
+
+* **The queue** is a pipe holding one byte per stretch: a read of one byte is atomic, so every
+  stretch is taken exactly once, by whichever process is free first (a worker takes its first
+  one once Python and numpy have started in it, ~0.5 s, while this process is already reading).
+* **A cut is checked by decoding.** A cut is the first ``}, {`` after a round offset; Kineto
+  writes a line break between events, which cannot be inside a JSON string, so the first with
+  one is taken where there is one. In a file without them a cut may lie inside a string. A stretch that starts between two events decodes only if it also ends
+  between two (a cut inside a string or a nested value leaves it open), and the first stretch
+  starts at the array's start; so when every stretch decodes, every cut was right. If one does
+  not, or a worker fails in any way, the file is read again by one process, which reads what it
+  can and says what is wrong, as for any file.
+* **Workers** are ``python -c`` processes that import only the trace readers (not the notebook
+  side, and not the caller's ``__main__``, which multiprocessing would re-run in a script
+  without a ``__main__`` guard). Each pickles its pieces back when the queue is empty; they are
+  killed if the load is interrupted.
+
+``KERNELSCOPE_READ_WORKERS`` sets the number of workers (0: one process); the default is one
+fewer than the CPUs this process may use, at most :data:`MAX_WORKERS`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+
+from .decode import no_gc
+from .files import GZIP_MAGIC, _checked
+from .stream import BLOCK_BYTES, EventStream, take_header
+from .builder import TableBuilder
+
+# Below this a worker's start (~0.5 s of a CPU) would cost about what it saves.
+MIN_BYTES = 96 << 20
+# A stretch: small enough that the last ones even out the processes' shares, large enough that
+# its own cost (a seek, a stream, a builder) is nothing.
+STRETCH_BYTES = 16 << 20
+MAX_WORKERS = 7
+MAX_STRETCHES = 255            # one byte per stretch in the queue
+_CUT = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
+_CUT_SEARCH = 1 << 20          # how far past an offset to look for a cut
+
+
+class SplitFailed(Exception):
+    """The split read did not work out: read the file again in one process."""
+
+
+def workers_for(size: int) -> int:
+    """How many worker processes read a plain trace file of ``size`` bytes (0: this one alone).
+
+    >>> workers_for(1 << 20)
+    0
+    """
+    env = os.environ.get("KERNELSCOPE_READ_WORKERS", "").strip()
+    if env:
+        try:
+            wanted = max(0, int(env))
+        except ValueError:
+            raise ValueError(f"KERNELSCOPE_READ_WORKERS must be a number of processes, not {env!r}") from None
+    else:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        wanted = min(cpus - 1, MAX_WORKERS)
+    if size < MIN_BYTES or os.name != "posix" or not sys.executable:
+        return 0
+    return max(0, min(wanted, size // STRETCH_BYTES - 1))
+
+
+def plan(f, size: int, stretch_bytes: int | None = None) -> list:
+    """The stretches of an open file: ``(start, stop)`` byte ranges, the first from the file's
+    start to just after an event, the last from an event to the file's end, each cut at the
+    first ``}, {`` after a multiple of ``stretch_bytes``.
+
+    >>> import io
+    >>> plan(io.BytesIO(b'{"traceEvents": [{"a": 1}, {"a": 2}, {"a": 3}]}'), 47, 20)
+    [(0, 25), (27, 47)]
+    """
+    stretch_bytes = max(stretch_bytes or STRETCH_BYTES, -(-size // MAX_STRETCHES))
+    cuts, pos = [], 0
+    for offset in range(stretch_bytes, size - stretch_bytes // 2, stretch_bytes):
+        offset = max(offset, pos + 1)
+        f.seek(offset)
+        m = _first_cut(f.read(_CUT_SEARCH))
+        if m is None:
+            continue          # no event boundary nearby: a longer stretch
+        end, start = offset + m.start() + 1, offset + m.end() - 1
+        cuts.append((end, start))
+        pos = start
+    bounds = [0] + [x for cut in cuts for x in cut] + [size]
+    return list(zip(bounds[::2], bounds[1::2]))
+
+
+def _first_cut(text: bytes):
+    """The first ``}, {`` of ``text`` with a line break in it, else the first one.
+
+    A line break cannot be inside a JSON string, and Kineto writes one between events
+    (``},\\n  {``), so in its files the cut taken is never inside a name.
+
+    >>> _first_cut(b'"a}, {b"},\\n {"c"').start()
+    8
+    """
+    first = None
+    for m in _CUT.finditer(text):
+        if b"\n" in m.group():
+            return m
+        first = first or m
+    return first
+
+
+def read_stretch(f, stretch, index: int, count: int, interned: dict, jax_check=None, on_read=None) -> dict:
+    """Table pieces of one stretch (``index`` of ``count``) of an open file: a
+    :meth:`~.builder.TableBuilder.part`, with the stretch's event count, and its header
+    (``doc``, of the first) or the header after the array (``tail``, of the last)."""
+    start, stop = stretch
+
+    def blocks():
+        f.seek(start)
+        pos = start
+        while pos < stop:
+            data = f.read(min(BLOCK_BYTES, stop - pos))
+            if not data:
+                raise SplitFailed("the file ended early")   # it changed while being read
+            pos += len(data)
+            if on_read is not None:
+                on_read(len(data))
+            yield data
+
+    events = EventStream(blocks(), jax_check=jax_check, inner=index > 0, last=index == count - 1)
+    builder = TableBuilder(interned)
+    for chunk in events.chunks():
+        builder.add(chunk)
+        del chunk
+    part = builder.part()
+    part.update(n_events=events.n_events, tail=events.tail, doc=events.doc if index == 0 else None)
+    return part
+
+
+def read_split(path, progress=None, jax_check=None):
+    """``(doc, builder, n_events, processes)`` of a plain trace file read by several processes,
+    or None where one process should read it: small, gzip, one CPU,
+    ``KERNELSCOPE_READ_WORKERS=0``, or a split read that did not work out (a cut inside a
+    string, a damaged file, a worker that failed): the one-process reader then reads it and
+    says what is wrong. Ctrl-C stops the workers and is raised.
+
+    >>> read_split("tests/data/mlp_train.pt.trace.json.gz") is None     # gzip (and small)
+    True
+    """
+    path, size, _limit = _checked(path)
+    n_workers = workers_for(size)
+    if not n_workers:
+        return None
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == GZIP_MAGIC:
+                return None       # a gzip stream can only be read from its start
+            stretches = plan(f, size)
+        if len(stretches) < 2:
+            return None
+        n_workers = min(n_workers, len(stretches) - 1)
+        parts = _read_parts(path, size, stretches, n_workers, progress, jax_check)
+    except Exception:
+        return None
+    builder = TableBuilder()
+    for i in range(len(stretches)):
+        builder.extend(parts[i])
+    doc, n_events = parts[0]["doc"], sum(p["n_events"] for p in parts.values())
+    tail = parts[len(stretches) - 1]["tail"]
+    if tail:
+        take_header(doc, tail)
+    return doc, builder, n_events, n_workers + 1
+
+
+def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
+    """Every stretch's :func:`read_stretch` part by index: read here and by the workers."""
+    queue_r, queue_w = os.pipe()
+    done_r, done_w = os.pipe()
+    procs = []
+    try:
+        os.write(queue_w, bytes(range(1, len(stretches))))   # stretch 0 (the header's) is ours
+        os.close(queue_w)
+        queue_w = None
+        job = json.dumps({"path": path, "stretches": stretches, "queue": queue_r, "done": done_w})
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        code = (f"import sys; sys.path.insert(0, {root!r}); "
+                "from kernelscope.trace.split import worker_main; worker_main()")
+        for _ in range(n_workers):
+            procs.append(subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          pass_fds=(queue_r, done_w)))
+        os.close(done_w)
+        done_w = None
+        os.set_blocking(done_r, False)
+        sizes = [stop - start for start, stop in stretches]
+        done = {"bytes": 0, "now": 0}
+
+        def on_read(n):
+            # Stretches the workers finished, then ours so far.
+            try:
+                for k in os.read(done_r, 4096):
+                    done["bytes"] += sizes[k]
+            except BlockingIOError:
+                pass
+            done["now"] += n
+            if progress is not None:
+                progress(min(size, done["bytes"] + done["now"]), size)
+
+        parts, interned, k = {}, {}, 0
+        with open(path, "rb") as f:
+            while True:
+                parts[k] = read_stretch(f, stretches[k], k, len(stretches), interned,
+                                        jax_check=jax_check if k == 0 else None, on_read=on_read)
+                done["now"] = 0
+                done["bytes"] += sizes[k]
+                token = os.read(queue_r, 1)
+                if not token:
+                    break
+                k = token[0]
+        for p in procs:
+            try:
+                got = pickle.load(p.stdout)
+            except Exception as e:     # the worker died (killed, out of memory)
+                raise SplitFailed(f"a reader process ended early ({type(e).__name__})") from None
+            if "error" in got:
+                raise SplitFailed(got["error"])
+            parts.update(got["parts"])
+            p.wait()
+        if len(parts) != len(stretches):
+            raise SplitFailed("a stretch was not read")
+        if progress is not None:
+            progress(size, size)
+        return parts
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+        for fd in (queue_r, queue_w, done_r, done_w):
+            if fd is not None:
+                os.close(fd)
+
+
+def worker_main() -> None:
+    """A worker process: read stretches from the queue until it is empty, then pickle their
+    parts (or the error) to stdout."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops us (Ctrl-C reaches us too)
+    job = json.loads(sys.argv[1])
+    stretches = [tuple(s) for s in job["stretches"]]
+    out = {"parts": {}}
+    try:
+        with no_gc(), open(job["path"], "rb") as f:
+            interned = {}
+            while True:
+                token = os.read(job["queue"], 1)
+                if not token:
+                    break
+                k = token[0]
+                out["parts"][k] = read_stretch(f, stretches[k], k, len(stretches), interned)
+                os.write(job["done"], token)
+    except Exception as e:
+        out = {"error": f"{type(e).__name__}: {e}"}
+    os.close(job["done"])
+    try:
+        pickle.dump(out, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        sys.stdout.buffer.flush()
+    except (BrokenPipeError, OSError):
+        pass              # the parent has gone or given up on us
+    # At once: freeing a million objects one by one at exit would keep the parent waiting.
+    os._exit(0)
