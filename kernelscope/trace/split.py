@@ -49,6 +49,7 @@ MAX_WORKERS = 7
 MAX_STRETCHES = 255            # one byte per stretch in the queue
 _CUT = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _CUT_SEARCH = 1 << 20          # how far past an offset to look for a cut
+_LINE_BREAK_SEARCH = 1 << 16   # and for one with a line break, before taking one without
 
 
 class SplitFailed(Exception):
@@ -116,6 +117,8 @@ def _first_cut(text: bytes):
         if b"\n" in m.group():
             return m
         first = first or m
+        if m.start() > _LINE_BREAK_SEARCH:
+            break             # a file without line breaks between events (compact JSON)
     return first
 
 
