@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import signal
+import time
 
 import pandas as pd
 import pytest
@@ -48,6 +49,13 @@ def _same(a, b):
         pd.testing.assert_frame_equal(table, b.tables()[name], obj=name)
     meta_a = {k: v for k, v in a.meta.items() if k != "read_processes"}
     assert meta_a == b.meta
+
+
+def _folders_left():
+    """The split reader's temporary folders still there."""
+    import glob
+    import tempfile
+    return glob.glob(os.path.join(tempfile.gettempdir(), "kernelscope-read-*"))
 
 
 def _workers_left():
@@ -173,11 +181,12 @@ def test_ctrl_c_stops_the_workers(tmp_path, monkeypatch):
             raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         read_kineto(plain, progress=progress)
-    assert not _workers_left()
+    assert not _workers_left() and not _folders_left()
 
 
-def test_a_worker_killed_falls_back(tmp_path, monkeypatch):
-    """A worker that dies (killed, out of memory): the file is read by one process instead."""
+def test_a_worker_killed_at_start_leaves_its_share_to_the_others(tmp_path, monkeypatch):
+    """A worker that dies before taking a stretch (killed, out of memory): this process reads
+    every stretch itself."""
     plain = _plain(DATA / "wild" / "llama_train.pt.trace.json.gz", tmp_path)
     one = _one_process(plain, monkeypatch)
     _force_split(monkeypatch, plain, stretches=40)
@@ -188,9 +197,28 @@ def test_a_worker_killed_falls_back(tmp_path, monkeypatch):
         os.kill(p.pid, signal.SIGKILL)
         return p
     monkeypatch.setattr(split.subprocess, "Popen", popen_and_kill)
-    got = read_kineto(plain)
+    _same(read_kineto(plain), one)
+    assert not _workers_left()
+
+
+def test_a_worker_that_fails_on_its_stretch_falls_back(tmp_path, monkeypatch):
+    """A worker that takes a stretch and fails on it (here: its folder for the pieces is gone):
+    the file is read again by one process, with the same tables."""
+    plain = _plain(DATA / "wild" / "llama_train.pt.trace.json.gz", tmp_path)
+    one = _one_process(plain, monkeypatch)
+    _force_split(monkeypatch, plain, stretches=40, workers=1)
+    real_popen = split.subprocess.Popen
+
+    def popen_without_folder(args, **kw):
+        job = json.loads(args[-1])
+        job["folder"] = str(tmp_path / "gone")
+        return real_popen([*args[:-1], json.dumps(job)], **kw)
+    monkeypatch.setattr(split.subprocess, "Popen", popen_without_folder)
+    # This process reads slowly (0.1 s a stretch), so that the worker surely takes some.
+    got = read_kineto(plain, progress=lambda done, total: time.sleep(0.1))
     assert "read_processes" not in got.meta
     _same(got, one)
+    assert not _workers_left() and not _folders_left()
 
 
 def test_progress_counts_every_stretch(tmp_path, monkeypatch):

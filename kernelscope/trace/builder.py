@@ -50,15 +50,16 @@ def _cat(evs, a, cats):
     return cats
 
 
-def interned(names, cache=None) -> list:
-    """The same strings, each distinct text held once (kernel and op names repeat heavily);
-    ``cache`` (a dict) carries the texts across calls.
+def interned(names, cache=None) -> np.ndarray:
+    """The same strings as an object array, each distinct text held once (kernel and op names
+    repeat heavily); ``cache`` (a dict) carries the texts across calls. TypeError for values
+    that cannot be hashed.
 
     >>> a, b = interned(["k" * 50, "k" * 50]); a is b
     True
     """
     cache = {} if cache is None else cache
-    return list(map(cache.setdefault, names, names))
+    return np.fromiter(map(cache.setdefault, names, names), dtype=object, count=len(names))
 
 
 def _int_or_none(v):
@@ -418,15 +419,19 @@ class TableBuilder:
         for col, values in cols.items():
             kind = schema.get(col, "object")
             if kind == "object":
+                # Object arrays (the tables' object columns are joined from them in one pass).
                 if isinstance(values, np.ndarray):
-                    pass   # taken from shared strings already (categories)
-                elif not values or values[0] is not None or values.count(None) != len(values):
+                    piece = values    # taken from shared strings already (categories)
+                elif values and values[0] is None and values.count(None) == len(values):
+                    piece = np.full(len(values), None, dtype=object)   # not recorded
+                else:
                     cache = self._interned.setdefault((bucket, col), {})
                     try:
-                        values = interned(values, cache)
+                        piece = interned(values, cache)
                     except TypeError:
-                        pass   # lists or dicts (shapes, collectives): shared by their decoder instead
-                piece = values
+                        # lists or dicts (shapes, collectives): shared by their decoder instead
+                        piece = np.empty(len(values), dtype=object)
+                        piece[:] = values
             elif kind == "float64":
                 piece = float_column(values)
             else:

@@ -17,10 +17,11 @@ order. So the tables are exactly those one process builds (``tests/test_split_re
   starts at the array's start; so when every stretch decodes, every cut was right. If one does
   not, or a worker fails in any way, the file is read again by one process, which reads what it
   can and says what is wrong, as for any file.
-* **Workers** are ``python -c`` processes that import only the trace readers (not the notebook
-  side, and not the caller's ``__main__``, which multiprocessing would re-run in a script
-  without a ``__main__`` guard). Each pickles its pieces back when the queue is empty; they are
-  killed if the load is interrupted.
+* **Workers** are ``python -c`` processes that import only the trace readers and numpy (not
+  pandas, not the notebook side, and not the caller's ``__main__``, which multiprocessing would
+  re-run in a script without a ``__main__`` guard). Each pickles a stretch's pieces to a file of
+  a temporary folder as soon as it is read; this process loads them between its own stretches.
+  They are killed if the load is interrupted, and the folder is removed.
 
 ``KERNELSCOPE_READ_WORKERS`` sets the number of workers (0: one process); the default is one
 fewer than the CPUs this process may use, at most :data:`MAX_WORKERS`.
@@ -31,9 +32,12 @@ import json
 import os
 import pickle
 import re
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 from .decode import no_gc
 from .files import GZIP_MAGIC, _checked
@@ -186,15 +190,21 @@ def read_split(path, progress=None, jax_check=None):
 
 
 def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
-    """Every stretch's :func:`read_stretch` part by index: read here and by the workers."""
+    """Every stretch's :func:`read_stretch` part by index: read here and by the workers.
+
+    A worker writes each part to a file of its own in a folder of ours as soon as it is read
+    and says so on the ``done`` pipe; this process loads the parts that are ready between its
+    own stretches, so that at the end only the last ones are still to come."""
     queue_r, queue_w = os.pipe()
     done_r, done_w = os.pipe()
+    folder = tempfile.mkdtemp(prefix="kernelscope-read-")
     procs = []
     try:
         os.write(queue_w, bytes(range(1, len(stretches))))   # stretch 0 (the header's) is ours
         os.close(queue_w)
         queue_w = None
-        job = json.dumps({"path": path, "stretches": stretches, "queue": queue_r, "done": done_w})
+        job = json.dumps({"path": path, "stretches": stretches, "queue": queue_r, "done": done_w,
+                          "folder": folder})
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         code = (f"import sys; sys.path.insert(0, {root!r}); "
                 "from kernelscope.trace.split import worker_main; worker_main()")
@@ -206,41 +216,56 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
         done_w = None
         os.set_blocking(done_r, False)
         sizes = [stop - start for start, stop in stretches]
-        done = {"bytes": 0, "now": 0}
+        state = {"bytes": 0, "now": 0, "ready": []}
+
+        def drain():
+            # Stretches the workers have finished since we last looked.
+            try:
+                got = os.read(done_r, 4096)
+            except BlockingIOError:
+                return True
+            for k in got:
+                state["bytes"] += sizes[k]
+                state["ready"].append(k)
+            return bool(got)            # b"": every worker has closed its end
 
         def on_read(n):
-            # Stretches the workers finished, then ours so far.
-            try:
-                for k in os.read(done_r, 4096):
-                    done["bytes"] += sizes[k]
-            except BlockingIOError:
-                pass
-            done["now"] += n
+            drain()
+            state["now"] += n
             if progress is not None:
-                progress(min(size, done["bytes"] + done["now"]), size)
+                progress(min(size, state["bytes"] + state["now"]), size)
+
+        def load_ready():
+            for k in state["ready"]:
+                part_path = os.path.join(folder, f"{k}.pickle")
+                with open(part_path, "rb") as pf:
+                    parts[k] = pickle.load(pf)
+                os.unlink(part_path)
+            state["ready"].clear()
 
         parts, interned, k = {}, {}, 0
         with open(path, "rb") as f:
             while True:
                 parts[k] = read_stretch(f, stretches[k], k, len(stretches), interned,
                                         jax_check=jax_check if k == 0 else None, on_read=on_read)
-                done["now"] = 0
-                done["bytes"] += sizes[k]
+                state["now"] = 0
+                state["bytes"] += sizes[k]
+                drain()
+                load_ready()
                 token = os.read(queue_r, 1)
                 if not token:
                     break
                 k = token[0]
-        for p in procs:
-            try:
-                got = pickle.load(p.stdout)
-            except Exception as e:     # the worker died (killed, out of memory)
-                raise SplitFailed(f"a reader process ended early ({type(e).__name__})") from None
-            if "error" in got:
-                raise SplitFailed(got["error"])
-            parts.update(got["parts"])
-            p.wait()
-        if len(parts) != len(stretches):
-            raise SplitFailed("a stretch was not read")
+        # The workers' last stretches.
+        open_ends = True
+        while len(parts) < len(stretches) and open_ends:
+            select.select([done_r], [], [], 1.0)
+            open_ends = drain()
+            load_ready()
+        if len(parts) < len(stretches):
+            # Every worker has ended, and some stretch was never read: say why, if one said.
+            why = b"".join(p.stdout.read() for p in procs).decode(errors="replace").strip()
+            raise SplitFailed(why or "a reader process ended before its stretch was read")
         if progress is not None:
             progress(size, size)
         return parts
@@ -248,20 +273,21 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+            p.wait()
             p.stdout.close()
         for fd in (queue_r, queue_w, done_r, done_w):
             if fd is not None:
                 os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def worker_main() -> None:
-    """A worker process: read stretches from the queue until it is empty, then pickle their
-    parts (or the error) to stdout."""
+    """A worker process: read stretches from the queue until it is empty, each part pickled to
+    the job's folder as soon as it is read; an error is printed to stdout."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops us (Ctrl-C reaches us too)
     job = json.loads(sys.argv[1])
     stretches = [tuple(s) for s in job["stretches"]]
-    out = {"parts": {}}
+    code = 0
     try:
         with no_gc(), open(job["path"], "rb") as f:
             interned = {}
@@ -270,15 +296,19 @@ def worker_main() -> None:
                 if not token:
                     break
                 k = token[0]
-                out["parts"][k] = read_stretch(f, stretches[k], k, len(stretches), interned)
+                part = read_stretch(f, stretches[k], k, len(stretches), interned)
+                target = os.path.join(job["folder"], f"{k}.pickle")
+                with open(target + ".part", "wb") as out:
+                    pickle.dump(part, out, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(target + ".part", target)    # whole before the parent is told
+                del part
                 os.write(job["done"], token)
     except Exception as e:
-        out = {"error": f"{type(e).__name__}: {e}"}
-    os.close(job["done"])
-    try:
-        pickle.dump(out, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        sys.stdout.buffer.flush()
-    except (BrokenPipeError, OSError):
-        pass              # the parent has gone or given up on us
+        code = 1
+        try:
+            sys.stdout.write(f"{type(e).__name__}: {e}\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, OSError):
+            pass          # the parent has gone or given up on us
     # At once: freeing a million objects one by one at exit would keep the parent waiting.
-    os._exit(0)
+    os._exit(code)

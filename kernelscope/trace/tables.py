@@ -58,12 +58,7 @@ def build_tables(builder) -> dict:
 def _join(pieces, kind):
     """One column from its chunks' pieces (each already of the column's type)."""
     if kind == "object":
-        n = sum(map(len, pieces))
-        arr = np.empty(n, dtype=object)
-        pos = 0
-        for p in pieces:
-            arr[pos:pos + len(p)] = p
-            pos += len(p)
+        arr = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
         # Explicit object dtype: pandas 3 would otherwise infer (slowly) its Arrow string dtype.
         return pd.Series(arr, dtype=object, copy=False)
     if kind == "float64":
