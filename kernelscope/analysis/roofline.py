@@ -193,9 +193,11 @@ def _counted_roofline(report) -> pd.DataFrame:
     # Text as object arrays, computed numbers as float arrays, and the values taken as they are
     # (FLOPs, peaks: None where unknown) as lists: pandas types each column as it typed the rows
     # of dicts this table was once built from.
+    # Kernel names stay objects: they are long (hundreds of bytes), and a text column would copy
+    # every row's bytes (50k rows of a large trace) only to be read back as objects.
     return pd.DataFrame({
-        "op": _as_rows(name), "op_index": idx, "kernel": _as_rows(kname),
-        "short_name": _as_rows(t_short.to_numpy(object)[rows]),
+        "op": _as_rows(name), "op_index": idx, "kernel": pd.Series(kname, dtype=object),
+        "short_name": pd.Series(t_short.to_numpy(object)[rows], dtype=object),
         "device": _as_rows(t_label.to_numpy(object)[rows]), "precision": _as_rows(precision),
         "kernels": agg["size"].to_numpy()[rows].astype(np.int64), "duration_us": dur,
         "flops": flops_obj.tolist(), "bytes": nbytes,
