@@ -11,7 +11,9 @@ system, of the process and any it waited for: less sensitive to other work on th
 is timed:
 
 * kernelscope: ``ks.load`` + ``rep.summary()`` + ``rep.backends`` + ``rep.findings`` (the
-  findings compute the timeline and the roofline);
+  findings compute the timeline and the roofline), a plain file of this size read by the split
+  reader (its worker processes' memory is in ``tree_peak_mb``); ``--one-process`` adds
+  "kernelscope-1", the same in one process;
 * HTA: ``TraceAnalysis(trace_files=...)`` + ``get_gpu_kernel_breakdown`` +
   ``get_temporal_breakdown`` + ``get_idle_time_breakdown`` (its load and the analyses that
   answer the same questions: time per kernel, busy/idle, idle by cause);
@@ -74,7 +76,9 @@ def _tree(pid) -> list:
 def _child(tool: str, path: str) -> dict:
     """Runs in a fresh process: import, then time the load and the analyses."""
     steps = {}
-    if tool == "kernelscope":
+    if tool in ("kernelscope", "kernelscope-1"):
+        if tool == "kernelscope-1":
+            os.environ["KERNELSCOPE_READ_WORKERS"] = "0"    # one process (no split reader)
         import kernelscope as ks
         # ``import kernelscope`` is light (its report side is imported on first use): import
         # what the timed steps use before the clock starts, as HTA's import does for HTA.
@@ -181,6 +185,8 @@ def main(argv=None):
                                                      "5M events is 1.5 GB, 10M 3.1 GB: /tmp is a good place)")
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--skip-json", action="store_true")
+    ap.add_argument("--one-process", action="store_true",
+                    help="also run kernelscope in one process (KERNELSCOPE_READ_WORKERS=0) as 'kernelscope-1'")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--json-out", type=pathlib.Path, help="write every run's figures here")
@@ -198,7 +204,8 @@ def main(argv=None):
     size_mb = path.stat().st_size / 2**20
     print(f"trace: {path.name}, {size_mb:.0f} MiB, ~{a.events:,} events; {os.cpu_count()} CPUs, "
           f"Python {sys.version.split()[0]}; {a.repeat} round(s), medians")
-    tools = ["kernelscope"] + ([] if a.skip_json else ["json"]) + ([] if a.skip_hta else ["hta"])
+    tools = (["kernelscope"] + (["kernelscope-1"] if a.one_process else []) + ([] if a.skip_json else ["json"])
+             + ([] if a.skip_hta else ["hta"]))
     runs = {t: [] for t in tools}
     for i in range(a.repeat):
         order = tools[i % len(tools):] + tools[:i % len(tools)]

@@ -49,7 +49,9 @@ MIN_BYTES = 96 << 20
 # A stretch: small enough that the last ones even out the processes' shares, large enough that
 # its own cost (a seek, a stream, a builder) is nothing.
 STRETCH_BYTES = 16 << 20
-MAX_WORKERS = 7
+# Past a few workers the load is bound by what one process does (the first stretch, joining
+# the tables; on 16 cores 7 workers read 1M events no faster than 3), and each costs ~50 MiB.
+MAX_WORKERS = 3
 MAX_STRETCHES = 255            # one byte per stretch in the queue
 _CUT = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _CUT_SEARCH = 1 << 20          # how far past an offset to look for a cut
@@ -208,10 +210,12 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         code = (f"import sys; sys.path.insert(0, {root!r}); "
                 "from kernelscope.trace.split import worker_main; worker_main()")
+        # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         for _ in range(n_workers):
             procs.append(subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                          pass_fds=(queue_r, done_w)))
+                                          pass_fds=(queue_r, done_w), env=env))
         os.close(done_w)
         done_w = None
         os.set_blocking(done_r, False)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything this round runs on the H200 (device machine, not CI), in one command:
-#   bash tests/gpu_tools/run_gpu_checks.sh OUTDIR [tests] [record] [bench] [notebooks]
+#   bash tests/gpu_tools/run_gpu_checks.sh OUTDIR [tests] [record] [bench] [bigtrace] [notebooks]
 # Wheels the image lacks come from .whl/ (IPython & co.; cupti-python with its own libcupti,
 # installed apart so torch keeps its own); ncu_report is the one Nsight Compute ships.
 set -u
@@ -30,6 +30,14 @@ bench)
   run 240 python3 benchmarks/capture_overhead.py --launches 5000 --post 10000 --rounds 5 --metrics \
       --json "$OUT"/overhead_metrics.json > "$OUT"/overhead.log 2>&1
   tail -30 "$OUT"/overhead.log ;;
+bigtrace)
+  # The split reader on this machine's cores (16): its tests, then the 1M-event benchmark, with
+  # and without workers. The tiling tool travels as benchmarks/out/tile_trace.py (ignored).
+  run 120 python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/test_split_reader.py > "$OUT"/split_tests.log 2>&1
+  tail -3 "$OUT"/split_tests.log
+  run 300 python3 benchmarks/load_trace.py --events 1000000 --out /tmp --skip-json --skip-hta --one-process \
+      --repeat 3 --tile-tool benchmarks/out/tile_trace.py --json-out "$OUT"/load_trace_1m.json > "$OUT"/load_trace.log 2>&1
+  tail -12 "$OUT"/load_trace.log ;;
 notebooks)
   # The new tutorials first; each notebook is packed as soon as it ran, and none starts past the
   # deadline (seconds since this script began), so the call returns inside the device's limit.
