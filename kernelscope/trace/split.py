@@ -9,7 +9,7 @@ order. So the tables are exactly those one process builds (``tests/test_split_re
 
 * **The queue** is a pipe holding one byte per stretch: a read of one byte is atomic, so every
   stretch is taken exactly once, by whichever process is free first (a worker takes its first
-  one once Python and numpy have started in it, ~0.5 s, while this process is already reading).
+  one once Python and numpy have started in it, ~0.2 s, while this process is already reading).
 * **A cut is checked by decoding.** A cut is the first ``}, {`` after a round offset; Kineto
   writes a line break between events, which cannot be inside a JSON string, so the first with
   one is taken where there is one. In a file without them a cut may lie inside a string. A stretch that starts between two events decodes only if it also ends
@@ -44,7 +44,7 @@ from .files import GZIP_MAGIC, _checked
 from .stream import BLOCK_BYTES, EventStream, take_header
 from .builder import TableBuilder
 
-# Below this a worker's start (~0.5 s of a CPU) would cost about what it saves.
+# Below this a worker's start and the pieces' hand-over cost about what a second core saves.
 MIN_BYTES = 96 << 20
 # A stretch: small enough that the last ones even out the processes' shares, large enough that
 # its own cost (a seek, a stream, a builder) is nothing.
