@@ -29,6 +29,21 @@ def written_out_union(intervals) -> float:
     return total + (cur_e - cur_s if cur_e is not None else 0.0)
 
 
+def iopub_until_idle(kc, msg_id, timeout=120) -> list:
+    """The iopub messages a Jupyter kernel sends for request ``msg_id``, until it is idle again.
+
+    >>> msgs = iopub_until_idle(kc, kc.execute("print(1)"))     # doctest: +SKIP
+    """
+    out = []
+    while True:
+        m = kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return out
+        out.append(m)
+
+
 def _cuda_available() -> bool:
     try:
         import torch

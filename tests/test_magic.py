@@ -18,6 +18,8 @@ import kernelscope as ks
 from kernelscope.capture import active
 from kernelscope.capture.lines import line_sources
 
+from .conftest import iopub_until_idle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -286,12 +288,8 @@ def test_in_a_real_ipykernel_value_then_report_and_cell_lines():
     km, kc = jc.start_new_kernel(kernel_name="python3")
 
     def run(code):
-        msg_id = kc.execute(code)
         out = []
-        while True:
-            m = kc.get_iopub_msg(timeout=120)
-            if m["parent_header"].get("msg_id") != msg_id:
-                continue
+        for m in iopub_until_idle(kc, kc.execute(code)):
             t = m["msg_type"]
             if t == "stream" and m["content"]["name"] == "stdout":
                 out.append(("stdout", m["content"]["text"]))
@@ -299,8 +297,7 @@ def test_in_a_real_ipykernel_value_then_report_and_cell_lines():
                 out.append((t, sorted(m["content"]["data"])))
             elif t == "error":
                 out.append(("error", m["content"]["ename"]))
-            elif t == "status" and m["content"]["execution_state"] == "idle":
-                return out
+        return out
 
     try:
         assert not [x for x in run("%load_ext kernelscope") if x[0] == "error"]

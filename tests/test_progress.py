@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from .conftest import iopub_until_idle
+
 DATA = pathlib.Path(__file__).parent / "data"
 TRACE = DATA / "wild" / "llama_train.pt.trace.json.gz"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -100,15 +102,7 @@ def kc():
 
 
 def run(kc, code):
-    msg_id = kc.execute(code)
-    out = []
-    while True:
-        m = kc.get_iopub_msg(timeout=120)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            return out
-        out.append(m)
+    return iopub_until_idle(kc, kc.execute(code))
 
 
 def test_notebook_bar_is_shown_updated_and_removed(kc):

@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 
+from .conftest import iopub_until_idle
+
 DATA = pathlib.Path(__file__).parent / "data"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -28,14 +30,7 @@ def run(kc, code, cell_id=None):
     msg = kc.session.msg("execute_request", content, metadata={"cellId": cell_id} if cell_id else {})
     kc.shell_channel.send(msg)
     mid = msg["header"]["msg_id"]
-    out = []
-    while True:
-        m = kc.get_iopub_msg(timeout=120)
-        if m["parent_header"].get("msg_id") != mid:
-            continue
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-        out.append(m)
+    out = iopub_until_idle(kc, mid)
     reply = reply_to(kc, mid)
     assert reply["content"]["status"] == "ok", reply["content"]
     return out

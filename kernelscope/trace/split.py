@@ -12,9 +12,10 @@ order. So the tables are exactly those one process builds (``tests/test_split_re
   one once Python and numpy have started in it, ~0.2 s, while this process is already reading).
 * **A cut is checked by decoding.** A cut is the first ``}, {`` after a round offset; Kineto
   writes a line break between events, which cannot be inside a JSON string, so the first with
-  one is taken where there is one. In a file without them a cut may lie inside a string. A stretch that starts between two events decodes only if it also ends
-  between two (a cut inside a string or a nested value leaves it open), and the first stretch
-  starts at the array's start; so when every stretch decodes, every cut was right. If one does
+  one is taken where there is one. In a file without them a cut may lie inside a string. A
+  stretch that starts between two events decodes only if it also ends between two (a cut
+  inside a string or a nested value leaves it open), and the first stretch starts at the
+  array's start; so when every stretch decodes, every cut was right. If one does
   not, or a worker fails in any way, the file is read again by one process, which reads what it
   can and says what is wrong, as for any file.
 * **Workers** are ``python -c`` processes that import only the trace readers and numpy (not
@@ -31,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import re
 import select
 import shutil
 import signal
@@ -41,7 +41,7 @@ import tempfile
 
 from .decode import no_gc
 from .files import GZIP_MAGIC, _checked
-from .stream import BLOCK_BYTES, EventStream, take_header
+from .stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
 from .builder import TableBuilder
 
 # Below this a worker's start and the pieces' hand-over cost about what a second core saves.
@@ -53,7 +53,6 @@ STRETCH_BYTES = 16 << 20
 # the tables; on 16 cores 7 workers read 1M events no faster than 3), and each costs ~50 MiB.
 MAX_WORKERS = 3
 MAX_STRETCHES = 255            # one byte per stretch in the queue
-_CUT = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _CUT_SEARCH = 1 << 20          # how far past an offset to look for a cut
 _LINE_BREAK_SEARCH = 1 << 16   # and for one with a line break, before taking one without
 
@@ -119,7 +118,7 @@ def _first_cut(text: bytes):
     8
     """
     first = None
-    for m in _CUT.finditer(text):
+    for m in EVENT_BOUNDARY.finditer(text):
         if b"\n" in m.group():
             return m
         first = first or m

@@ -35,7 +35,8 @@ MAX_UNCUT_BLOCKS = 4
 
 _WS = b" \t\n\r"      # JSON's whitespace (not \f or \v)
 _ARRAY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')
-_CUT = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
+# Between two events of the array (the cut a chunk, or split.py's stretch, ends at).
+EVENT_BOUNDARY = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _UTF8_BOM = b"\xef\xbb\xbf"
 _OTHER_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _EVENTS = msgspec.json.Decoder(list[StreamEvent])
@@ -148,7 +149,7 @@ class EventStream:
         """(events before the last boundary in ``buf[:stop]``, where the text after it starts),
         or (None, None) when no boundary decodes yet. Only boundaries in the text from ``new``
         on are looked at (one that failed to decode once always will: the text before it stays)."""
-        cuts = list(_CUT.finditer(buf, max(1, new - 64, stop - (1 << 16)), stop))
+        cuts = list(EVENT_BOUNDARY.finditer(buf, max(1, new - 64, stop - (1 << 16)), stop))
         view = memoryview(buf)
         for m in reversed(cuts[-CUT_TRIES:]):
             end = m.start() + 1          # the byte after the event's closing brace
