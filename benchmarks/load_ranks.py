@@ -121,7 +121,7 @@ def _child(tool: str, path: str) -> dict:
         elif tool == "dask":
             rep = ks.load_ranks(path, client=client)
         elif tool == "naive":
-            from kernelscope.ranks import trace_paths
+            from kernelscope.loading import trace_paths
             reps = [ks.load(p) for p in trace_paths(path)]
             sums = [r.summary() for r in reps]
             rep = None

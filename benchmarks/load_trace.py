@@ -83,7 +83,7 @@ def _child(tool: str, path: str) -> dict:
         # ``import kernelscope`` is light (its report side is imported on first use): import
         # what the timed steps use before the clock starts, as HTA's import does for HTA.
         import kernelscope.analysis.backends, kernelscope.analysis.findings, kernelscope.loading  # noqa: F401,E401
-        import kernelscope.report, kernelscope.trace.kineto, kernelscope.trace.split  # noqa: F401,E401
+        import kernelscope.reports.report, kernelscope.trace.kineto, kernelscope.trace.split  # noqa: F401,E401
         base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
         t0 = t = time.perf_counter()
         rep = ks.load(path)

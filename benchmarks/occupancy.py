@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 import kernelscope as ks
-from kernelscope.analysis.occupancy import annotate_occupancy, occupancy
+from kernelscope.analysis.occupancy import occupancy
+from kernelscope.analysis.shapes import annotate_occupancy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

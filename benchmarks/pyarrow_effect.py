@@ -26,7 +26,7 @@ if sys.argv[1] == "hidden":
     sys.modules["pyarrow"] = None
 t = time.perf_counter()
 import kernelscope as ks
-from kernelscope.render.view import pack, view_model
+from kernelscope.view.report import pack, view_model
 t0 = time.perf_counter(); rep = ks.load(sys.argv[2]); t1 = time.perf_counter()
 rep.summary(); rep.backends; rep.findings; t2 = time.perf_counter()
 pack(*view_model(rep)); t3 = time.perf_counter()

@@ -50,7 +50,7 @@ def main(argv=None):
     name = f"graphs_{a.launches}_launches.json"
     path = make_trace(SOURCE, events, name=name, tool=a.tile_tool, out=a.out)
     import kernelscope as ks
-    from kernelscope.render import view
+    from kernelscope.view import report as view
     t = time.perf_counter()
     rep = ks.load(path, progress=False)
     rep.findings, rep.backends

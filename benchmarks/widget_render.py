@@ -115,7 +115,8 @@ def tiled(launches: int) -> pathlib.Path:
 
 def prepare(n: int, site: pathlib.Path) -> dict:
     import kernelscope as ks
-    from kernelscope.render.view import mime_payload, view_model
+    from kernelscope.view.bundle import mime_payload
+    from kernelscope.view.report import view_model
     path = tiled(n)
     t = time.perf_counter()
     rep = ks.load(path)

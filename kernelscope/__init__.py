@@ -6,7 +6,7 @@
 
 In a notebook: ``%load_ext kernelscope`` then ``%%kernelprofile`` on a cell.
 """
-from .errors import TraceError
+from kernelscope.errors import TraceError
 
 __version__ = "0.1.0"
 
@@ -15,7 +15,7 @@ __all__ = ["Report", "TraceError", "compare", "load", "load_ncu", "load_ranks", 
 
 # Imported on first use (PEP 562): ``import kernelscope`` stays light, and a process that only
 # needs the trace readers (the split reader's workers, trace/split.py) never imports the report.
-_LAZY = {"load": ".loading", "load_ncu": ".loading", "Report": ".report"}
+_LAZY = {"load": ".loading", "load_ncu": ".loading", "Report": ".reports.report"}
 
 
 def __getattr__(name):
@@ -38,7 +38,7 @@ def occupancy(*args, **kwargs):
     ...              registers_per_thread=254, shared_mem_per_block=67584).occupancy
     0.125
     """
-    from .analysis.occupancy import occupancy as _occupancy
+    from kernelscope.analysis.occupancy import occupancy as _occupancy
     return _occupancy(*args, **kwargs)
 
 
@@ -49,7 +49,7 @@ def profile(*args, **kwargs):
     ...     step()
     >>> prof.report                         # doctest: +SKIP
     """
-    from .capture import profile as _profile
+    from kernelscope.capture import profile as _profile
     return _profile(*args, **kwargs)
 
 
@@ -59,7 +59,7 @@ def load_ranks(source, client=None, **kwargs):
     >>> rep = ks.load_ranks("traces/")          # doctest: +SKIP
     >>> rep.stragglers                          # doctest: +SKIP
     """
-    from .ranks import load_ranks as _load_ranks
+    from kernelscope.loading import load_ranks as _load_ranks
     return _load_ranks(source, client=client, **kwargs)
 
 
@@ -71,18 +71,18 @@ def compare(before, after, **kwargs):
     """
     import os
 
-    from .comparison import compare as _compare
-    from .loading import load
+    from kernelscope.reports.comparison import compare as _compare
+    from kernelscope.loading import load
     before, after = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (before, after))
     return _compare(before, after, **kwargs)
 
 
 def load_ipython_extension(ipython):
     """``%load_ext kernelscope``: registers ``%%kernelprofile``."""
-    from kernelscope_magics import load_ipython_extension as _load
+    from kernelscope.jupyter import load_ipython_extension as _load
     _load(ipython)
 
 
 def unload_ipython_extension(ipython):
-    from kernelscope_magics import unload_ipython_extension as _unload
+    from kernelscope.jupyter import unload_ipython_extension as _unload
     _unload(ipython)

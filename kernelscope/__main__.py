@@ -16,7 +16,7 @@ def demo_path() -> str:
 
 
 def main(argv=None) -> int:
-    from . import TraceError, load
+    from kernelscope import TraceError, load
 
     p = argparse.ArgumentParser(prog="python -m kernelscope", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     except TraceError as e:
         print(f"kernelscope: {e}", file=sys.stderr)
         return 2
-    from .render.text import report_text
+    from kernelscope.render.text import report_text
     if args.cmd == "demo":
         print(f"Demo: a real recording of one MLP training step on an NVIDIA H200 ({DEMO_TRACE}).")
     print(report_text(rep, top=getattr(args, "top", 10)))
@@ -58,10 +58,10 @@ def _ncu(args) -> int:
     import os
     import time
 
-    from . import TraceError, load_ncu
-    from .capture.ncu_run import NcuError, find_ncu, ncu_argv, run_ncu
-    from .render.ncu_view import kernel_detail_text
-    from .render.text import report_text
+    from kernelscope import TraceError, load_ncu
+    from kernelscope.capture.ncu_run import NcuError, find_ncu, ncu_argv, run_ncu
+    from kernelscope.render.kernel import kernel_detail_text
+    from kernelscope.render.text import report_text
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]

@@ -1,15 +1,24 @@
-"""Opening recordings: Kineto traces, our own report files, live profilers, ncu exports."""
+"""Opening recordings: Kineto traces, our own report files, live profilers, ncu exports, and the
+traces of every rank of a distributed run (``load_ranks``).
+
+``load_ranks``: Each trace is read and summarised where it is processed (a worker of a local process pool, or
+of a Dask cluster when a client is given); only the summary (a few small tables) comes back, so
+the notebook's memory holds summaries, not 64 ranks' launches. The same function
+(:func:`summarise`) runs in both places.
+"""
 from __future__ import annotations
 
+import glob
 import os
 import stat
 
 import msgspec
 
-from .errors import TraceError
-from .report import REPORT_FORMAT, Report
-from .trace.decode import ForeignFormat, NotJSON
-from .trace.files import read_bytes
+from kernelscope.errors import TraceError
+from kernelscope.reports.saved import REPORT_FORMAT
+from kernelscope.reports.report import Report
+from kernelscope.trace.decode import ForeignFormat, NotJSON
+from kernelscope.trace.files import read_bytes
 
 # What a saved report is named (Report.save does not insist, JupyterLab opens these as reports).
 _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
@@ -31,15 +40,15 @@ def load(source, *, progress: bool = True):
     2000
     """
     if hasattr(source, "export_chrome_trace") and hasattr(source, "profiler"):
-        from .capture.live import trace_from_profiler
+        from kernelscope.capture.live import trace_from_profiler
         return Report(trace_from_profiler(source))
     if not isinstance(source, (str, os.PathLike)):
         raise TraceError(repr(source)[:80], "expected a file path or a stopped torch.profiler.profile")
     path = os.fspath(source)
     if _is_ncu_report(path):
         return load_ncu(path)   # an Nsight Compute report opened like any recording
-    from .render.progress import LoadProgress
-    from .trace.kineto import read_kineto
+    from kernelscope.render.progress import LoadProgress
+    from kernelscope.trace.kineto import read_kineto
     with LoadProgress(os.path.basename(path), out="auto" if progress else None) as bar:
         try:
             trace = read_kineto(path, progress=bar.update)
@@ -90,14 +99,14 @@ def load_ncu(path, *, kernels_report=None, source=True):
     >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
     (7, 62.5)
     """
-    from .trace.ncu import read_ncu, trace_from_ncu
+    from kernelscope.trace.ncu.export import read_ncu, trace_from_ncu
     if not _is_ncu_report(path):
         table = read_ncu(path)
         if kernels_report is not None:
             return Report(kernels_report.trace, ncu=table)
         return Report(trace_from_ncu(table, source=os.fspath(path)), ncu=table)
-    from .analysis.ncu_kernels import source_hotspots, stalls_table
-    from .trace.ncu_rep import read_ncu_report
+    from kernelscope.analysis.ncu_kernels import source_hotspots, stalls_table
+    from kernelscope.trace.ncu.report import read_ncu_report
     data = read_ncu_report(path, source=source)
     detail = {"rules": data.rules, "hotspots": source_hotspots(data.samples, data.sources), "sass": data.sass}
     stalls = stalls_table(data.stall_counts)
@@ -112,7 +121,7 @@ def load_ncu(path, *, kernels_report=None, source=True):
 
 def _is_ncu_report(path) -> bool:
     """By name (``.ncu-rep``, ``.ncu-repz``, compressed) or by ncu's header in the first bytes."""
-    from .trace.ncu_rep import REPORT_MAGIC, is_report_path
+    from kernelscope.trace.ncu.report import REPORT_MAGIC, is_report_path
     if not isinstance(path, (str, os.PathLike)):
         return False
     if is_report_path(path):
@@ -124,3 +133,138 @@ def _is_ncu_report(path) -> bool:
             return f.read(4) == REPORT_MAGIC
     except (OSError, ValueError):
         return False   # the CSV reader names the problem
+
+
+# ks.load_ranks
+
+# File names kernelscope reads as rank traces when given a directory.
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz")
+
+
+def trace_paths(source) -> list:
+    """The trace files ``source`` names: a directory (its ``*.pt.trace.json[.gz]`` and
+    ``*.ksreport.json[.gz]`` files, else every ``*.json[.gz]``), a glob pattern, a path, or a
+    list of those; sorted, each once.
+
+    >>> trace_paths("tests/data/ranks")                      # doctest: +SKIP
+    ['tests/data/ranks/rank0.pt.trace.json.gz', 'tests/data/ranks/rank1.pt.trace.json.gz']
+    """
+    items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    out = []
+    for item in items:
+        p = os.fspath(item)
+        if os.path.isdir(p):
+            names = sorted(os.listdir(p))
+            found = [n for n in names if n.endswith(TRACE_SUFFIXES)] or \
+                [n for n in names if n.endswith((".json", ".json.gz"))]
+            if not found:
+                raise TraceError(p, "the directory holds no trace files (*.pt.trace.json[.gz], *.json[.gz])")
+            out += [os.path.join(p, n) for n in found]
+        elif any(ch in p for ch in "*?[") and not os.path.exists(p):
+            hits = sorted(glob.glob(p))
+            if not hits:
+                raise TraceError(p, "no file matches this pattern")
+            out += hits
+        else:
+            out.append(p)
+    if not out:
+        raise TraceError(repr(source)[:80], "no trace files given")
+    return list(dict.fromkeys(out))
+
+
+def summarise(path):
+    """Read one rank's trace and summarise it (what runs on a worker): a ``RankSummary``, or
+    the TraceError that says why the file cannot be read, returned rather than raised so that
+    one bad rank does not lose the others.
+
+    >>> summarise("tests/data/ranks/rank1.pt.trace.json.gz").info["rank"]   # doctest: +SKIP
+    1
+    """
+    from kernelscope.analysis.ranks import rank_summary
+    from kernelscope.loading import load
+    try:
+        return rank_summary(load(path), source=path)
+    except TraceError as e:
+        return e
+
+
+def load_ranks(source, client=None, *, workers=None):
+    """Open the traces of a distributed run's ranks as one :class:`~kernelscope.reports.ranks.RankReport`.
+
+    ``source`` is a directory of per-rank traces, a glob pattern or a list of paths (Kineto
+    traces of ``torch.profiler`` or ``ks.profile``, or saved reports). Each rank is read and
+    summarised apart: in a local process pool of ``workers`` processes (default: one per CPU,
+    at most one per trace; ``workers=1`` reads in this process), or on a Dask cluster when
+    ``client`` (a ``dask.distributed.Client``) is given; then every worker must be able to open
+    the paths (a shared file system). A trace without rank information reads as rank 0 (or the
+    rank its file name gives, ``rank3.json``). A file that cannot be read is left out and named
+    in ``rep.notes``; if none can be read, TraceError.
+
+    >>> rep = ks.load_ranks("traces/")                                   # doctest: +SKIP
+    >>> from dask.distributed import Client, LocalCluster                # doctest: +SKIP
+    >>> rep = ks.load_ranks("traces/", client=Client(LocalCluster()))   # doctest: +SKIP
+    """
+    from kernelscope.analysis.ranks import assign_ranks
+    from kernelscope.loading import load
+    from kernelscope.reports.ranks import RankReport
+    paths = trace_paths(source)
+    results = _run(paths, client, workers)
+    good, notes = [], []
+    for path, res in zip(paths, results):
+        if isinstance(res, TraceError):
+            notes.append(f"left out {res}")
+        else:
+            good.append((path, res))
+    if not good:
+        first = next(r for r in results if isinstance(r, TraceError))
+        raise TraceError(first.source, first.problem if len(paths) == 1 else
+                         f"{first.problem} (and none of the other {len(paths) - 1} traces could be read either)")
+    ranks, rank_notes = assign_ranks([s.info for _, s in good], [p for p, _ in good])
+    for (_, s), r in zip(good, ranks):
+        s.info["rank"] = r
+    opener = load if client is None else _ClusterOpener(client)
+    return RankReport([s for _, s in good], notes=notes + rank_notes, opener=opener)
+
+
+def _run(paths, client, workers) -> list:
+    if client is not None:
+        # Each worker reads and summarises its share; only the summaries are gathered.
+        futures = client.map(summarise, paths, pure=False)
+        return client.gather(futures)
+    n = min(len(paths), workers or os.cpu_count() or 1)
+    if n <= 1:
+        return [summarise(p) for p in paths]
+    import concurrent.futures
+    import multiprocessing
+    # forkserver: workers fork from a clean server process (not from a notebook kernel's
+    # threads), with kernelscope already imported there, so each starts in milliseconds.
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["kernelscope.loading", "kernelscope.analysis.ranks"])
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=share_cpus,
+                                                initargs=(n,)) as pool:
+        return list(pool.map(summarise, paths, chunksize=1))
+
+
+def share_cpus(processes: int) -> None:
+    """In each of ``processes`` pool workers: read a large trace with this worker's share of the
+    CPUs (trace/split.py starts reader processes of its own), not with every CPU each; a
+    ``KERNELSCOPE_READ_WORKERS`` the user set stands.
+
+    >>> share_cpus(os.cpu_count() or 1); os.environ["KERNELSCOPE_READ_WORKERS"]   # doctest: +SKIP
+    '0'
+    """
+    if "KERNELSCOPE_READ_WORKERS" not in os.environ:
+        os.environ["KERNELSCOPE_READ_WORKERS"] = str(max(0, (os.cpu_count() or 1) // processes - 1))
+
+
+class _ClusterOpener:
+    """Opens one rank's full report on the cluster (where its trace lies) for ``rep.rank(r)``."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def __call__(self, path):
+        from kernelscope.loading import load
+        return self.client.submit(load, path, pure=False).result()

@@ -1,6 +1,6 @@
 """Layers import one way: no part of kernelscope imports a part above it.
 
-Every ``import`` and ``from ... import`` in the package and in the magics is read from the
+Every ``import`` and ``from ... import`` in the package (the IPython layer, kernelscope.jupyter, included) is read from the
 source (imports inside functions too: a lazy import is still a dependency). The allowed
 directions are the table below; docs/architecture.md shows the same table, and
 ``test_the_architecture_page_shows_this_table`` keeps the two equal.
@@ -16,7 +16,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "kernelscope"
-MAGICS = ROOT / "magics" / "kernelscope_magics"
 
 # The layers, lowest first: (layer, its parts). A part is a top-level module or subpackage of
 # kernelscope ("kernelscope" itself is the package's public API, kernelscope/__init__.py).
@@ -24,30 +23,23 @@ LAYERS = [
     ("base", ("errors", "units", "jsonable")),
     ("trace", ("trace",)),
     ("analysis", ("analysis",)),
-    ("report", ("report", "comparison", "rank_report", "render", "widget")),
-    ("loading", ("loading", "capture", "ranks")),
-    ("entry", ("kernelscope", "__main__", "server", "kernelscope_magics")),
+    ("output", ("render", "view")),
+    ("reports", ("reports",)),
+    ("loading", ("loading", "capture")),
+    ("entry", ("kernelscope", "__main__", "jupyter")),
 ]
 # A part imports its own part, every part of a lower layer, and, within its layer, only these.
 SAME_LAYER = {
-    "report": {"render", "widget"},        # the reprs and .widget()
-    "comparison": {"render", "widget"},    # a Comparison's reprs and its live view
-    "rank_report": {"render", "widget"},   # a RankReport's reprs and widget
-    "widget": {"render"},                  # the view model
+    "view": {"render"},                    # the MIME bundle's text/html, the ranks view's labels
     "loading": {"capture"},                # ks.load(a stopped torch.profiler)
-    "ranks": {"loading"},                  # ks.load_ranks opens each rank with ks.load
     # the entry points: the API loads the magics (%load_ext kernelscope); they use the API
-    **{p: {"kernelscope", "__main__", "server", "kernelscope_magics"} - {p}
-       for p in ("kernelscope", "__main__", "server", "kernelscope_magics")},
+    **{p: {"kernelscope", "__main__", "jupyter"} - {p} for p in ("kernelscope", "__main__", "jupyter")},
 }
 LEVEL = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}
 
 
 def _module_name(path: Path) -> str:
-    if path.is_relative_to(MAGICS):
-        rel = path.relative_to(MAGICS.parent)
-    else:
-        rel = path.relative_to(ROOT)
+    rel = path.relative_to(ROOT)
     parts = list(rel.with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -59,8 +51,7 @@ def _is_package(path: Path) -> bool:
 
 
 def _exists(module: str) -> bool:
-    base = ROOT if module.split(".")[0] == "kernelscope" else MAGICS.parent
-    p = base.joinpath(*module.split("."))
+    p = ROOT.joinpath(*module.split("."))
     return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
 
 
@@ -87,15 +78,13 @@ def _targets(path: Path):
 
 def _part(module: str) -> str | None:
     bits = module.split(".")
-    if bits[0] == "kernelscope_magics":
-        return "kernelscope_magics"
     if bits[0] != "kernelscope":
         return None
     return bits[1] if len(bits) > 1 else "kernelscope"
 
 
 def _files():
-    return sorted(PACKAGE.rglob("*.py")) + sorted(MAGICS.rglob("*.py"))
+    return sorted(PACKAGE.rglob("*.py"))
 
 
 def test_every_part_has_a_row():
@@ -124,13 +113,13 @@ def test_imports_run_one_way():
 
 def test_the_check_sees_lazy_and_relative_imports():
     """The parser resolves what these forms import (so a violation in any of them is caught)."""
-    path = PACKAGE / "analysis" / "findings.py"
+    path = PACKAGE / "analysis" / "findings" / "timeline.py"
     got = {m for _, m in _targets(path)}
     assert "kernelscope.units" in got and "kernelscope.analysis.timeline" in got
-    path = PACKAGE / "report.py"
+    path = PACKAGE / "reports" / "report.py"
     got = {m for _, m in _targets(path)}
-    assert "kernelscope.widget" in got           # imported inside a method
-    assert _part("kernelscope") == "kernelscope" and _part("kernelscope_magics.magic") == "kernelscope_magics"
+    assert "kernelscope.view.widget" in got           # imported inside a method
+    assert _part("kernelscope") == "kernelscope" and _part("kernelscope.jupyter.magics") == "jupyter"
 
 
 def test_the_architecture_page_shows_this_table():
@@ -154,3 +143,66 @@ def test_the_architecture_page_shows_this_table():
     want = {k: v for k, v in SAME_LAYER.items() if LAYERS[LEVEL[k]][0] != "entry"}
     want.update({p: set(LAYERS[-1][1]) - {p} for p in LAYERS[-1][1]})
     assert same == want, f"docs/architecture.md's same-layer column differs from SAME_LAYER: {same}"
+
+
+def _graph():
+    """{module: the package's modules it imports} (the IPython entry point's own import of the
+    magics aside: ``%load_ext kernelscope`` must find them in the package's top level)."""
+    modules = {_module_name(p): p for p in _files()}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for _, mod in _targets(path):
+            while mod and mod not in modules:
+                mod = mod.rpartition(".")[0]
+            # a module's own packages run before it whatever it imports: not an edge
+            if mod and mod != name and not name.startswith(mod + "."):
+                deps.add(mod)
+        graph[name] = deps
+    return graph
+
+
+def test_no_circle_of_imports():
+    """No module reaches itself through the modules it imports (lazy imports counted): each
+    module can be read knowing only those below it."""
+    graph = _graph()
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):       # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                circles.append(sorted(scc))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, f"circles of imports: {circles}"
+
+
+def test_no_import_of_another_modules_private_names():
+    """``from x import _name`` between modules means x's inside is someone else's API: make the
+    name public (and documented) in x, or move the code to where it is used."""
+    bad = []
+    for path in _files():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("kernelscope")):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}")
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)

@@ -13,8 +13,10 @@ import kernelscope as ks
 from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS, RULES
 from kernelscope.analysis.occupancy import LIMITERS
 from kernelscope.analysis.timeline import CAUSES
-from kernelscope.render.view import HOST_COLORS, mime_payload, read_payload, vocabulary
-from kernelscope.trace.ncu import COMPARED_METRICS
+from kernelscope.view.vocabulary import HOST_COLORS, vocabulary
+from kernelscope.view.bundle import mime_payload
+from kernelscope.view.codec import read_payload
+from kernelscope.trace.ncu.export import COMPARED_METRICS
 from kernelscope.units import fmt_bytes, fmt_us
 
 ROOT = Path(__file__).parent.parent

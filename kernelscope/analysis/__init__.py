@@ -17,10 +17,10 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     >>> k, shapes = analyze_kernels(ks.load("attention.pt.trace.json.gz").trace)   # doctest: +SKIP
     >>> k[["short_name", "backend", "theoretical_occupancy"]]                       # doctest: +SKIP
     """
-    from .backends import annotate_backends
-    from .devices import annotate_devices
-    from .occupancy import annotate_occupancy
-    from .shapes import launch_shapes
+    from kernelscope.analysis.backends import annotate_backends
+    from kernelscope.analysis.devices import annotate_devices
+    from kernelscope.analysis.shapes import annotate_occupancy
+    from kernelscope.analysis.shapes import launch_shapes
 
     # A new frame (the trace's own table is left as read). Copy-on-write pandas (3 and later)
     # copies a column only when it is changed; older pandas needs the deep copy.
@@ -36,7 +36,7 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
         k["theoretical_occupancy"] = k["theoretical_occupancy"].fillna(k["reported_occupancy"])
     counters = getattr(trace, "counters", None)
     if counters is not None and len(counters):
-        from .counters import annotate_counters
+        from kernelscope.analysis.counters import annotate_counters
         k = annotate_counters(k, counters)
     return k, shapes
 
@@ -56,5 +56,5 @@ def annotate_copies(trace) -> pd.DataFrame:
     >>> annotate_copies(ks.load("copies_streams.pt.trace.json.gz").trace)["device"].unique()  # doctest: +SKIP
     array(['cuda:0'], dtype=object)
     """
-    from .devices import annotate_devices
+    from kernelscope.analysis.devices import annotate_devices
     return annotate_devices(trace.copies.copy(deep=not _COPY_ON_WRITE), trace.devices)

@@ -15,9 +15,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .backend_rules import RULES, TENSOR_CORE_HINTS
-from .devices import annotate_devices
-from .names import short_name
+from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS
+from kernelscope.analysis.devices import annotate_devices
+from kernelscope.analysis.names import short_name
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
 
@@ -180,7 +180,7 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
 _BREAKDOWN_COLUMNS = ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us"]
 
 
-def _gpu_rows(report) -> pd.DataFrame:
+def gpu_rows(report) -> pd.DataFrame:
     """Kernels plus copies as (device, backend, op, duration) rows: memcpy/memset are backends too."""
     k = report.kernels
     dev = k["device_type"] if "device_type" in k.columns else pd.Series("CUDA", index=k.index)
@@ -288,7 +288,7 @@ def backend_breakdown(report) -> pd.DataFrame:
 
     >>> ks.load("mlp_train.pt.trace.json.gz").backends        # doctest: +SKIP
     """
-    g = _gpu_rows(report)
+    g = gpu_rows(report)
     if len(g):
         grp = g.groupby(["device", "backend"], sort=False)["duration_us"]
         gpu = pd.DataFrame({"launches": grp.size(), "gpu_time_us": grp.sum()}).reset_index()
@@ -336,7 +336,7 @@ def op_backends(report) -> pd.DataFrame:
     >>> rep = ks.load("copies_streams.pt.trace.json.gz")          # doctest: +SKIP
     >>> op_backends(rep)[["op", "backend", "launches"]]           # doctest: +SKIP
     """
-    g = _gpu_rows(report)
+    g = gpu_rows(report)
     cols = ["op", "backend", "launches", "gpu_time_us", "share"]
     if not len(g):
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(cols, [object, object, "int64", float, float])})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.counters import DERIVED_COLUMNS
+from kernelscope.trace.counters import DERIVED_COLUMNS
 
 # Columns added to kernels and copies when the report holds samples.
 PER_KERNEL = DERIVED_COLUMNS + ("counter_samples",)

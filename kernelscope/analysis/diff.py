@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..jsonable import jsonable
+from kernelscope.jsonable import jsonable
 
 KERNEL_COLUMNS = ["name", "short_name", "backend", "match", "names_before", "names_after",
                   "launches_before", "launches_after", "total_before_us", "total_after_us",
@@ -50,7 +50,7 @@ SHARED_MIN_SHARE = 0.5
 @dataclass(repr=False)
 class Diff:
     """Two runs side by side: per-kernel, per-backend and overall changes (per run). The data
-    of a :class:`kernelscope.comparison.Comparison`, which adds the text and HTML views.
+    of a :class:`kernelscope.reports.comparison.Comparison`, which adds the text and HTML views.
 
     >>> d = diff(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz"))  # doctest: +SKIP
     >>> d.kernels[["short_name", "total_before_us", "total_after_us", "ratio"]]                # doctest: +SKIP
@@ -287,11 +287,11 @@ def _noise(tb, ta, sb, sa):
 
 
 def _backends(before, after, nb, na) -> pd.DataFrame:
-    from .backends import _gpu_rows
+    from kernelscope.analysis.backends import gpu_rows
 
     def gpu(rep, n):
         # Kernel and copy rows only: the full breakdown's CPU half costs seconds on big traces.
-        g = _gpu_rows(rep).groupby("backend", sort=False)["duration_us"]
+        g = gpu_rows(rep).groupby("backend", sort=False)["duration_us"]
         return pd.DataFrame({"launches": g.size() / n, "gpu_time_us": g.sum() / n})
 
     b = gpu(before, nb).rename(columns={"launches": "launches_before", "gpu_time_us": "total_before_us"})

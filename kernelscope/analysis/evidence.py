@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..units import fmt_bytes, fmt_us
+from kernelscope.units import fmt_bytes, fmt_us
 
 # Items of a list shown in words before "and N more" (a finding's tables hold every row).
 MAX_ITEMS = 8

@@ -15,7 +15,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from .stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
+from kernelscope.analysis.stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
 
 STALL_SOURCE = "Nsight Compute"
 # A warp load uses what it fetches when its 32-byte sectors are full: below half the bytes
@@ -27,9 +27,6 @@ EXCESS_SECTORS_MAX = 1.5
 # the kernel waits (latency, too little parallelism) rather than works.
 SOL_BOUND_PCT = 60.0
 SOL_LATENCY_PCT = 30.0
-# Nsight Compute's advice kept as findings: the strongest few per kernel, and in all.
-RULES_PER_KERNEL = 3
-RULE_FINDINGS_MAX = 12
 ADVICE_TYPES = ("optimization", "warning", "error")
 HOTSPOTS_PER_LAUNCH = 5
 
@@ -87,7 +84,7 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
     >>> rl = measured_roofline(ks.load_ncu("run.ncu-rep").ncu)            # doctest: +SKIP
     >>> rl[rl.dominant & (rl.level == "dram")][["kernel_name", "precision", "roof_share"]]   # doctest: +SKIP
     """
-    from ..trace.ncu_rep import PRECISIONS
+    from kernelscope.trace.ncu.report import PRECISIONS
     cols = ["id", "kernel_name", "precision", "level", "flops_per_s", "peak_flops_per_s", "bytes_per_s",
             "peak_bytes_per_s", "bytes", "intensity", "ridge", "attainable_flops_per_s", "roof_share", "bound",
             "dominant"]
@@ -298,105 +295,6 @@ def hotspot_sass(sass: pd.DataFrame, hotspot: dict, context: int = 4) -> list[di
              "hot": int(r["pc"]) == int(hotspot["pc"])} for r in win.to_dict("records")]
 
 
-# -- Nsight Compute's rules as findings -------------------------------------------------------------
-def rule_findings(report, tl=None) -> list:
-    """Nsight Compute's own advice (its rule results with an optimization or warning message) as
-    findings, labelled as Nsight Compute's; ``cost_us`` is its estimated global speedup times the
-    launch's duration (a local estimate concerns one unit, not the run time: cost 0).
-
-    >>> [f.title for f in rule_findings(ks.load_ncu("run.ncu-rep"))][:1]   # doctest: +SKIP
-    """
-    from .findings import Finding, severity_for
-    rules = (getattr(report, "ncu_detail", None) or {}).get("rules")
-    ncu = getattr(report, "ncu", None)
-    if rules is None or not len(rules) or ncu is None or "duration_ns" not in ncu.columns:
-        return []
-    r = rules[rules["type"].isin(ADVICE_TYPES) & rules["message"].astype(str).str.len().gt(0)].copy()
-    if not len(r):
-        return []
-    dur = dict(zip(ncu["id"].astype(int), pd.to_numeric(ncu["duration_ns"], errors="coerce") / 1e3))
-    r["duration_us"] = [dur.get(int(i), np.nan) for i in r["id"]]
-    pct = pd.to_numeric(r["speedup_pct"], errors="coerce").fillna(0.0)
-    r["cost_us"] = np.where(r["speedup_type"] == "global", pct / 100.0 * r["duration_us"].fillna(0.0), 0.0)
-    # One finding per kernel and rule (its launches summed), the strongest few per kernel.
-    g = (r.groupby(["kernel_name", "rule", "title"], sort=False, dropna=False)
-         .agg(cost_us=("cost_us", "sum"), speedup_pct=("speedup_pct", "max"), launches=("id", "nunique"),
-              message=("message", "first"), section=("section", "first"), speedup_type=("speedup_type", "first"),
-              rule_name=("rule_name", "first"), type=("type", "first"))
-         .reset_index())
-    g = g.sort_values(["cost_us", "speedup_pct"], ascending=False, kind="stable")
-    g = g.groupby("kernel_name", sort=False).head(RULES_PER_KERNEL).head(RULE_FINDINGS_MAX)
-    window = float(pd.to_numeric(ncu["duration_ns"], errors="coerce").sum()) / 1e3 or None
-    if tl is not None:
-        try:
-            window = tl.device().get("active_us") or window
-        except Exception:  # noqa: BLE001 - the window only scales severity
-            pass
-    short = _short_names(report)
-    out = []
-    for x in g.to_dict("records"):
-        sp = x["speedup_pct"]
-        est = (f" (Nsight Compute's estimated speedup: {sp:.0f}%{', local' if x['speedup_type'] == 'local' else ''})"
-               if sp == sp and sp > 0 else "")
-        title = x["title"] or x["rule_name"] or x["rule"]
-        sev = severity_for(x["cost_us"], window) if x["cost_us"] > 0 else ("low" if x["type"] != "error" else "medium")
-        out.append(Finding(
-            kind="nsight_compute", severity=sev,
-            title=f"Nsight Compute on {short.get(x['kernel_name'], x['kernel_name'])}: {title}{est}",
-            detail=x["message"],
-            evidence={"source": "Nsight Compute rule result", "rule": x["rule"], "section": x["section"],
-                      "kernel": x["kernel_name"], "launches": int(x["launches"]),
-                      "estimated_speedup_pct": None if sp != sp else float(sp), "speedup_type": x["speedup_type"]},
-            cost_us=float(x["cost_us"])))
-    return out
-
-
-def access_findings(report, tl=None) -> list:
-    """Our verdict on coalescing (from Nsight Compute's sector counters) as findings: kernels
-    whose global accesses use less than half of what they fetch."""
-    from .findings import Finding, severity_for
-    ncu = getattr(report, "ncu", None)
-    m = memory_access(ncu)
-    m = m[m["verdict"].notna()] if len(m) else m
-    if not len(m):
-        return []
-    dur = dict(zip(ncu["id"].astype(int), pd.to_numeric(ncu["duration_ns"], errors="coerce") / 1e3))
-    m = m.assign(duration_us=[dur.get(int(i), 0.0) for i in m["id"]])
-    window = float(pd.to_numeric(ncu["duration_ns"], errors="coerce").sum()) / 1e3 or None
-    short = _short_names(report)
-    out = []
-    for name, g in m.groupby("kernel_name", sort=False):
-        eff = np.nanmin([g["load_efficiency"].min(), g["store_efficiency"].min()])
-        # At most the time beyond what the bytes it uses would need (a bound, not a promise).
-        waste = 1.0 - eff if eff == eff else 0.0
-        cost = float(g["duration_us"].sum()) * waste
-        out.append(Finding(
-            kind="uncoalesced_access", severity=severity_for(cost, window),
-            title=f"{short.get(name, name)}: global memory access is uncoalesced",
-            detail=g["verdict"].iloc[0] + " (computed by kernelscope from Nsight Compute's sector counters)",
-            evidence={"source": "kernelscope, from Nsight Compute counters", "kernel": name,
-                      "launches": int(len(g)), "load_efficiency": _plain(g["load_efficiency"].iloc[0]),
-                      "store_efficiency": _plain(g["store_efficiency"].iloc[0]),
-                      "load_sectors_per_request": _plain(g["load_sectors_per_request"].iloc[0]),
-                      "excess_sectors": _plain(g["excess_sectors"].iloc[0])},
-            cost_us=cost))
-    return out
-
-
-def _short_names(report) -> dict:
-    k = getattr(report, "kernels", None)
-    if k is None or not len(k) or "short_name" not in k.columns:
-        return {}
-    names = dict(zip(k["name"].astype(str), k["short_name"].astype(str)))
-    if "ncu_id" in k.columns and getattr(report, "ncu", None) is not None:
-        ncu = report.ncu
-        ids = dict(zip(ncu["id"].astype(int), ncu["kernel_name"].astype(str)))
-        for nid, short in zip(k["ncu_id"], k["short_name"]):
-            if nid == nid and nid is not None and int(nid) in ids:
-                names.setdefault(ids[int(nid)], str(short))
-    return names
-
-
 def _f(v) -> float:
     try:
         v = float(v)
@@ -418,7 +316,3 @@ def _efficiency(bytes_per_sector, sectors) -> float:
         return np.nan
     return min(b / 32.0, 1.0)
 
-
-def _plain(v):
-    v = _f(v)
-    return None if v != v else v

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .archs import KB, Arch, arch, parse_cc
+from kernelscope.analysis.archs import KB, Arch, arch, parse_cc
 
 # What can limit the blocks per SM, in the order limiters are listed, with the short form the
 # kernel table shows (the browser gets this table in the view's payload).
 LIMITERS = {"registers": "regs", "shared_mem": "smem", "warps": "warps", "blocks": "blocks", "barriers": "barriers"}
-_BIG = 1 << 30          # "no limit" (the calculator's INT_MAX), kept an int
+UNLIMITED = 1 << 30          # "no limit" (the calculator's INT_MAX), kept an int
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -223,7 +223,7 @@ def _regs_limit(a: Arch, warps_per_block: int, regs: int, regs_per_sm: int):
         return 0, per_block, (f"{regs} registers x {warps_per_block * a.warp_size} threads need "
                               f"{max(assumed, per_block)} registers per block; the limit is {a.regs_per_block}")
     if per_warp == 0:
-        return _BIG, 0, None
+        return UNLIMITED, 0, None
     warps = (regs_per_sm // a.sub_partitions) // per_warp * a.sub_partitions
     return warps // warps_per_block, per_block, None
 
@@ -273,7 +273,7 @@ def occupancy(compute_capability, threads_per_block, registers_per_thread, share
     (1, 0.125, 'registers', 7.76)
     """
     cc = parse_cc(compute_capability)
-    a = _with_device(arch(cc), device)
+    a = with_device(arch(cc), device)
     threads = _threads(threads_per_block)
     regs = _nonneg_int(registers_per_thread, "registers_per_thread")
     smem = _nonneg_int(shared_mem_per_block, "shared_mem_per_block")
@@ -321,17 +321,17 @@ def occupancy(compute_capability, threads_per_block, registers_per_thread, share
                 config = a.smem_per_sm
             if config < alloc:   # a preference too small for one block is overridden
                 config = _carveout_at_least(a, alloc) or a.smem_per_sm
-        lim_smem = config // alloc if alloc > 0 else _BIG
+        lim_smem = config // alloc if alloc > 0 else UNLIMITED
 
     lim_blocks = a.max_blocks_per_sm
     # Barriers (9.0+): the SM holds barrier_factor x max-blocks block barriers; a block uses
     # __syncthreads' one plus each named barrier. Kineto does not record the count, so the
     # calculator's default of 1 applies unless given (ncu's "Block Limit Barriers" caps at the
     # block limit, and so do we).
-    lim_bar, bar_uncapped = None, _BIG
+    lim_bar, bar_uncapped = None, UNLIMITED
     if a.barrier_factor:
         nb = 1 if barriers_per_block is None else _nonneg_int(barriers_per_block, "barriers_per_block")
-        bar_uncapped = a.barrier_factor * lim_blocks // nb if nb else _BIG
+        bar_uncapped = a.barrier_factor * lim_blocks // nb if nb else UNLIMITED
         lim_bar = min(bar_uncapped, lim_blocks)
 
     limits = {"registers": lim_regs, "shared_mem": lim_smem, "warps": lim_warps, "blocks": lim_blocks}
@@ -395,7 +395,7 @@ def occupancy_curves(compute_capability, threads_per_block, registers_per_thread
     0.25
     """
     cc = parse_cc(compute_capability)
-    a = _with_device(arch(cc), kwargs.get("device"))
+    a = with_device(arch(cc), kwargs.get("device"))
     threads = _threads(threads_per_block)
     rows = []
     axes = {
@@ -424,7 +424,7 @@ _DEVICE_FIELDS = {"max_threads_per_sm": "max_warps_per_sm", "regs_per_sm": "regs
                   "max_threads_per_block": "max_threads_per_block", "regs_per_block": "regs_per_block"}
 
 
-def _with_device(a: Arch, device) -> Arch:
+def with_device(a: Arch, device) -> Arch:
     """The architecture row with recorded device properties taking precedence."""
     if not device:
         return a
@@ -457,51 +457,3 @@ def _nonneg_int(v, what) -> int:
     if i != v or i < 0:
         raise ValueError(f"{what} must be a non-negative integer, got {v!r}")
     return i
-
-
-# -- a report's kernels -------------------------------------------------------------------
-ANNOTATION_COLUMNS = ("theoretical_occupancy", "occupancy_limiter", "waves", "active_blocks_per_sm",
-                      "block_limit_registers", "block_limit_shared_mem", "block_limit_warps",
-                      "block_limit_blocks")
-
-
-def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame, shapes=None) -> pd.DataFrame:
-    """Add theoretical occupancy columns to a kernels table (in place; returns it).
-
-    Columns: ``theoretical_occupancy`` (0..1), ``occupancy_limiter`` (e.g. ``"registers"``,
-    ``"registers+shared_mem"``), ``waves``, ``active_blocks_per_sm``, the four
-    ``block_limit_*`` and ``shape`` (the launch's row in the launch-shapes table,
-    :func:`kernelscope.analysis.shapes.launch_shapes`, which computes each distinct shape once;
-    pass its result as ``shapes`` if it is already at hand). Each kernel uses its device's
-    compute capability and recorded properties (``device_index`` joins ``devices.index``).
-    Launches whose device or launch parameters are unknown get NaN / None.
-
-    >>> k = annotate_occupancy(rep.trace.kernels.copy(), rep.devices)   # doctest: +SKIP
-    """
-    from .shapes import launch_shapes
-    k = kernels
-    codes, table = launch_shapes(k, devices) if shapes is None else shapes
-    n = len(k)
-    if not n:
-        for c in ANNOTATION_COLUMNS:
-            k[c] = pd.Series([], dtype=object if c == "occupancy_limiter" else "float64", index=k.index)
-        for c in ANNOTATION_COLUMNS[3:]:
-            k[c] = k[c].astype("Int64")
-        k["shape"] = pd.Series([], dtype="int64", index=k.index)
-        return k
-    rows = np.asarray(codes)
-    k["theoretical_occupancy"] = table["theoretical_occupancy"].to_numpy(float)[rows]
-    k["occupancy_limiter"] = table["occupancy_limiter"].to_numpy(object)[rows]
-    active = table["active_blocks_per_sm"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
-    sms = table["num_sms"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
-    grid = (k["grid_x"].astype("Float64") * k["grid_y"].astype("Float64")
-            * k["grid_z"].astype("Float64")).to_numpy(dtype=float, na_value=np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = grid / (active * sms)
-    k["waves"] = np.where(active > 0, w, np.nan)
-    for c in ANNOTATION_COLUMNS[3:]:
-        v = table[c].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
-        miss = np.isnan(v)
-        k[c] = pd.Series(pd.arrays.IntegerArray(np.where(miss, 0, v).astype(np.int64), miss), index=k.index)
-    k["shape"] = rows
-    return k

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..units import fmt_us
+from kernelscope.units import fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5

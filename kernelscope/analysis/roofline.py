@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .peaks import device_peaks
+from kernelscope.analysis.peaks import device_peaks
 
 # Bytes per element of the dtype names torch.profiler records in "Input type".
 DTYPE_BYTES = {
@@ -99,7 +99,7 @@ def roofline(report) -> pd.DataFrame:
     >>> rl = roofline(ks.load("mlp_train.pt.trace.json.gz"))             # doctest: +SKIP
     >>> rl[["op", "achieved_tflops", "peak_tflops", "roof_share"]]     # doctest: +SKIP
     """
-    from .ncu_kernels import roofline_rows
+    from kernelscope.analysis.ncu_kernels import roofline_rows
     counted = _counted_roofline(report)
     measured = roofline_rows(report)
     if not measured:
@@ -109,7 +109,7 @@ def roofline(report) -> pd.DataFrame:
 
 
 def _counted_roofline(report) -> pd.DataFrame:
-    from .backends import distinct_rows
+    from kernelscope.analysis.backends import distinct_rows
     k = report.kernels
     ops = report.ops
     if not len(k) or not len(ops):

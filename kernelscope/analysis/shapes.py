@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .archs import arch
-from .occupancy import _BIG, _with_device, occupancy, occupancy_curves
+from kernelscope.analysis.archs import arch
+from kernelscope.analysis.occupancy import UNLIMITED, with_device, occupancy, occupancy_curves
 
 # The columns of a kernels table that make a launch shape, in the order of the code.
 SHAPE_KEY = ("device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes")
@@ -65,7 +65,7 @@ def _devices(devices: pd.DataFrame) -> dict:
             continue
         try:
             cc = (int(row["compute_major"]), int(row["compute_minor"]))
-            _with_device(arch(cc), row)
+            with_device(arch(cc), row)
         except (TypeError, ValueError):
             continue    # not a CUDA device we can model (ROCm, unknown cc): occupancy unknown
         sms = row.get("num_sms")
@@ -120,8 +120,8 @@ def launch_shapes(kernels: pd.DataFrame, devices: pd.DataFrame) -> tuple[np.ndar
         cols["occupancy_limiter"][j] = o.limiter
         cols["limiters"][j] = tuple(o.limiters)
         cols["active_blocks_per_sm"][j] = o.active_blocks_per_sm
-        cols["block_limit_registers"][j] = min(o.block_limit_registers, _BIG)
-        cols["block_limit_shared_mem"][j] = min(o.block_limit_shared_mem, _BIG)
+        cols["block_limit_registers"][j] = min(o.block_limit_registers, UNLIMITED)
+        cols["block_limit_shared_mem"][j] = min(o.block_limit_shared_mem, UNLIMITED)
         cols["block_limit_warps"][j] = o.block_limit_warps
         cols["block_limit_blocks"][j] = o.block_limit_blocks
         cols["block_limit_barriers"][j] = o.block_limit_barriers
@@ -156,3 +156,49 @@ def shape_curves(shape: dict, devices: pd.DataFrame) -> pd.DataFrame | None:
                                 int(shape["shared_mem_bytes"]), device=row)
     except ValueError:
         return None
+
+
+# -- a report's kernels -------------------------------------------------------------------
+ANNOTATION_COLUMNS = ("theoretical_occupancy", "occupancy_limiter", "waves", "active_blocks_per_sm",
+                      "block_limit_registers", "block_limit_shared_mem", "block_limit_warps",
+                      "block_limit_blocks")
+
+def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame, shapes=None) -> pd.DataFrame:
+    """Add theoretical occupancy columns to a kernels table (in place; returns it).
+
+    Columns: ``theoretical_occupancy`` (0..1), ``occupancy_limiter`` (e.g. ``"registers"``,
+    ``"registers+shared_mem"``), ``waves``, ``active_blocks_per_sm``, the four
+    ``block_limit_*`` and ``shape`` (the launch's row in the launch-shapes table,
+    :func:`kernelscope.analysis.shapes.launch_shapes`, which computes each distinct shape once;
+    pass its result as ``shapes`` if it is already at hand). Each kernel uses its device's
+    compute capability and recorded properties (``device_index`` joins ``devices.index``).
+    Launches whose device or launch parameters are unknown get NaN / None.
+
+    >>> k = annotate_occupancy(rep.trace.kernels.copy(), rep.devices)   # doctest: +SKIP
+    """
+    k = kernels
+    codes, table = launch_shapes(k, devices) if shapes is None else shapes
+    n = len(k)
+    if not n:
+        for c in ANNOTATION_COLUMNS:
+            k[c] = pd.Series([], dtype=object if c == "occupancy_limiter" else "float64", index=k.index)
+        for c in ANNOTATION_COLUMNS[3:]:
+            k[c] = k[c].astype("Int64")
+        k["shape"] = pd.Series([], dtype="int64", index=k.index)
+        return k
+    rows = np.asarray(codes)
+    k["theoretical_occupancy"] = table["theoretical_occupancy"].to_numpy(float)[rows]
+    k["occupancy_limiter"] = table["occupancy_limiter"].to_numpy(object)[rows]
+    active = table["active_blocks_per_sm"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+    sms = table["num_sms"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+    grid = (k["grid_x"].astype("Float64") * k["grid_y"].astype("Float64")
+            * k["grid_z"].astype("Float64")).to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = grid / (active * sms)
+    k["waves"] = np.where(active > 0, w, np.nan)
+    for c in ANNOTATION_COLUMNS[3:]:
+        v = table[c].astype("Float64").to_numpy(dtype=float, na_value=np.nan)[rows]
+        miss = np.isnan(v)
+        k[c] = pd.Series(pd.arrays.IntegerArray(np.where(miss, 0, v).astype(np.int64), miss), index=k.index)
+    k["shape"] = rows
+    return k

@@ -211,7 +211,7 @@ def empty_stalls() -> pd.DataFrame:
     >>> empty_stalls().columns.tolist()
     ['name', 'launch', 'source', 'samples', 'top_stall', 'launches']
     """
-    from ..trace.model import STALL_COLUMNS, frame
+    from kernelscope.trace.model import STALL_COLUMNS, frame
     return frame({}, STALL_COLUMNS)
 
 

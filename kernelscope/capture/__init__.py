@@ -4,6 +4,6 @@
 >>> with profile() as prof:                  # doctest: +SKIP
 ...     step()
 """
-from .recorder import ProfilerBusyError, active, profile
+from kernelscope.capture.recorder import ProfilerBusyError, active, profile
 
 __all__ = ["ProfilerBusyError", "active", "profile"]

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-from ..trace.counters import DEFAULT_METRICS, SOURCE_LIVE
+from kernelscope.trace.counters import DEFAULT_METRICS, SOURCE_LIVE
 
 INSTALL_HINT = ('pip install "kernelscope[counters]" (or pip install --target DIR "cupti-python==13.4.*" '
                 '"nvidia-cuda-cupti==13.4.*" and start Python with DIR first on PYTHONPATH, or set '

@@ -118,7 +118,7 @@ def line_sources(tids, times, ops: pd.DataFrame) -> list:
     >>> line_sources(k["launch_tid"], k["launch_start_us"], rep.ops)[:1]     # doctest: +SKIP
     ['<ipython-input-3-abc>(4): <module>']
     """
-    from ..trace.sources import innermost_frames
+    from kernelscope.trace.sources import innermost_frames
     times = [None if t is None or t is pd.NA or t != t else float(t) for t in list(times)]
     if not len(ops):
         return [None] * len(times)

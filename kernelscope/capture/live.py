@@ -21,10 +21,10 @@ import tempfile
 
 import msgspec
 
-from ..errors import TraceError
-from ..trace.decode import Args, Event, TraceFile, no_gc
-from ..trace.kineto import build_trace, read_kineto
-from ..trace.model import Trace
+from kernelscope.errors import TraceError
+from kernelscope.trace.decode import Args, Event, TraceFile, no_gc
+from kernelscope.trace.kineto import build_trace, read_kineto
+from kernelscope.trace.model import Trace
 
 # Activity types whose correlation id is not an "External id" (the CPU op link); same rule as
 # torch's own Chrome exporter (torch/profiler/_chrome_trace_export.py).

@@ -14,11 +14,11 @@ import warnings
 import threading
 from contextlib import contextmanager
 
-from . import cupy_events
-from .quiet import MAX_LOG_LINES, captured_stderr, notes_from
-from ..errors import TraceError
+from kernelscope.capture import cupy_events
+from kernelscope.capture.repeats import REPEAT_MARK
+from kernelscope.capture.quiet import MAX_LOG_LINES, captured_stderr, notes_from
+from kernelscope.errors import TraceError
 
-REPEAT_MARK = "kernelscope.repeat."
 
 _lock = threading.Lock()
 _active = None  # the profile now recording, if any: one at a time per process (CUPTI is global)
@@ -206,7 +206,7 @@ class profile:
         if self._pm is not None:
             self._pm.start()
         if self.lines_of is not None and not self.lean:
-            from .lines import LineMarks
+            from kernelscope.capture.lines import LineMarks
             self._marks = LineMarks(self.lines_of).__enter__()
 
     def _prepare_counters(self, torch, has_cuda):
@@ -214,7 +214,7 @@ class profile:
         if not has_cuda:
             self._notes.append("hardware counters need a CUDA device; none was found, so none were sampled")
             return
-        from .counters import PmSampling
+        from kernelscope.capture.counters import PmSampling
         torch.cuda.init()
         dev = torch.cuda.current_device()
         torch.empty(0, device=f"cuda:{dev}")   # CUPTI asks the chip name of a device in use
@@ -295,18 +295,18 @@ class profile:
         return self.report
 
     def _build(self, cuda_us, partial, error):
-        from ..report import Report
-        from .live import trace_from_profiler
+        from kernelscope.reports.report import Report
+        from kernelscope.capture.live import trace_from_profiler
         try:
             with captured_stderr(self._stderr):
                 trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
         except TraceError as e:
             if "recorded nothing" not in str(e):
                 raise
-            from ..trace.model import Trace
+            from kernelscope.trace.model import Trace
             trace = Trace.empty({"source": self.name, "notes": ["nothing was recorded"]})
         if self.lines_of is not None and len(trace.kernels):
-            from .lines import line_sources, traced_file
+            from kernelscope.capture.lines import line_sources, traced_file
             k = trace.kernels
             lines = line_sources(k["launch_tid"], k["launch_start_us"], trace.ops)
             # The Python tracer names a frame by the line it started on: for traced code's
@@ -328,13 +328,13 @@ class profile:
         meta["lean"] = self.lean
         meta["with_stack"] = self.with_stack
         if self._rank is not None:
-            from ..trace.distributed import merge_rank_tag
+            from kernelscope.trace.distributed import merge_rank_tag
             meta["distributed"] = merge_rank_tag(meta.get("distributed"), self._rank)
         if error is not None:
             meta["error"] = f"{type(error).__name__}: {error}"[:500]
         report = Report(trace)
         if self._repeat_events or self._repeats:
-            from .repeats import per_repeat_totals
+            from kernelscope.capture.repeats import per_repeat_totals
             n = self._repeats
             elapsed = cupy_events.elapsed_ms if self._event_kind == "cupy" else (lambda a, b: a.elapsed_time(b))
             ev = {i: elapsed(a, b) * 1000.0 for i, (a, b) in self._repeat_events}
@@ -354,7 +354,7 @@ class profile:
         raw, self._pm_raw = self._pm_raw, None
         notes = list(pm.notes)
         if raw is not None:
-            from ..trace.counters import attach_samples
+            from kernelscope.trace.counters import attach_samples
             s, e, v, info = raw
             notes += attach_samples(trace, s, e, v, pm.metrics, pm.calibration,
                                     device_index=pm.device_index, info=info)
@@ -375,11 +375,11 @@ def _caller_title():
     if f is None:
         return None
     name = f.f_code.co_filename
-    from .lines import is_cell_file
+    from kernelscope.capture.lines import is_cell_file
     if is_cell_file(name):
         ipython = sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
-        from .lines import cell_number
+        from kernelscope.capture.lines import cell_number
         n = cell_number(shell)
         return f"In [{n}]" if n is not None else "a notebook cell"
     return f"{os.path.basename(name)}:{f.f_lineno}"
@@ -408,7 +408,7 @@ def _tag_trace(p, tag):
     """Write the rank tag into the trace header, so that a trace file saved from this recording
     (``trace_path``, or Kineto's own export) says which rank and host it came from."""
     import json
-    from ..trace.distributed import RANK_TAG
+    from kernelscope.trace.distributed import RANK_TAG
     try:
         p.add_metadata_json(RANK_TAG, json.dumps(tag))
     except (RuntimeError, AttributeError):

@@ -5,7 +5,8 @@ import bisect
 
 import pandas as pd
 
-from .recorder import REPEAT_MARK
+# The record_function name of each repeat of --repeat N (kernelscope.repeat.0, .1, ...).
+REPEAT_MARK = "kernelscope.repeat."
 
 
 def repeat_windows(ops: pd.DataFrame) -> list:

@@ -64,7 +64,7 @@ def sample_stalls(run, *, keep_path=None):
     import torch
     import triton.profiler as proton
     notes = []
-    from .recorder import active
+    from kernelscope.capture.recorder import active
     if active() is not None:
         notes.append("warp stalls were not sampled: a kernelscope recording is running and holds CUPTI")
         return None, notes, info, None
@@ -96,7 +96,7 @@ def sample_stalls(run, *, keep_path=None):
                          "any GPU kernel?)")
             counts = None
         else:
-            from ..trace.proton import read_hatchet
+            from kernelscope.trace.proton import read_hatchet
             counts = read_hatchet(path)
             if keep_path:
                 shutil.copyfile(path, keep_path)
@@ -115,9 +115,9 @@ def attach_stalls(trace, counts: pd.DataFrame, info=None) -> list:
     >>> attach_stalls(rep.trace, read_hatchet("proton_workload.hatchet"))   # doctest: +SKIP
     []
     """
-    from ..analysis.stalls import stall_shares
-    from ..trace.demangle import name_key
-    from ..trace.model import STALL_COLUMNS, frame
+    from kernelscope.analysis.stalls import stall_shares
+    from kernelscope.trace.demangle import name_key
+    from kernelscope.trace.model import STALL_COLUMNS, frame
 
     notes = []
     if counts is None or not len(counts):

@@ -52,7 +52,7 @@ def comparison_chart(cmp, *, top: int = 20):
 
     >>> comparison_chart(ks.compare(before, after))      # doctest: +SKIP
     """
-    from .compare import _FASTER, _NEUTRAL, _SLOWER
+    from kernelscope.render.compare import FASTER, NEUTRAL, SLOWER
     alt = _altair()
     lb, la = (str(x) for x in cmp.labels)
     k = cmp.kernels.copy()
@@ -65,8 +65,8 @@ def comparison_chart(cmp, *, top: int = 20):
         "noise_ms": k["noise_us"].astype(float) / 1e3,
     })
     df["lo"], df["hi"] = df["change_ms"] - df["noise_ms"], df["change_ms"] + df["noise_ms"]
-    palette = {"slower": _SLOWER, "faster": _FASTER, "new": _SLOWER, "gone": _FASTER,
-               "within noise": _NEUTRAL, "same": _NEUTRAL}
+    palette = {"slower": SLOWER, "faster": FASTER, "new": SLOWER, "gone": FASTER,
+               "within noise": NEUTRAL, "same": NEUTRAL}
     statuses = [s for s in palette if s in set(df["status"])] or list(palette)
     colors = [palette[s] for s in statuses]
     order = df["kernel"].tolist()
@@ -168,7 +168,7 @@ def _merge_close(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _occupancy(alt, rep, *, kernel, **_):
-    from .view import config_curves
+    from kernelscope.render.occupancy import config_curves
     k = rep.kernels.reset_index(drop=True)
     if not len(k):
         raise ValueError("the report has no kernels")

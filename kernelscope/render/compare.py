@@ -1,4 +1,4 @@
-"""A comparison of two runs (:class:`kernelscope.comparison.Comparison`) as text and HTML."""
+"""A comparison of two runs (:class:`kernelscope.reports.comparison.Comparison`) as text and HTML."""
 from __future__ import annotations
 
 from html import escape
@@ -6,8 +6,8 @@ from html import escape
 import numpy as np
 import pandas as pd
 
-from ..analysis.diff import MATCHES, STATUSES
-from ..units import fmt_us
+from kernelscope.analysis.diff import MATCHES, STATUSES
+from kernelscope.units import fmt_us
 
 
 # What a cell shows where a kernel did not run on that side (a new or gone kernel).
@@ -138,7 +138,7 @@ def _bar(change, scale, status) -> str:
 
 def comparison_html(c) -> str:
     """The comparison as self-contained HTML, every kernel row (no JavaScript; the interactive
-    view is :mod:`kernelscope.render.compare_view`); every kernel name, backend and label is escaped.
+    view is :mod:`kernelscope.view.compare`); every kernel name, backend and label is escaped.
 
     >>> "<script>" in comparison_html(c)                    # doctest: +SKIP
     False

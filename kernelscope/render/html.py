@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from html import escape
 
-from ..analysis.priorities import what_to_fix
-from ..units import fmt_us
+from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.units import fmt_us
 
 # Inline styles (notebook sanitizers and GitHub drop <style> blocks), kept short: every cell of
 # every saved report carries them. Row rules sit on the <tr>, tabular digits on the <table>.
@@ -45,7 +45,7 @@ def report_html(rep, top: int = 20) -> str:
     measured = [c for c in ("sm_active_pct", "tensor_pct", "dram_pct") if c in k.columns] if len(rep.metrics) else []
     kc = None
     if measured:
-        from ..analysis.counters import kernel_counters
+        from kernelscope.analysis.counters import kernel_counters
         kc = kernel_counters(k).set_index("name")
     stall = "top_stall" in k.columns and len(rep.stalls) > 0
     rows = []
@@ -113,7 +113,7 @@ def report_html(rep, top: int = 20) -> str:
 
 def _ncu(rep) -> str:
     try:
-        from .ncu_view import kernel_detail_html
+        from kernelscope.render.kernel import kernel_detail_html
         return kernel_detail_html(rep)
     except Exception:  # noqa: BLE001 - a static view shows what it can
         return ""

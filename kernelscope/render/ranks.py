@@ -1,7 +1,7 @@
 """A multi-rank report (``ks.load_ranks``) as text, static HTML and the browser's view model.
 
 The view model has the single-rank report's shape (a JSON header plus one typed-array buffer,
-``kernelscope.render.view``) with ``header["kind"] == "ranks"``: the lanes (merged busy
+``kernelscope.view.report``) with ``header["kind"] == "ranks"``: the lanes (merged busy
 intervals per rank and kind) travel in the buffer, the small tables as records in the header.
 ``js/src/view/ranks.js`` draws it.
 """
@@ -9,25 +9,12 @@ from __future__ import annotations
 
 from html import escape
 
-import numpy as np
-import pandas as pd
 
-from ..units import fmt_bytes
-from .text import _clip, fmt_us
-from .view import VIEW_VERSION, _findings, _num, _records, pack_tables
+from kernelscope.units import fmt_bytes
+from kernelscope.render.text import clip, fmt_us
 
 # Kernels listed per rank in the view (the costliest); rep.summary() has them all.
 KERNELS_PER_RANK = 30
-LANE_COLUMNS = [("rank", "i32"), ("kind", "str"), ("start_us", "f64"), ("end_us", "f64")]
-# The lanes' kinds as the view draws them: one band each per rank (colours: NCCL's and memcpy's
-# backend colours for communication and copies).
-LANE_KINDS = [
-    {"kind": "compute", "label": "compute", "color": "#4e79a7",
-     "title": "kernels other than NCCL's (union), measured by CUPTI"},
-    {"kind": "comm", "label": "communication", "color": "#b07aa1",
-     "title": "NCCL kernels (CUPTI) or host spans of gloo/MPI calls (union)"},
-    {"kind": "copy", "label": "copies", "color": "#d37295", "title": "memcpy and memset (union), measured by CUPTI"},
-]
 # Where each figure of the view comes from (shown as column titles).
 SOURCES = {
     "compute_us": "union of the rank's non-NCCL kernel intervals, measured by CUPTI",
@@ -59,7 +46,7 @@ def ranks_text(rep, top: int = 8) -> str:
     lines.append(f"  {'rank':>4} {'host':<12} {'device':<14} {'steps':>5} {'step':>10} {'compute':>10} "
                  f"{'comm':>10} {'exposed':>10} {'hidden':>6}")
     for x in r.head(64).itertuples():
-        lines.append(f"  {x.rank:>4} {_clip(x.host or '-', 12):<12} {_clip(x.device or '-', 14):<14} {x.steps:>5} "
+        lines.append(f"  {x.rank:>4} {clip(x.host or '-', 12):<12} {clip(x.device or '-', 14):<14} {x.steps:>5} "
                      f"{fmt_us(x.step_us):>10} {fmt_us(x.compute_us):>10} {fmt_us(x.comm_us):>10} "
                      f"{fmt_us(x.exposed_comm_us):>10} {_pct(x.hidden_share):>6}")
     if len(r) > 64:
@@ -69,7 +56,7 @@ def ranks_text(rep, top: int = 8) -> str:
         lines.append("")
         lines.append("  slowest rank per step (most work = least waiting):")
         for x in s.head(top).itertuples():
-            lines.append(f"  {_clip(x.step, 20):<20} rank {x.slowest_rank:<4} by {fmt_us(x.lag_us):>10} "
+            lines.append(f"  {clip(x.step, 20):<20} rank {x.slowest_rank:<4} by {fmt_us(x.lag_us):>10} "
                          f"({_pct(x.lag_share)} of the step)")
     c = rep.comm_summary()
     if len(c):
@@ -78,7 +65,7 @@ def ranks_text(rep, top: int = 8) -> str:
                      f"{'busbw':>12} {'of link':>7}")
         for x in c.head(top).itertuples():
             algo = "/".join(v for v in (x.algorithm, x.protocol) if v and v != "-") or "-"
-            lines.append(f"  {_clip(f'{x.backend} {x.kind} {x.dtype}', 22):<22} {_clip(algo, 10):<10} "
+            lines.append(f"  {clip(f'{x.backend} {x.kind} {x.dtype}', 22):<22} {clip(algo, 10):<10} "
                          f"{x.calls:>6.0f} {fmt_bytes(x.bytes_per_call):>10} {fmt_us(x.time_us):>10} "
                          f"{_gbps(x.busbw_gbps):>12} {_pct(x.busbw_of_link):>7}")
     if rep.findings:
@@ -146,31 +133,3 @@ def ranks_html(rep) -> str:
               "selector) shows in JupyterLab with kernelscope installed.</p></div>")
 
 
-def ranks_view_model(rep) -> tuple[dict, bytes]:
-    """The multi-rank report as (JSON header, binary buffer) for the browser.
-
-    >>> header, buf = ranks_view_model(ks.load_ranks("tests/data/ranks"))   # doctest: +SKIP
-    >>> header["kind"], header["tables"]["lanes"]["rows"] > 0               # doctest: +SKIP
-    ('ranks', True)
-    """
-    parts = []
-    for rank, kinds in rep.lanes.items():
-        for kind, (s, e) in kinds.items():
-            if len(s):
-                parts.append(pd.DataFrame({"rank": rank, "kind": kind, "start_us": np.asarray(s, float),
-                                           "end_us": np.asarray(e, float)}))
-    lanes = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({c: [] for c, _ in LANE_COLUMNS})
-    tables, buf = pack_tables([("lanes", lanes, LANE_COLUMNS)])
-    k = rep.summary()
-    keep = ["rank", "short_name", "name", "backend", "launches", "total_us", "mean_us", "share"]
-    top = k.groupby("rank", sort=False).head(KERNELS_PER_RANK)[[c for c in keep if c in k.columns]] if len(k) else k
-    header = {
-        "version": VIEW_VERSION, "kind": "ranks", "title": f"{len(rep.ranks)} ranks",
-        "world_size": rep.world_size, "notes": [str(n) for n in rep.notes],
-        "ranks": _records(rep.ranks), "steps": _records(rep.steps), "stragglers": _records(rep.stragglers),
-        "comm": _records(rep.comm_summary()), "kernels": _records(top), "kernels_per_rank": KERNELS_PER_RANK,
-        "findings": _findings(rep), "sources": SOURCES, "lane_kinds": LANE_KINDS,
-        "span": [_num(lanes["start_us"].min()) if len(lanes) else 0.0, _num(lanes["end_us"].max()) if len(lanes) else 1.0],
-        "tables": tables, "nbytes": len(buf),
-    }
-    return header, buf

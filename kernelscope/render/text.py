@@ -1,13 +1,13 @@
 """A report as plain text, for terminals and ``text/plain``."""
 from __future__ import annotations
 
-from ..analysis.priorities import what_to_fix
-from ..units import fmt_us
+from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.units import fmt_us
 
 __all__ = ["fmt_us", "report_text"]
 
 
-def _clip(s, n):
+def clip(s, n):
     s = str(s)
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -40,7 +40,7 @@ def report_text(rep, top: int = 10) -> str:
         lines.append("")
         lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'share':>6}")
         for r in s.itertuples():
-            lines.append(f"  {_clip(r.short_name, 48):<48} {_clip(r.backend, 10):<10} {r.launches:>8} "
+            lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8} "
                          f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {r.share:>6.1%}")
         more = k["name"].nunique() - len(s)
         if more > 0:
@@ -68,7 +68,7 @@ def _measured_lines(rep, names) -> list:
     k = rep.kernels
     out = []
     if "tensor_pct" in k.columns and len(getattr(rep, "metrics", ())):
-        from ..analysis.counters import kernel_counters
+        from kernelscope.analysis.counters import kernel_counters
         c = rep.meta.get("counters") or {}
         iv = c.get("interval_us")
         kc = kernel_counters(k).set_index("name")
@@ -80,7 +80,7 @@ def _measured_lines(rep, names) -> list:
                 continue
             r = kc.loc[n]
             f = lambda v, u="%": "-" if v != v else f"{v:.0f}{u}"  # noqa: E731
-            out.append(f"  {_clip(r.get('short_name', n), 48):<48} {f(r['sm_active_pct']):>10} "
+            out.append(f"  {clip(r.get('short_name', n), 48):<48} {f(r['sm_active_pct']):>10} "
                        f"{f(r['tensor_pct']):>7} {f(r['dram_pct']):>6} {f(r['dram_gbps'], ''):>10}")
     if "top_stall" in k.columns and len(getattr(rep, "stalls", ())):
         src = ", ".join(sorted({str(x) for x in rep.stalls["source"].dropna()}))
@@ -88,5 +88,5 @@ def _measured_lines(rep, names) -> list:
         rows = [(first.loc[n, "short_name"], first.loc[n, "top_stall"]) for n in names
                 if n in first.index and isinstance(first.loc[n, "top_stall"], str)]
         if rows:
-            out += ["", f"  top warp stall ({src}): " + "; ".join(f"{_clip(a, 40)}: {b}" for a, b in rows)]
+            out += ["", f"  top warp stall ({src}): " + "; ".join(f"{clip(a, 40)}: {b}" for a, b in rows)]
     return out

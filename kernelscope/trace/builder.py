@@ -18,9 +18,8 @@ from operator import attrgetter, itemgetter
 import msgspec
 import numpy as np
 
-from .decode import Args, CarefulPath, Event
-from .model import (COPY_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS,
-                    SYNC_COLUMNS, float_column, int_column)
+from kernelscope.trace.decode import Args, CarefulPath, Event
+from kernelscope.trace.model import COPY_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS, SYNC_COLUMNS, float_column, int_column
 
 BUCKETS = {"kernel": "kernels", "gpu_memcpy": "copies", "gpu_memset": "copies",
            "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime", "driver": "runtime",

@@ -219,7 +219,7 @@ def read_counter_tracks(trace, events, origin_us: float) -> None:
     """
     import pandas as pd
 
-    from .model import COUNTER_COLUMNS, frame
+    from kernelscope.trace.model import COUNTER_COLUMNS, frame
 
     rows, skipped = [], set()
     for e in events:
@@ -279,7 +279,7 @@ def attach_samples(trace, start_ts, end_ts, values, metrics, calibration, *, dev
     ...                info["calibration"])                               # doctest: +SKIP
     []
     """
-    from .model import COUNTER_COLUMNS, frame
+    from kernelscope.trace.model import COUNTER_COLUMNS, frame
 
     notes = []
     meta = dict(info or {})

@@ -17,7 +17,7 @@ from typing import Any, Union
 
 import msgspec
 
-from ..errors import TraceError
+from kernelscope.errors import TraceError
 
 Int = Union[int, None]
 Float = Union[float, None]

@@ -12,8 +12,8 @@ import os
 import stat
 import zlib
 
-from ..errors import TraceError
-from ..units import fmt_bytes
+from kernelscope.errors import TraceError
+from kernelscope.units import fmt_bytes
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -74,7 +74,7 @@ def read_bytes(path, notes=None) -> bytes:
     >>> read_bytes("tests/data/mlp_train.pt.trace.json.gz").lstrip()[:1]     # gunzipped
     b'{'
     """
-    path, size, limit = _checked(path)
+    path, size, limit = checked_file(path)
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -85,7 +85,7 @@ def read_bytes(path, notes=None) -> bytes:
     return raw
 
 
-def _checked(path):
+def checked_file(path):
     """``(path, size, limit)`` of a file that may be read: it exists, is a regular file (a pipe
     or a device would block or never end) and is not over the cap."""
     path = os.fspath(path)
@@ -109,7 +109,7 @@ def read_blocks(path, notes=None, progress=None, block_bytes=None):
     >>> b"".join(read_blocks("tests/data/mlp_train.pt.trace.json.gz")).lstrip()[:1]
     b'{'
     """
-    path, size, limit = _checked(path)
+    path, size, limit = checked_file(path)
     block = block_bytes or BLOCK_BYTES
     try:
         f = open(path, "rb")

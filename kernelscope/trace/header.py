@@ -5,9 +5,9 @@ through :func:`~kernelscope.trace.decode.header_num`, text through ``header_text
 """
 from __future__ import annotations
 
-from .decode import TraceFile, header_num, header_text
-from .distributed import rank_meta
-from .model import DEVICE_COLUMNS
+from kernelscope.trace.decode import TraceFile, header_num, header_text
+from kernelscope.trace.distributed import rank_meta
+from kernelscope.trace.model import DEVICE_COLUMNS
 
 
 def device_type(props: dict) -> str:

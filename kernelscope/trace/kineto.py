@@ -13,18 +13,16 @@ import os
 import msgspec
 import numpy as np
 
-from ..errors import TraceError
-from .decode import (CarefulPath, RawFile, check_format, decode_document, event_chunks, no_gc,
-                     to_utf8)
-from . import split, stream
-from .files import read_blocks, read_bytes
-from .header import devices_columns, header_meta
-from .model import (COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
-                    RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame)
-from .sources import innermost_frames
-from .builder import TableBuilder
-from .tables import KeyIndex, build_tables, complete, join_launch, join_op, lookup, sync_table
-from .timebase import clock_meta, cover_span, shift, time_origin
+from kernelscope.errors import TraceError
+from kernelscope.trace.decode import CarefulPath, RawFile, check_format, decode_document, event_chunks, no_gc, to_utf8
+from kernelscope.trace import split, stream
+from kernelscope.trace.files import read_blocks, read_bytes
+from kernelscope.trace.header import devices_columns, header_meta
+from kernelscope.trace.model import COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame
+from kernelscope.trace.sources import innermost_frames
+from kernelscope.trace.builder import TableBuilder
+from kernelscope.trace.tables import KeyIndex, build_tables, complete, join_launch, join_op, lookup, sync_table
+from kernelscope.trace.timebase import clock_meta, cover_span, shift, time_origin
 
 
 def read_kineto(source, *, name=None, progress=None) -> Trace:
@@ -40,7 +38,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
     2000
     """
     notes = []
-    from .perfetto import looks_like_jax
+    from kernelscope.trace.perfetto import looks_like_jax
     if isinstance(source, (bytes, bytearray, memoryview)):
         label = name or "<bytes>"
         view = memoryview(source)
@@ -73,7 +71,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
 def _read_whole(raw: bytes, label, notes) -> Trace:
     """The careful path: the whole text decoded at once, leniently where it must be."""
     raw = to_utf8(raw, label, notes)
-    from .perfetto import looks_like_jax, read_jax_bytes
+    from kernelscope.trace.perfetto import looks_like_jax, read_jax_bytes
     if looks_like_jax(raw):     # JAX's own profiler: same Chrome JSON, its own event vocabulary
         return read_jax_bytes(raw, label, notes)
     with no_gc():
@@ -160,7 +158,7 @@ def _finish(doc, builder, n_events, label, notes) -> Trace:
         devices=frame(devices_columns(doc.deviceProperties), DEVICE_COLUMNS), meta=meta,
     )
     if counter_events:
-        from .counters import read_counter_tracks
+        from kernelscope.trace.counters import read_counter_tracks
         read_counter_tracks(trace, counter_events, origin)
     cover_span(trace)
     return trace

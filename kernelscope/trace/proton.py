@@ -17,8 +17,8 @@ import os
 import msgspec
 import pandas as pd
 
-from ..errors import TraceError
-from .demangle import demangle
+from kernelscope.errors import TraceError
+from kernelscope.trace.demangle import demangle
 
 
 def read_hatchet(source, *, name=None) -> pd.DataFrame:
@@ -29,7 +29,7 @@ def read_hatchet(source, *, name=None) -> pd.DataFrame:
     """
     if isinstance(source, (str, os.PathLike)):
         label = name or os.fspath(source)
-        from .files import read_bytes
+        from kernelscope.trace.files import read_bytes
         try:
             doc = msgspec.json.decode(read_bytes(source))
         except (msgspec.DecodeError, RecursionError) as e:

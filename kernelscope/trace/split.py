@@ -39,10 +39,10 @@ import subprocess
 import sys
 import tempfile
 
-from .decode import no_gc
-from .files import GZIP_MAGIC, _checked
-from .stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
-from .builder import TableBuilder
+from kernelscope.trace.decode import no_gc
+from kernelscope.trace.files import GZIP_MAGIC, checked_file
+from kernelscope.trace.stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
+from kernelscope.trace.builder import TableBuilder
 
 # Below this a worker's start and the pieces' hand-over cost about what a second core saves.
 MIN_BYTES = 96 << 20
@@ -165,7 +165,7 @@ def read_split(path, progress=None, jax_check=None):
     >>> read_split("tests/data/mlp_train.pt.trace.json.gz") is None     # gzip (and small)
     True
     """
-    path, size, _limit = _checked(path)
+    path, size, _limit = checked_file(path)
     n_workers = workers_for(size)
     if not n_workers:
         return None

@@ -20,7 +20,7 @@ import re
 
 import msgspec
 
-from .decode import StreamEvent, TraceFile
+from kernelscope.trace.decode import StreamEvent, TraceFile
 
 # Text decoded at a time (about 27k events of a Kineto trace): large enough that the per-chunk
 # work is negligible, small enough that a chunk's text and structs are a small part of memory.

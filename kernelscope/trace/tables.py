@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .builder import SCHEMAS, chunk_columns
-from .model import GRAPH_LAUNCH_CALLS, SYNC_CALLS, frame
+from kernelscope.trace.builder import SCHEMAS, chunk_columns
+from kernelscope.trace.model import GRAPH_LAUNCH_CALLS, SYNC_CALLS, frame
 
 
 def build_table(bucket: str, evs: list, start_us, duration_us) -> pd.DataFrame:

@@ -6,7 +6,7 @@ and ``meta["time_origin_ns"]`` keeps where 0 lies on the absolute clock.
 """
 from __future__ import annotations
 
-from .decode import header_num
+from kernelscope.trace.decode import header_num
 
 
 def time_origin(tables: dict, span) -> float:

@@ -12,7 +12,7 @@ Run under Nsight Compute to get its view of the same launches:
 
 ``run`` writes ``OUT/occupancy_api.csv`` (one row per launch, in launch order, so row i is
 ncu's launch ID i) and ``OUT/device.json`` (the device's properties).
-tests/test_occupancy.py checks kernelscope's calculator against both files once committed.
+tests/analysis/test_occupancy.py checks kernelscope's calculator against both files once committed.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 
 Runs tutorial 07's step (tests/gpu_tools/live_counters_workload.py) in a real IPython shell
 under ``%%kernelprofile --metrics --stalls`` and saves the report (samples and stalls in it) as
-OUT/live_counters.ksreport.json.gz, for the CPU tests (tests/test_live_recording.py; copy it to
+OUT/live_counters.ksreport.json.gz, for the CPU tests (tests/capture/test_live_recording.py; copy it to
 tests/data/counters/). Tutorial 07 runs the same step and saves its own recording when executed
 with KERNELSCOPE_REFRESH_RECORDINGS=1. Prints what the report holds: the per-kernel table to set
 beside ncu's (``ncu ... python tests/gpu_tools/live_counters_workload.py``), notes and findings.

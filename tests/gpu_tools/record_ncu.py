@@ -7,7 +7,7 @@ Each workload warms up outside the NVTX range ``ks`` and runs its kernels once i
         -o OUT/torch_ops python tests/gpu_tools/record_ncu.py torch_ops
     python tests/gpu_tools/record_ncu.py torch_ops --kineto OUT     # the same launches under torch.profiler
 
-tests/test_ncu_report.py reads the reports back and checks them against ncu_report's own values.
+tests/trace/test_ncu_report.py reads the reports back and checks them against ncu_report's own values.
 """
 from __future__ import annotations
 

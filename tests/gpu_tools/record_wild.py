@@ -7,7 +7,7 @@ torchvision models built from their configs with random weights, a torch.compile
     python tests/gpu_tools/record_wild.py NAME OUTDIR      # writes OUTDIR/NAME.pt.trace.json.gz
     python tests/gpu_tools/record_wild.py list
 
-The tests in tests/test_backends.py hold the hand labels of every kernel these traces contain.
+The tests in tests/analysis/test_backends.py hold the hand labels of every kernel these traces contain.
 """
 from __future__ import annotations
 

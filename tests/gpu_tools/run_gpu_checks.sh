@@ -18,9 +18,9 @@ python3 -c "import ncu_report, cupti, IPython, kernelscope; print('imports ok', 
 
 for step in $STEPS; do case $step in
 tests)
-  run 420 python3 -m pytest -o addopts="" -m gpu -v -s -p no:cacheprovider tests/test_gpu_capture.py \
-      tests/test_gpu_cupy_events.py tests/test_gpu_counters.py tests/test_gpu_ncu.py tests/test_ranks_capture.py \
-      tests/test_occupancy.py > "$OUT"/gpu_tests.log 2>&1
+  run 420 python3 -m pytest -o addopts="" -m gpu -v -s -p no:cacheprovider tests/capture/test_gpu_capture.py \
+      tests/capture/test_gpu_cupy_events.py tests/capture/test_gpu_counters.py tests/capture/test_gpu_ncu.py tests/capture/test_ranks_capture.py \
+      tests/analysis/test_occupancy.py > "$OUT"/gpu_tests.log 2>&1
   grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|error" "$OUT"/gpu_tests.log | tail -40 ;;
 record)
   run 120 python3 tests/gpu_tools/record_live_counters.py /tmp/rec_live > "$OUT"/record_live.log 2>&1
@@ -33,7 +33,7 @@ bench)
 bigtrace)
   # The split reader on this machine's cores (16): its tests, then the 1M-event benchmark, with
   # and without workers. The tiling tool travels as benchmarks/out/tile_trace.py (ignored).
-  run 120 python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/test_split_reader.py > "$OUT"/split_tests.log 2>&1
+  run 120 python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/trace/test_split_reader.py > "$OUT"/split_tests.log 2>&1
   tail -3 "$OUT"/split_tests.log
   run 300 python3 benchmarks/load_trace.py --events 1000000 --out /tmp --skip-json --skip-hta --one-process \
       --repeat 3 --tile-tool benchmarks/out/tile_trace.py --json-out "$OUT"/load_trace_1m.json > "$OUT"/load_trace.log 2>&1

@@ -49,7 +49,7 @@ def main():
     lifecycle = notebook([
         'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
         "rep",
-        "from ipywidgets.widgets.widget import _instances\nfrom kernelscope.widget import ReportWidget\n"
+        "from ipywidgets.widgets.widget import _instances\nfrom kernelscope.view.widget import ReportWidget\n"
         'print("OPEN", sum(isinstance(w, ReportWidget) and w.comm is not None for w in list(_instances.values())))',
     ])
     nbformat.write(lifecycle, OUT / "lifecycle.ipynb")

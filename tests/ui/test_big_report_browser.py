@@ -1,12 +1,11 @@
 """A report past the view's launch budget in a real JupyterLab + kernel, from Debian chromium:
 the view opens with the launches of the trace's first part, says so, and keeps the whole
 report's headline figures. (The notebook lowers the budget so that a real recording passes it.)"""
-import re
 
 import pytest
 
 import kernelscope as ks
-from kernelscope.render import view
+from kernelscope.view import report as view
 from conftest import DATA
 from test_widget_browser import run_cell, wait_idle
 

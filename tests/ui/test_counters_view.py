@@ -12,10 +12,10 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.capture.stalls import attach_stalls
-from kernelscope.render.view import mime_payload
+from kernelscope.view.bundle import mime_payload
 from kernelscope.trace.proton import read_hatchet
 from conftest import ARTIFACTS, DATA
-from tests.test_counters import pm_report
+from tests.analysis.test_counters import pm_report
 from tests.ui.test_view_page import serve_page, show
 
 pytestmark = pytest.mark.browser

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import kernelscope as ks
-from kernelscope.render.view import mime_payload
+from kernelscope.view.bundle import mime_payload
 from conftest import ARTIFACTS, DATA
 from test_view_page import serve_page, show
 

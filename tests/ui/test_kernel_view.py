@@ -6,7 +6,8 @@ import json
 import pytest
 
 import kernelscope as ks
-from kernelscope.render.view import mime_payload, view_model
+from kernelscope.view.bundle import mime_payload
+from kernelscope.view.report import view_model
 from conftest import ARTIFACTS, DATA
 from test_view_page import serve_page, show
 

@@ -10,8 +10,8 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.render.text import fmt_us
-from kernelscope.render.ranks import ranks_view_model
-from kernelscope.render.view import mime_payload
+from kernelscope.view.ranks import ranks_view_model
+from kernelscope.view.bundle import mime_payload
 from conftest import ARTIFACTS, DATA
 from test_view_page import serve_page
 from test_widget_browser import run_cell, wait_idle

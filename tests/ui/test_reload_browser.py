@@ -44,7 +44,7 @@ def reload_notebook(path):
     nb.cells = [nbformat.v4.new_code_cell(src) for src in (
         'import kernelscope as ks\nrep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
         "w = rep.widget()\nw",
-        "from kernelscope.widget import _displays\nshown = _displays.by_report[rep]()\n"
+        "from kernelscope.view.widget import _displays\nshown = _displays.by_report[rep]()\n"
         'print("SELECTED", sorted(shown.selection), shown.selected.shape)',
     )]
     for i, c in enumerate(nb.cells):

@@ -14,10 +14,10 @@ import sys
 import pytest
 
 import kernelscope as ks
-from kernelscope.render.view import mime_payload
+from kernelscope.view.bundle import mime_payload
 from kernelscope.units import fmt_us
 from conftest import ARTIFACTS, DATA
-from tests.test_widget import HOSTILE, hostile_report
+from tests.view.test_widget import HOSTILE, hostile_report
 from tests.ui.test_view_page import PAGE as BASE_PAGE, serve_page
 
 pytestmark = pytest.mark.browser
@@ -504,7 +504,7 @@ def test_the_api_other_panels_link_evidence_through(site, page):
 
 def test_roofline_dots_sized_by_time_costliest_named_memory_roof_with_bandwidth(site, page):
     rep = show(page, site, "llama", "Roofline")
-    from tests.test_widget import view_model
+    from tests.view.test_widget import view_model
     roof = view_model(rep)[0]["roofline"]        # what Python sends: points and ceilings
     panel = page.locator(".ks-panel[data-panel='Roofline']")
     dots = panel.locator(".ks-scatter-dots circle").evaluate_all(

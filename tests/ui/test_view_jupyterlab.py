@@ -1,7 +1,6 @@
 """The report view inside a real JupyterLab 4 in chromium at 1400 px: the kernel table at
 notebook width with the file browser open, a trace file's tab (lanes filling its height, the raw
 trace handed to Perfetto), and the timeline's keys kept from the notebook's shortcuts."""
-import json
 import pathlib
 import shutil
 
@@ -9,7 +8,7 @@ import nbformat
 import pytest
 
 import kernelscope as ks
-from kernelscope.render.view import MIME_TYPE, mime_payload
+from kernelscope.view.bundle import MIME_TYPE, mime_payload
 from conftest import ARTIFACTS, DATA
 from test_widget_browser import run_cell, wait_idle
 

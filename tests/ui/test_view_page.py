@@ -9,9 +9,9 @@ import threading
 import pytest
 
 import kernelscope as ks
-from kernelscope.render.view import mime_payload
+from kernelscope.view.bundle import mime_payload
 from conftest import ARTIFACTS, DATA
-from tests.test_widget import HOSTILE, hostile_report
+from tests.view.test_widget import HOSTILE, hostile_report
 
 pytestmark = pytest.mark.browser
 STATIC = DATA.parent.parent / "kernelscope" / "static"

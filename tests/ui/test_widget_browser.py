@@ -112,7 +112,8 @@ def test_live_widget_sort_filter_select(lab, page):
 
 
 def test_live_widget_tabs(lab, page):
-    from kernelscope.render.view import decode_buffer, view_model
+    from kernelscope.view.codec import decode_buffer
+    from kernelscope.view.report import view_model
     rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
     header, buf = view_model(rep)
     cols = decode_buffer(header, buf)["kernels"]

@@ -1,0 +1,55 @@
+"""Findings: what to fix first, in words, each with the numbers behind it.
+
+Every rule is a pure function of the report's tables (through :mod:`kernelscope.analysis.timeline` and
+:mod:`kernelscope.analysis.roofline`) returning Findings; :func:`find_all` ranks them by the time each one costs, so
+the first finding is the one to fix first. A finding's ``cost_us`` is the GPU time at stake: idle
+time the cause explains, or time beyond what the hardware allows; ``evidence`` holds the figures.
+``cause`` and ``fix`` say the finding in one line each, and ``link`` points at what shows it (a
+range of the timeline, or kernels of the table): :mod:`kernelscope.analysis.priorities` lists them on the first screen.
+
+"Launches" means kernel launches here, as everywhere in kernelscope; where copies and memsets
+are counted with them, the text says "GPU work items" and names them.
+
+The package: ``base`` (Finding, severity, evidence links), then one module per family of rules:
+``timeline`` (host, sync, copy, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
+``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``.
+"""
+from __future__ import annotations
+
+from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
+from kernelscope.analysis.findings.roofline import roofline_findings
+from kernelscope.analysis.findings.timeline import (copy_findings, gpu_bound_findings, graph_findings, host_findings,
+                                                   stream_findings, sync_findings)
+
+__all__ = ["Finding", "find_all", "severity_for"]
+
+
+def find_all(report) -> list:
+    """All findings of a report, most costly first (``report.findings`` caches this).
+
+    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]   # doctest: +SKIP
+    ['launch_bound']
+    """
+    tl = report.timeline if hasattr(report, "timeline") else None
+    if tl is None:
+        from kernelscope.analysis.timeline import timeline
+        tl = timeline(report)
+    from kernelscope.analysis.findings.counters import counter_findings
+    from kernelscope.analysis.findings.empty_capture import empty_capture_findings
+    from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
+    from kernelscope.analysis.findings.ncu import access_findings, rule_findings    # Nsight Compute's measurements
+    out = []
+    for rule in (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
+                 graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
+                 counter_findings, rule_findings, access_findings):
+        try:
+            out.extend(rule(report, tl))
+        except Exception as e:  # one broken rule must not hide the others or the report
+            out.append(Finding("analysis_error", "info", f"could not run {rule.__name__}: {e!r}",
+                               "This is a kernelscope bug; the other findings are unaffected.",
+                               {"rule": rule.__name__}))
+    # A GEMM fallback says why its kernel is far from the roof: one finding for it, not two.
+    fell = {(f.evidence.get("op"), f.evidence.get("kernel")) for f in out if f.kind == "gemm_fallback"}
+    out = [f for f in out if not (f.kind == "roofline" and (f.evidence.get("op"), f.evidence.get("kernel")) in fell)]
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: (-f.cost_us, order.get(f.severity, 9)))

@@ -1,0 +1,114 @@
+"""What every finding is made of: the ``Finding`` record, the severity of a cost against the
+active window, and the evidence links (a range of the timeline, a gap, kernels of the table)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from kernelscope.jsonable import jsonable
+from kernelscope.units import fmt_us
+# -- thresholds (named so that a test or a reader can see what a word means) -------------------
+# Severity is the cost as a share of the device's active window: a quarter or more is the first
+# thing to fix; under 5% it is within what one change of a step usually moves.
+SEVERITY_HIGH_SHARE = 0.25
+SEVERITY_MEDIUM_SHARE = 0.05
+SEVERITIES = ("high", "medium", "low", "info")
+# Evidence lists stay short: a finding is read, the tables behind it hold every row.
+MAX_EVIDENCE_ROWS = 20
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing worth knowing about a run, most costly first in ``report.findings``.
+
+    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]        # doctest: +SKIP
+    >>> f.kind, f.severity                                              # doctest: +SKIP
+    ('launch_bound', 'high')
+    """
+
+    kind: str
+    severity: str
+    title: str
+    detail: str
+    evidence: dict = field(default_factory=dict)
+    cost_us: float = 0.0
+    # One line each: why the time is lost, and what to do about it (the first screen's words).
+    cause: str = ""
+    fix: str = ""
+    # Where the evidence shows: {"view": "timeline", "device", "start_us", "end_us", "label"} or
+    # {"view": "kernels", "names": [kernel names], "label"}; None when nothing narrower than the
+    # whole report does.
+    link: dict | None = None
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able data (numbers as Python floats/ints).
+
+        >>> Finding("x", "info", "t", "d").to_dict()["kind"]
+        'x'
+        """
+        return jsonable(asdict(self))
+
+
+def severity_for(cost_us: float, window_us: float | None) -> str:
+    """Severity from the time a finding costs, as a share of the active window.
+
+    >>> severity_for(300, 1000), severity_for(60, 1000), severity_for(1, 1000), severity_for(0, 1000)
+    ('high', 'medium', 'low', 'info')
+    """
+    if not cost_us or cost_us <= 0:
+        return "info"
+    share = cost_us / window_us if window_us else 1.0
+    if share >= SEVERITY_HIGH_SHARE:
+        return "high"
+    if share >= SEVERITY_MEDIUM_SHARE:
+        return "medium"
+    return "low"
+
+
+def range_link(device, start, end, what) -> dict | None:
+    """A timeline range showing one span (``what``) with its own length of context either side."""
+    start, end = finite_or_nan(start), finite_or_nan(end)
+    if start is None or end is None:
+        return None
+    d = max(end - start, 0.0)
+    pad = d if d > 0 else 1.0
+    return {"view": "timeline", "device": None if device is None else str(device),
+            "start_us": start - pad, "end_us": end + pad,
+            "label": f"timeline: the longest {what} ({fmt_us(d)} at {fmt_us(start)})"}
+
+
+def gap_link(gaps, what) -> dict | None:
+    """The timeline around the longest of some idle gaps."""
+    if gaps is None or not len(gaps):
+        return None
+    r = gaps.loc[gaps["duration_us"].astype(float).idxmax()]
+    return range_link(r["device"], r["start_us"], r["end_us"], what)
+
+
+def span_link(df, what, end_col=None) -> dict | None:
+    """The timeline around the longest row of a table with ``start_us`` and ``duration_us``."""
+    if df is None or not len(df) or "start_us" not in df.columns:
+        return None
+    d = df["duration_us"].astype(float)
+    if not d.notna().any():
+        return None
+    r = df.loc[d.idxmax()]
+    end = r[end_col] if end_col else r["start_us"] + r["duration_us"]
+    return range_link(r.get("device"), r["start_us"], end, what)
+
+
+def kernel_link(names, label) -> dict:
+    """The kernel table narrowed to some kernels (by name as recorded)."""
+    return {"view": "kernels", "names": [str(n) for n in names], "label": f"kernel table: {label}"}
+
+
+def safe_ratio(a, b):
+    """a / b as a float, NaN when b is 0 or missing (durations can be 0 in damaged input)."""
+    a, b = finite_or_nan(a), finite_or_nan(b)
+    return a / b if a is not None and b else float("nan")
+
+
+def finite_or_nan(x):
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x

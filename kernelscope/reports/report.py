@@ -1,0 +1,340 @@
+"""Report: one profiled run's tables plus what we computed from them.
+
+A Report is built from a :class:`~kernelscope.trace.model.Trace`; analysis columns
+(``short_name``, ``backend``, occupancy, ...) are added on construction, findings on first use.
+Reports save to a versioned JSON file (no pickle) and load back with ``kernelscope.load``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import os
+from functools import cached_property
+
+import msgspec
+import pandas as pd
+
+from kernelscope.analysis import analyze_kernels, annotate_copies
+from kernelscope.analysis.summary import kernel_summary
+from kernelscope.errors import TraceError
+from kernelscope.jsonable import jsonable
+from kernelscope.trace.model import TABLES, Trace, frame
+from kernelscope.reports.saved import REPORT_FORMAT, REPORT_VERSION, clean_meta, table_from_json, table_to_json
+
+
+class Report:
+    """One profiled run: kernels, copies, CPU ops, devices and findings.
+
+    ``kernels`` (one row per launch, with the analysis columns), ``copies`` (one row per
+    memcpy/memset, with ``device``/``device_type``) and ``shapes`` (one row per distinct launch
+    shape with its occupancy and advice; ``kernels["shape"]`` is the row) are computed on
+    construction; ``findings``, ``timeline``, ``backends`` and ``roofline`` on first use.
+
+    >>> import kernelscope as ks
+    >>> rep = ks.load("mlp_train.pt.trace.json.gz")         # doctest: +SKIP
+    >>> rep.summary().head(3)                              # doctest: +SKIP
+    """
+
+    def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None, stalls: pd.DataFrame | None = None,
+                 ncu_detail: dict | None = None):
+        if stalls is not None:
+            # A full .ncu-rep report's stalls take the place of any earlier ones from the same
+            # source and join the others (Proton's live ones), in a copy of the trace so that a
+            # report merged onto (``kernels_report``) keeps its own tables.
+            stalls = frame({c: stalls[c].tolist() for c in stalls.columns}, TABLES["stalls"])
+            old = trace.stalls
+            if len(old) and len(stalls):
+                old = old[~old["source"].isin(set(stalls["source"].dropna()))]
+            elif len(old):
+                from kernelscope.analysis.ncu_kernels import STALL_SOURCE
+                old = old[old["source"] != STALL_SOURCE]
+            trace = dataclasses.replace(trace, stalls=stalls if not len(old) else
+                                        pd.concat([old, stalls], ignore_index=True))
+        self.trace = trace
+        self.meta = trace.meta
+        self.ncu = ncu
+        # Nsight Compute's rules, source hot spots and SASS of a full .ncu-rep report
+        # (``rules``, ``hotspots``, ``sass``).
+        self.ncu_detail = dict(ncu_detail or {})
+        self.kernels, self.shapes = analyze_kernels(trace)
+        self.copies = annotate_copies(trace)
+        if ncu is not None and len(ncu):
+            from kernelscope.trace.ncu.export import merge_ncu
+            self.kernels = merge_ncu(self.kernels, ncu)
+        if len(trace.counters):
+            from kernelscope.analysis.counters import annotate_counters
+            self.copies = annotate_counters(self.copies, trace.counters)
+        if len(trace.stalls):
+            from kernelscope.analysis.stalls import annotate_top_stall
+            self.kernels = annotate_top_stall(self.kernels, trace.stalls)
+
+    # -- tables (kernels, copies and shapes are set on construction; copies gain the counter
+    # columns of metrics, time-weighted over each copy, when the run sampled them) ------------
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """Hardware-counter samples (CUPTI PM sampling), one row per sample: ``start_us``,
+        ``duration_us``, ``sm_active_pct``, ``tensor_pct``, ``dram_pct``, ``dram_gbps`` and each
+        raw metric by its CUPTI name. Empty unless the run sampled them
+        (``ks.profile(metrics=True)``, ``%%kernelprofile --metrics``) or the trace holds torch's
+        counter tracks; ``meta["counters"]`` says how they were taken.
+
+        >>> rep.metrics[["start_us", "tensor_pct"]].head()      # doctest: +SKIP
+        """
+        return self.trace.counters
+
+    @property
+    def stalls(self) -> pd.DataFrame:
+        """Warp-stall samples per kernel: ``name``, ``source`` (who sampled), ``samples``,
+        ``top_stall`` and one column per reason with its share of the stall samples
+        (:mod:`kernelscope.analysis.stalls`): one row per launch from a full Nsight Compute report
+        (``launch``: its ncu id), one per kernel name from Proton's live sampling. Empty unless a
+        source sampled them (``%%kernelprofile --stalls`` or ``--ncu``, ``ks.load_ncu``).
+
+        >>> rep.stalls[["name", "top_stall", "long_scoreboard"]]  # doctest: +SKIP
+        """
+        return self.trace.stalls
+
+    @property
+    def runtime(self) -> pd.DataFrame:
+        """CUDA runtime and driver API calls on the host."""
+        return self.trace.runtime
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        """CPU ops and user annotations (with shapes and FLOPs when recorded)."""
+        return self.trace.ops
+
+    @property
+    def syncs(self) -> pd.DataFrame:
+        """Host-blocking synchronizations."""
+        return self.trace.syncs
+
+    @property
+    def devices(self) -> pd.DataFrame:
+        """Device properties from the trace header."""
+        return self.trace.devices
+
+    @property
+    def partial(self) -> bool:
+        """True when the run stopped early (the cell raised or was interrupted)."""
+        return bool(self.meta.get("partial"))
+
+    @property
+    def notes(self) -> list:
+        """What the reader skipped or could not tell, in words."""
+        return list(self.meta.get("notes", []))
+
+    @property
+    def gpu_time_us(self) -> float:
+        """Sum of kernel durations (not their union; see findings for busy time)."""
+        return float(self.kernels["duration_us"].sum())
+
+    @property
+    def wall_time_us(self) -> float | None:
+        """The region's wall time: CUDA events if recorded, else the profiler's span
+        (:attr:`wall_time_clock` says which)."""
+        for key in ("cuda_event_us", "span_us"):
+            v = self.meta.get(key)
+            if v is not None:
+                return float(v)
+        t = pd.concat([self.kernels[["start_us", "duration_us"]], self.trace.ops[["start_us", "duration_us"]]])
+        if not len(t):
+            return None
+        return float((t["start_us"] + t["duration_us"]).max() - t["start_us"].min())
+
+    @property
+    def wall_time_clock(self) -> str | None:
+        """Which clock :attr:`wall_time_us` read: ``"CUDA events"`` (recorded around the region on
+        the GPU's streams), ``"profiler span"`` (the trace's own start to end, which also holds
+        the profiler's start-up) or ``"first to last event"``; None without a wall time.
+
+        >>> ks.load("mlp_train.pt.trace.json.gz").wall_time_clock       # doctest: +SKIP
+        'profiler span'
+        """
+        for key, clock in (("cuda_event_us", "CUDA events"), ("span_us", "profiler span")):
+            if self.meta.get(key) is not None:
+                return clock
+        return "first to last event" if self.wall_time_us is not None else None
+
+    @property
+    def title(self) -> str:
+        """What tells this report from another: the name the recording was given (``-o NAME``,
+        ``ks.profile(name=...)``), the cell's number (``In [5]``), or the recorded file's name.
+
+        >>> ks.load("runs/mlp_train.pt.trace.json.gz").title              # doctest: +SKIP
+        'mlp_train.pt.trace.json.gz'
+        """
+        return report_title(self.meta)
+
+    def summary(self, by: str = "name") -> pd.DataFrame:
+        """One row per kernel (``by`` a kernels column): launches, total/mean/median/min/max
+        duration in us and share of kernel time, largest total first.
+
+        >>> rep.summary().columns.tolist()[:4]                   # doctest: +SKIP
+        ['name', 'short_name', 'backend', 'launches']
+        """
+        return kernel_summary(self.kernels, by=by)
+
+    @cached_property
+    def backends(self) -> pd.DataFrame:
+        """Breakdown by device and backend: launches, GPU time and share."""
+        from kernelscope.analysis.backends import backend_breakdown
+        return backend_breakdown(self)
+
+    def op_backends(self) -> pd.DataFrame:
+        """Per CPU op: which backends its kernels and copies came from (launches, GPU time, share).
+
+        >>> rep.op_backends().head()                             # doctest: +SKIP
+        """
+        from kernelscope.analysis.backends import op_backends
+        return op_backends(self)
+
+    @cached_property
+    def findings(self) -> list:
+        """What to fix first: a list of Finding, most costly first."""
+        from kernelscope.analysis.findings import find_all
+        return find_all(self)
+
+    @cached_property
+    def timeline(self):
+        """Busy time, idle gaps with causes, stream overlap, launch stats (a Timeline).
+
+        >>> rep.timeline.launch_stats                            # doctest: +SKIP
+        """
+        from kernelscope.analysis.timeline import timeline
+        return timeline(self)
+
+    @property
+    def busy(self) -> pd.DataFrame:
+        """GPU busy time per device and stream over the active window (``timeline.busy``)."""
+        return self.timeline.busy
+
+    @property
+    def gaps(self) -> pd.DataFrame:
+        """GPU idle gaps with their cause: host, sync, streams, queued (``timeline.gaps``)."""
+        return self.timeline.gaps
+
+    @cached_property
+    def roofline(self) -> pd.DataFrame:
+        """Achieved FLOP/s and bytes/s of countable ops against datasheet peaks."""
+        from kernelscope.analysis.roofline import roofline
+        return roofline(self)
+
+    # -- persistence -------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The report as plain JSON-able data (what :meth:`save` writes)."""
+        tables = {name: table_to_json(df) for name, df in self.trace.tables().items()}
+        out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "meta": jsonable(self.meta),
+               "tables": tables}
+        if self.ncu is not None:
+            out["ncu"] = table_to_json(self.ncu)
+        if self.ncu_detail:
+            out["ncu_detail"] = {k: table_to_json(v) for k, v in self.ncu_detail.items()}
+        return out
+
+    def save(self, path) -> str:
+        """Write the report as versioned JSON (gzip when the name ends in ``.gz``).
+
+        >>> rep.save("run.ksreport.json"); ks.load("run.ksreport.json")   # doctest: +SKIP
+        """
+        path = os.fspath(path)
+        data = msgspec.json.encode(self.to_dict())
+        if path.endswith(".gz"):
+            data = gzip.compress(data, compresslevel=6)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict, source="<report>") -> "Report":
+        """Rebuild a report from :meth:`to_dict` output."""
+        if d.get("format") != REPORT_FORMAT:
+            raise TraceError(source, "not a kernelscope report")
+        version = d.get("version")
+        if not isinstance(version, int) or version > REPORT_VERSION:
+            raise TraceError(source, f"report format version {version!r} is newer than this "
+                                     f"kernelscope reads ({REPORT_VERSION}); upgrade kernelscope")
+        try:
+            tables = {name: frame(table_from_json(d["tables"].get(name, {})), schema)
+                      for name, schema in TABLES.items()}
+            ncu = pd.DataFrame(table_from_json(d["ncu"])) if d.get("ncu") else None
+            detail = {str(k): pd.DataFrame(table_from_json(v)) for k, v in (d.get("ncu_detail") or {}).items()}
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            raise TraceError(source, f"the report's tables are damaged ({e})") from None
+        meta = clean_meta(d.get("meta"))
+        trace = Trace(**tables, meta=meta)
+        from kernelscope.trace.timebase import cover_span
+        cover_span(trace)   # a hand-edited span may not cover the recorded kernels
+        return cls(trace, ncu=ncu, ncu_detail=detail)
+
+    # -- display -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from kernelscope.render.text import report_text
+        top = (self.meta.get("view") or {}).get("top")  # %%kernelprofile --top N
+        return report_text(self, top=top) if top else report_text(self)
+
+    def _repr_html_(self) -> str:
+        from kernelscope.render.html import report_html
+        return report_html(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """Every display carries the live widget (needs a kernel), our report MIME type (the
+        JupyterLab extension renders it from a saved notebook with no kernel), static HTML
+        (GitHub, nbconvert) and text."""
+        from kernelscope.render.html import report_html
+        from kernelscope.view.bundle import MIME_TYPE, mime_payload, with_widget
+        from kernelscope.view.codec import pack
+        from kernelscope.view.report import view_model
+        model = view_model(self)
+        packed = pack(*model)   # one blob for both the saved MIME entry and the widget
+        bundle = {MIME_TYPE: mime_payload(self, packed=packed), "text/html": report_html(self), "text/plain": repr(self)}
+
+        def make_widget():
+            from kernelscope.view.widget import display_widget
+            return display_widget(self, model=model, packed=packed)
+        return with_widget(bundle, make_widget)
+
+    def chart(self, kind: str = "kernels", *, kernel: str | None = None, top: int = 20):
+        """A chart of the report as an altair object, to restyle or save (PNG/SVG need vl-convert):
+        ``"backends"`` (GPU time per backend), ``"kernels"`` (the ``top`` costliest), ``"timeline"``
+        (launches and copies per stream, idle gaps) or ``"occupancy"`` (theoretical occupancy as
+        block size, registers and shared memory vary, for ``kernel``: a name, short name or part
+        of one; the costliest kernel by default). Shown offline in JupyterLab, Notebook 7 and VS
+        Code (see :mod:`kernelscope.render.charts`).
+
+        >>> rep.chart("occupancy", kernel="nvjet").save("occupancy.svg")   # doctest: +SKIP
+        """
+        from kernelscope.render.charts import report_chart
+        return report_chart(self, kind, kernel=kernel, top=top)
+
+    def widget(self):
+        """The interactive view as an anywidget; ``w.selected`` is what is selected in its table.
+
+        >>> w = rep.widget(); w                          # doctest: +SKIP
+        >>> w.selected                                  # doctest: +SKIP
+        """
+        from kernelscope.view.widget import ReportWidget
+        return ReportWidget(self)
+
+
+def report_title(meta: dict, fallback: str = "report") -> str:
+    """A report's title from its meta: ``title`` when the recording set one, else the cell's
+    number, else the recorded file's name (a name in angle brackets is a placeholder, not a file),
+    else ``fallback``.
+
+    >>> report_title({"source": "/runs/a.pt.trace.json"}), report_title({"cell": {"execution_count": 5}})
+    ('a.pt.trace.json', 'In [5]')
+    """
+    t = meta.get("title")
+    if isinstance(t, str) and t.strip():
+        return t.strip()
+    cell = meta.get("cell")
+    n = cell.get("execution_count") if isinstance(cell, dict) else None
+    if isinstance(n, int) and not isinstance(n, bool):
+        return f"In [{n}]"
+    src = meta.get("source") or meta.get("trace_name")
+    if isinstance(src, str) and src and not src.startswith("<"):
+        return os.path.basename(src.replace("\\", "/")) or src
+    return fallback
+
+

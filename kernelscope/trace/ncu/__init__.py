@@ -1,0 +1,1 @@
+"""Nsight Compute readers: CSV exports (``export``) and ``.ncu-rep`` reports (``report``)."""

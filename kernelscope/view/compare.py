@@ -1,0 +1,90 @@
+"""The interactive view of a comparison (``ks.compare``): its payload for the browser.
+
+The same MIME type and packing as a report (:mod:`kernelscope.view.report`), with
+``header["kind"] == "compare"``; ``js/src/view/compare.js`` draws it. Every row carries its raw
+numbers (for sorting) and its display text (formatted here: "–" where a kernel did not run on a
+side), the sides are named by the reports' titles, and what each status and the "≈" match mean
+travels in the header, so the browser holds no copy of those words.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from kernelscope.analysis.diff import MATCHES, STATUSES
+from kernelscope.jsonable import jsonable
+from kernelscope.units import fmt_us
+from kernelscope.render.compare import ABSENT, BAR_COLORS, fmt_change, fmt_launches, fmt_ratio, kernel_ratio, metric_change, metric_text
+from kernelscope.view.codec import VIEW_VERSION
+from kernelscope.view.vocabulary import vocabulary
+
+
+def compare_view_model(c) -> tuple[dict, bytes]:
+    """A Comparison as (JSON header, empty column buffer), for :func:`~kernelscope.view.codec.pack`.
+
+    >>> header, _ = compare_view_model(ks.compare("a.pt.trace.json.gz", "b.pt.trace.json.gz"))  # doctest: +SKIP
+    >>> header["kind"], header["labels"]                                                          # doctest: +SKIP
+    ('compare', ['a.pt.trace.json.gz', 'b.pt.trace.json.gz'])
+    """
+    lb, la = (str(x) for x in c.labels)
+    kernels = []
+    for r in c.kernels.itertuples():
+        names = sorted({str(n) for n in (*r.names_before, *r.names_after)}) or [str(r.name)]
+        on_b, on_a = r.status != "new", r.status != "gone"
+        kernels.append({
+            "name": str(r.name), "short_name": str(r.short_name), "backend": str(r.backend),
+            "names": names, "match": str(r.match), "status": str(r.status),
+            "launches_before": _num(r.launches_before) if on_b else None,
+            "launches_after": _num(r.launches_after) if on_a else None,
+            "total_before_us": _num(r.total_before_us) if on_b else None,
+            "total_after_us": _num(r.total_after_us) if on_a else None,
+            "change_us": _num(r.change_us), "ratio": _num(r.ratio) if on_a and on_b else None,
+            "noise_us": _num(r.noise_us),
+            "launches_text": fmt_launches(r), "before_text": fmt_us(r.total_before_us) if on_b else ABSENT,
+            "after_text": fmt_us(r.total_after_us) if on_a else ABSENT,
+            "change_text": fmt_change(r.change_us), "ratio_text": kernel_ratio(r),
+        })
+    overall = [{"metric": str(r.metric), "label": str(r.label), "before": _num(r.before), "after": _num(r.after),
+                "change": _num(r.change), "ratio": _num(r.ratio),
+                "before_text": metric_text(r.metric, r.before), "after_text": metric_text(r.metric, r.after),
+                "change_text": metric_change(r.metric, r.change), "ratio_text": fmt_ratio(r.ratio),
+                "noise_text": _noise_text(r)} for r in c.overall.itertuples()]
+    backends = [{"backend": str(r.backend), "total_before_us": _num(r.total_before_us),
+                 "total_after_us": _num(r.total_after_us), "change_us": _num(r.change_us), "ratio": _num(r.ratio),
+                 "before_text": fmt_us(r.total_before_us) if r.total_before_us else ABSENT,
+                 "after_text": fmt_us(r.total_after_us) if r.total_after_us else ABSENT,
+                 "change_text": fmt_change(r.change_us),
+                 "ratio_text": fmt_ratio(r.ratio) if r.total_before_us and r.total_after_us else ABSENT}
+                for r in c.backends.itertuples()]
+    nb, na = c.repeats
+    shared = jsonable(getattr(c, "shared", {}) or {})
+    header = {
+        "version": VIEW_VERSION, "kind": "compare", "vocabulary": vocabulary(),
+        "title": f"{lb} → {la}", "labels": [lb, la], "repeats": [int(nb), int(na)],
+        "runs_note": "" if nb == na == 1 else f"per run: {nb} and {na} repeats",
+        "noise_note": str(c.noise_note), "notes": [str(n) for n in c.notes],
+        "shared": shared,
+        # The first note when the runs share few kernels; the view shows it as a warning.
+        "warning": str(c.notes[0]) if shared.get("few") and c.notes else None,
+        "statuses": dict(STATUSES), "matches": dict(MATCHES), "bar_colors": dict(BAR_COLORS),
+        "absent": ABSENT,
+        "overall": overall, "kernels": kernels, "backends": backends,
+        "tables": {}, "nbytes": 0,
+    }
+    return header, b""
+
+
+def _noise_text(r) -> str:
+    sig = r.significant
+    if sig is None or sig is pd.NA or (isinstance(sig, float) and math.isnan(sig)):
+        return ""
+    return f"noise {metric_text(r.metric, r.noise)}" + ("" if bool(sig) else ": within noise")
+
+
+def _num(v):
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None

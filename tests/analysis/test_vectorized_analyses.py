@@ -1,0 +1,130 @@
+"""Analyses vectorized over the columns give what the plain per-row loops give, on real traces.
+
+Each reference here is the loop the analysis used to be (a walk with a stack for CPU-op self
+times, one op instance at a time for the roofline), written out in the test.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import kernelscope as ks
+from kernelscope.analysis.backends import nearest_enclosing, op_self_time
+from kernelscope.analysis.peaks import device_peaks
+from kernelscope.analysis.roofline import _MATMUL, op_counts, roofline
+
+from tests.conftest import DATA
+
+TRACES = sorted(DATA.rglob("*.pt.trace.json.gz"))
+
+
+def stack_parents(end, group, eps=1e-6):
+    out, stack, cur = [-1] * len(end), [], None
+    for i, e in enumerate(end):
+        if group[i] != cur:
+            stack, cur = [], group[i]
+        while stack and e > end[stack[-1]] + eps:
+            stack.pop()
+        if stack:
+            out[i] = stack[-1]
+        stack.append(i)
+    return out
+
+
+def test_nearest_enclosing_is_the_stack_walk():
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        n = int(rng.integers(1, 50))
+        scale = float(rng.choice([1.0, 1e10, 1e18, 1e-7]))
+        end = rng.choice([rng.random(n) * 10, np.round(rng.random(n) * 5), np.sort(rng.random(n))]) * scale
+        if rng.random() < 0.3:
+            end[rng.integers(0, n, 3)] = np.nan     # NaN ends: the walk never pops for them
+        group = np.sort(rng.integers(0, 3, n))
+        assert nearest_enclosing(end, group).tolist() == stack_parents(end.tolist(), group.tolist())
+
+
+def stack_self_time(ops):
+    """The op self times of a walk with a stack per thread (the analysis before vectorizing)."""
+    self_us = ops["duration_us"].astype(float).fillna(0.0).to_numpy().copy()
+    start = ops["start_us"].astype(float).to_numpy()
+    end = start + ops["duration_us"].astype(float).fillna(0.0).to_numpy()
+    dur = end - start
+    tids = ops["tid"].astype(str).to_numpy()
+    order = np.lexsort((-dur, start, tids)).tolist()
+    child = [0.0] * len(end)
+    stack, cur = [], None
+    for i in order:
+        if tids[i] != cur:
+            stack, cur = [], tids[i]
+        while stack and end[i] > end[stack[-1]] + 1e-6:
+            stack.pop()
+        if stack:
+            child[stack[-1]] += dur[i]
+        stack.append(i)
+    return np.maximum(self_us - np.asarray(child), 0.0)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_self_times_and_roofline_match_the_loops(path):
+    rep = ks.load(path)
+    assert op_self_time(rep.ops).tolist() == stack_self_time(rep.ops).tolist()
+    ours, ref = roofline(rep), loop_roofline(rep)
+    assert len(ours) == len(ref)
+    for col in ref.columns:
+        a, b = ours[col].tolist(), ref[col].tolist()
+        same = [x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+                or (x is None and y is None) for x, y in zip(a, b)]
+        assert all(same), (col, [(x, y) for x, y, s in zip(a, b, same) if not s][:3])
+
+
+def loop_roofline(report) -> pd.DataFrame:
+    """The roofline one op instance at a time, as it was computed before it was vectorized."""
+    k = report.kernels
+    ops = report.ops
+    k = k[k["op_index"].notna() & k["duration_us"].notna()] if len(k) else k
+    rows = []
+    if len(k) and len(ops):
+        peaks_of = {i: device_peaks(n) for i, n in zip(report.devices["index"].tolist(),
+                                                       report.devices["name"].tolist())}
+        agg = k.groupby("op_index", sort=False)["duration_us"].agg(["sum", "size", "idxmax"])
+        tops = k.loc[agg["idxmax"]]
+        for j, (op_index, dur, n) in enumerate(zip(agg.index.tolist(), agg["sum"].tolist(), agg["size"].tolist())):
+            i = int(op_index)
+            if i < 0 or i >= len(ops) or not dur > 0:
+                continue
+            o = ops.iloc[i]
+            counts = op_counts(o["name"], o["input_dims"], o["input_types"], o["flops"])
+            if counts is None:
+                continue
+            flops, nbytes, precision, source = counts
+            top = tops.iloc[j]
+            kname = top["name"]
+            peaks = peaks_of.get(top["device_index"])
+            if precision == "fp32" and o["name"] in _MATMUL and "tf32" in str(kname).lower():
+                precision = "tf32"
+            peak_t = peaks.peak_tflops(precision) if peaks and precision else None
+            peak_b = peaks.memory_gbps if peaks else None
+            sec = dur * 1e-6
+            ach_t = flops / sec / 1e12 if flops is not None else np.nan
+            ach_b = nbytes / sec / 1e9
+            inten = flops / nbytes if flops is not None and nbytes else np.nan
+            attain, share, bound = np.nan, np.nan, None
+            if peak_b:
+                if peak_t and flops is not None:
+                    mem_roof = inten * peak_b / 1e3
+                    attain = min(peak_t, mem_roof)
+                    bound = "compute" if peak_t <= mem_roof else "memory"
+                    share = ach_t / attain
+                else:
+                    share, bound = ach_b / peak_b, "memory"
+            rows.append({"op": o["name"], "op_index": i, "kernel": kname, "short_name": top["short_name"],
+                         "device": top["device"], "precision": precision, "kernels": int(n),
+                         "duration_us": float(dur), "flops": flops, "bytes": nbytes, "flops_source": source,
+                         "intensity": inten, "achieved_tflops": ach_t, "achieved_gbps": ach_b,
+                         "peak_tflops": peak_t, "peak_gbps": peak_b, "attainable_tflops": attain,
+                         "roof_share": share, "bound": bound, "peaks_source": peaks.source if peaks else None})
+    from kernelscope.analysis.roofline import ROOFLINE_COLUMNS
+    return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)
