@@ -118,9 +118,9 @@ def _runs_note(c) -> str:
     return "" if nb == na == 1 else f" (per run: {nb} and {na} repeats)"
 
 
-_SLOWER, _FASTER, _NEUTRAL = "#d62728", "#2ca02c", "#999"
+SLOWER, FASTER, NEUTRAL = "#d62728", "#2ca02c", "#999"
 # The change bars' colours, for the interactive view too.
-BAR_COLORS = {"slower": _SLOWER, "faster": _FASTER, "neutral": _NEUTRAL}
+BAR_COLORS = {"slower": SLOWER, "faster": FASTER, "neutral": NEUTRAL}
 
 
 def _bar(change, scale, status) -> str:
@@ -128,7 +128,7 @@ def _bar(change, scale, status) -> str:
     if not scale or change != change:
         return ""
     w = min(50.0, abs(change) / scale * 50.0)
-    color = _NEUTRAL if status in ("within noise", "same") else _SLOWER if change > 0 else _FASTER
+    color = NEUTRAL if status in ("within noise", "same") else SLOWER if change > 0 else FASTER
     left = 50.0 - w if change < 0 else 50.0
     return ("<div style='position:relative;width:160px;height:12px;background:transparent'>"
             "<div style='position:absolute;left:50%;top:0;bottom:0;border-left:1px solid #888'></div>"

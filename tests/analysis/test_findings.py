@@ -5,7 +5,8 @@ import json
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.findings import timeline as fnd
+from kernelscope.analysis import findings as fnd
+from kernelscope.analysis.findings import roofline as roofline_rules
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.findings import find_all
 from kernelscope.analysis.peaks import device_peaks, peaks_table
@@ -208,7 +209,7 @@ def test_op_counts_rules():
 def test_roofline_finding_rule(reports, monkeypatch):
     rep = ks.load(DATA / "attention.pt.trace.json.gz")
     assert "roofline" not in kinds(rep)  # every big kernel reaches at least 30% of its roof
-    monkeypatch.setattr(fnd, "ROOF_LOW_SHARE", 0.8)
+    monkeypatch.setattr(roofline_rules, "ROOF_LOW_SHARE", 0.8)
     out = [f for f in find_all(rep) if f.kind == "roofline"]
     assert out
     rl = rep.roofline

@@ -73,7 +73,7 @@ def test_wheel_has_the_widget_bundle_and_server_config(wheel):
     assert "ks-svg" in wheel.read("kernelscope/static/report.js").decode()
     cfg = json.loads(wheel.read(_data("etc/jupyter/jupyter_server_config.d/kernelscope.json")))
     assert cfg["ServerApp"]["jpserver_extensions"] == {"kernelscope.jupyter.server": True}
-    assert "kernelscope/server.py" in wheel.namelist()
+    assert "kernelscope/jupyter/server.py" in wheel.namelist()
     assert "kernelscope/jupyter/magics.py" in wheel.namelist()
 
 
