@@ -80,7 +80,7 @@ def _report(raw: bytes, path: str) -> Report:
     return rep
 
 
-def load_ncu(path, *, kernels_report=None, source=True):
+def load_ncu(path, *, kernels_report=None, source=True, isolated=True):
     """Open an Nsight Compute report (``.ncu-rep``, also gzip/xz-compressed) or CSV export
     (``ncu --csv --page details`` or ``--page raw``).
 
@@ -93,21 +93,26 @@ def load_ncu(path, *, kernels_report=None, source=True):
     workload): that report with ncu's measurements merged onto its kernels instead (by kernel
     name and launch order). ``source`` (True, False or a count) says for how many of the longest
     launches source hot spots and SASS are read (the slow part of reading a report; True: the 50
-    longest). Reading ``.ncu-rep`` needs ``pip install "kernelscope[ncu]"``.
+    longest). Reading ``.ncu-rep`` needs ``pip install "kernelscope[ncu]"``. ``isolated`` (the
+    default) reads a ``.ncu-rep`` in a child process: NVIDIA's reader aborts the process on some
+    damaged reports, and this way that is a TraceError, not a dead kernel.
 
     >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
     >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
     (7, 62.5)
     """
     from kernelscope.trace.ncu.export import read_ncu, trace_from_ncu
+    if not isinstance(path, (str, os.PathLike)):
+        raise TraceError(repr(path)[:80], "expected the path of an Nsight Compute report or CSV export")
     if not _is_ncu_report(path):
         table = read_ncu(path)
         if kernels_report is not None:
             return Report(kernels_report.trace, ncu=table)
         return Report(trace_from_ncu(table, source=os.fspath(path)), ncu=table)
     from kernelscope.analysis.ncu_kernels import source_hotspots, stalls_table
+    from kernelscope.trace.ncu.isolated import read_isolated
     from kernelscope.trace.ncu.report import read_ncu_report
-    data = read_ncu_report(path, source=source)
+    data = (read_isolated if isolated else read_ncu_report)(path, source=source)
     detail = {"rules": data.rules, "hotspots": source_hotspots(data.samples, data.sources), "sass": data.sass}
     stalls = stalls_table(data.stall_counts)
     if kernels_report is not None:

@@ -369,3 +369,67 @@ def test_a_report_without_the_full_set_still_shows():
     assert rep.kernels["top_stall"].isna().all()
     assert "speed of light: memory-bound" in kernel_detail_text(rep)
     assert [f.kind for f in rep.findings if f.kind in ("nsight_compute", "uncoalesced_access")] == []
+
+
+def _records(raw):
+    import struct
+    off, out = 4, []
+    while off < len(raw):
+        (n,) = struct.unpack("<I", raw[off:off + 4])
+        out.append(raw[off:off + 4 + n])
+        off += 4 + n
+    return out
+
+
+def test_a_report_that_aborts_nvidias_reader_is_a_trace_error(plain, tmp_path):
+    """Two whole records swapped: the framing is intact, and ncu_report aborts the process
+    (protobuf "Check failed", SIGABRT). Read in a child process, it is a TraceError here."""
+    import signal
+    import subprocess
+    raw = open(plain["triton_kernels"], "rb").read()
+    recs = _records(raw)
+    recs[3], recs[4] = recs[4], recs[3]
+    bad = tmp_path / "swapped.ncu-rep"
+    bad.write_bytes(raw[:4] + b"".join(recs))
+    assert check_report_file(str(bad)) == len(recs)            # our framing check accepts it
+    inproc = subprocess.run([sys.executable, "-c", "import sys, kernelscope as ks\n"
+                             "ks.load_ncu(sys.argv[1], isolated=False)", str(bad)],
+                            capture_output=True, text=True, timeout=120)
+    assert inproc.returncode == -signal.SIGABRT and "Check failed" in inproc.stderr
+    with pytest.raises(ks.TraceError, match=r"swapped.ncu-rep: Nsight Compute's reader crashed on it "
+                                            r"\(signal SIGABRT: .*Check failed.*\): the report is damaged"):
+        ks.load_ncu(bad)
+    with pytest.raises(ks.TraceError, match="swapped.ncu-rep: Nsight Compute's reader crashed"):
+        ks.load(str(bad))
+    # the same file compressed, and a sound report still reads in the child, as before
+    packed = tmp_path / "swapped.ncu-rep.xz"
+    packed.write_bytes(lzma.compress(bad.read_bytes()))
+    with pytest.raises(ks.TraceError, match="swapped.ncu-rep.xz: Nsight Compute's reader crashed"):
+        ks.load_ncu(packed)
+    pd.testing.assert_frame_equal(ks.load_ncu(plain["triton_kernels"]).ncu,
+                                  ks.load_ncu(plain["triton_kernels"], isolated=False).ncu)
+
+
+def test_a_compressed_bomb_is_refused_at_its_header(tmp_path):
+    """A small .ncu-rep.xz of zeros: refused by its first unpacked bytes, before the rest is
+    written to the temp folder."""
+    bomb = tmp_path / "bomb.ncu-rep.xz"
+    with lzma.open(bomb, "wb", preset=9) as f:
+        block = b"\0" * (1 << 20)
+        for _ in range(256):
+            f.write(block)
+    import tempfile
+    seen = []
+    real = tempfile.TemporaryDirectory
+
+    class Watch(real):
+        def cleanup(self):
+            seen.append(sum(os.path.getsize(os.path.join(self.name, n)) for n in os.listdir(self.name)))
+            super().cleanup()
+    tempfile.TemporaryDirectory = Watch
+    try:
+        with pytest.raises(ks.TraceError, match="bomb.ncu-rep.xz: not an Nsight Compute report"):
+            read_ncu_report(str(bomb))
+    finally:
+        tempfile.TemporaryDirectory = real
+    assert seen and seen[0] == 0          # nothing unpacked to disk

@@ -270,12 +270,17 @@ def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
     opener = gzip.open if head.startswith(_GZIP) else lzma.open
     kind = "gzip" if opener is gzip.open else "xz"
     total = 0
+    # A .ncu-rep must start with ncu's header: check the first unpacked bytes before writing
+    # the rest (a bomb of anything else would fill the temp folder first).
+    foreign_ok = path.lower().endswith((".ncu-repz.gz", ".ncu-repz.xz"))
     try:
         with opener(path, "rb") as src, open(out, "wb") as dst:
             while True:
                 chunk = src.read(1 << 20)
                 if not chunk:
                     break
+                if total == 0 and not foreign_ok and not chunk.startswith(REPORT_MAGIC):
+                    raise TraceError(path, _foreign(chunk[:64]))
                 total += len(chunk)
                 if total > limit:
                     raise TraceError(path, too_big(total, limit).replace("of JSON", "unpacked"))
