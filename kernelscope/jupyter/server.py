@@ -45,13 +45,20 @@ def report_payload(os_path: str, display_path: str | None = None) -> dict:
 
 def _handler_class():
     # jupyter_server and tornado are imported only when the server loads the extension.
+    from jupyter_server.auth.decorator import authorized
     from jupyter_server.base.handlers import APIHandler
+    from jupyter_server.utils import ensure_async
     from tornado import web
 
     from kernelscope.errors import TraceError
 
     class ReportHandler(APIHandler):
+        # Reading a report is reading a file of the contents root: the authorizer is asked
+        # for "read" on "contents", as for /api/contents and /files.
+        auth_resource = "contents"
+
         @web.authenticated
+        @authorized
         async def get(self):
             path = self.get_query_argument("path", "")
             if not path:
@@ -60,7 +67,12 @@ def _handler_class():
             get_os_path = getattr(cm, "_get_os_path", None)
             if get_os_path is None:  # a contents manager not backed by files
                 raise web.HTTPError(501, "kernelscope reads files from a file-system contents manager only")
-            os_path = get_os_path(path.strip("/"))  # 404 for paths outside the root
+            path = path.strip("/")
+            os_path = get_os_path(path)  # 404 for paths outside the root
+            if not cm.allow_hidden and await ensure_async(cm.is_hidden(path)):
+                raise web.HTTPError(404, f"{path}: no such file")   # as the contents API answers
+            if not _inside(os_path, cm.root_dir):
+                raise web.HTTPError(403, f"{path} is not in the root directory")   # as /files answers
             if not os.path.isfile(os_path):
                 raise web.HTTPError(404, f"{path}: no such file")
             loop = asyncio.get_running_loop()
@@ -73,3 +85,9 @@ def _handler_class():
             self.finish(json.dumps(payload))
 
     return ReportHandler
+
+
+def _inside(os_path: str, root: str) -> bool:
+    """Whether the file, symlinks followed, lies under the root (a link out of it is refused)."""
+    real, top = os.path.realpath(os_path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top
