@@ -18,7 +18,7 @@ from kernelscope.errors import TraceError
 from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.reports.report import Report
 from kernelscope.trace.decode import ForeignFormat, NotJSON
-from kernelscope.trace.files import read_bytes
+from kernelscope.trace.files import own_trace, read_bytes
 
 # What a saved report is named (Report.save does not insist, JupyterLab opens these as reports).
 _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
@@ -62,6 +62,7 @@ def load(source, *, progress: bool = True):
                 raise TraceError(path, f"the report file is damaged ({e.problem})") from None
             raise
         trace.meta["raw_trace"] = os.path.abspath(path)   # the file Perfetto can open (the view offers it)
+        own_trace(path)
         bar.stage("analysing")
         return Report(trace)
 
@@ -72,6 +73,10 @@ def _report(raw: bytes, path: str) -> Report:
     except (msgspec.DecodeError, RecursionError) as e:
         raise TraceError(path, f"the report file is damaged ({e})") from None
     rep = Report.from_dict(d, source=path)
+    # A trace saved by its name only (Report.save keeps no local folders) lies beside the report.
+    raw = rep.meta.get("raw_trace")
+    if isinstance(raw, str) and raw and os.path.basename(raw) == raw:
+        rep.meta["raw_trace"] = os.path.join(os.path.dirname(os.path.abspath(path)), raw)
     # A title the recording set travels with the report; otherwise the file it was saved to
     # (the name the user chose) tells it from others.
     t = rep.meta.get("title")

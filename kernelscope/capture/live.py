@@ -68,26 +68,37 @@ def trace_from_profiler(prof, *, name="<live profiler>", force_route=None, trace
     how = force_route or route(kr)
     if how == "in-memory":
         trace = _from_activities(kr, name)
-        if trace_path is not None:
-            _write(_saved_json(kr, name), trace_path)
+        written = _write(lambda: _saved_json(kr, name), trace_path)
     else:
         raw = _saved_json(kr, name)
-        if trace_path is not None:
-            _write(raw, trace_path)
         trace = read_kineto(raw, name=name)
+        written = _write(lambda: raw, trace_path)
     trace.meta["capture_route"] = how
-    if trace_path is not None:
+    if isinstance(written, str):
+        # The recording is kept either way; a trace file that could not be written is a note.
+        trace.meta.setdefault("notes", []).append(written)
+    elif written:
         trace.meta["raw_trace"] = os.path.abspath(os.fspath(trace_path))
     return trace
 
 
-def _write(raw: bytes, path):
+def _write(make_raw, path):
+    """Write the Chrome trace to ``path`` (None: nothing to do): True, or why it failed."""
     import gzip
+
+    from kernelscope.trace.files import own_trace, write_file
+    if path is None:
+        return False
     path = os.fspath(path)
+    raw = make_raw()
     if path.endswith(".gz"):
         raw = gzip.compress(raw, compresslevel=6)
-    with open(path, "wb") as f:
-        f.write(raw)
+    try:
+        write_file(path, raw)
+    except OSError as e:
+        return f"the Chrome trace could not be written to {path} ({e.strerror or e})"
+    own_trace(path)
+    return True
 
 
 def _saved_json(kr, name) -> bytes:

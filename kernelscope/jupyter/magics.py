@@ -275,7 +275,14 @@ class KernelProfileMagics(Magics):
         if args.output:
             self.shell.user_ns[args.output] = report
         if args.save:
-            report.save(args.save)
+            try:
+                report.save(args.save)
+            except OSError as e:
+                # Said, not raised: the report is still shown, and a cell's own exception still
+                # follows (a save error must not replace it).
+                why = f"the report could not be saved to {args.save} ({e.strerror or e})"
+                report.meta.setdefault("notes", []).append(why)
+                print(f"kernelscope: {why}", file=sys.stderr)
         if args.baseline:
             self.baselines[args.baseline] = report
         if report.meta.get("no_gpu"):

@@ -232,18 +232,26 @@ class Report:
             out["ncu_detail"] = {k: table_to_json(v) for k, v in self.ncu_detail.items()}
         return out
 
-    def save(self, path) -> str:
-        """Write the report as versioned JSON (gzip when the name ends in ``.gz``).
+    def save(self, path, *, local_paths: bool = False) -> str:
+        """Write the report as versioned JSON (gzip when the name ends in ``.gz``), whole or not
+        at all (a temporary file beside ``path``, then renamed: a full disk never leaves a cut
+        report where a good one was). A report is meant to be shared: the files it came from
+        are kept by name only, not with this machine's folders, unless ``local_paths=True``.
 
         >>> rep.save("run.ksreport.json"); ks.load("run.ksreport.json")   # doctest: +SKIP
         """
+        from kernelscope.trace.files import write_file
         path = os.fspath(path)
-        data = msgspec.json.encode(self.to_dict())
+        d = self.to_dict()
+        if not local_paths:
+            meta = d["meta"]
+            for k in _PATH_FIELDS:
+                if isinstance(meta.get(k), str) and meta[k]:
+                    meta[k] = os.path.basename(meta[k].replace("\\", "/")) or meta[k]
+        data = msgspec.json.encode(d)
         if path.endswith(".gz"):
             data = gzip.compress(data, compresslevel=6)
-        with open(path, "wb") as f:
-            f.write(data)
-        return path
+        return write_file(path, data)
 
     @classmethod
     def from_dict(cls, d: dict, source="<report>") -> "Report":
@@ -315,6 +323,10 @@ class Report:
         """
         from kernelscope.view.widget import ReportWidget
         return ReportWidget(self)
+
+
+# Meta fields that hold a path on the machine that made the report (Report.save keeps their names).
+_PATH_FIELDS = ("source", "raw_trace")
 
 
 def report_title(meta: dict, fallback: str = "report") -> str:

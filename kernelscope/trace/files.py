@@ -211,3 +211,65 @@ def gunzip(data: bytes, label, limit=None, notes=None) -> bytes:
     if data and notes is not None:
         notes.append(f"ignored {len(data)} byte(s) of trailing data after the gzip stream")
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def write_file(path, data: bytes) -> str:
+    """Write ``data`` to ``path`` whole or not at all: into a temporary file beside it, then
+    renamed over it, so that a full disk or a crash never leaves a cut file where a good one
+    was. A target that exists and is not a regular file (a FIFO would block, a device would
+    take the bytes) is refused with an OSError. Returns the path.
+
+    >>> write_file("/tmp/ks-doctest.bin", b"ok")            # doctest: +SKIP
+    '/tmp/ks-doctest.bin'
+    """
+    import tempfile
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise OSError(f"{path} is {kind}: kernelscope writes regular files only")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+# The trace files this process read (ks.load) or wrote (--trace, trace_path): the only files the
+# view's Perfetto button may hand to the browser. A report's meta names a file; it does not make
+# that file ours to send (a shared report could name any local file).
+_OWN_TRACES: set = set()
+
+
+def own_trace(path) -> None:
+    """Note that this process read or wrote the trace file ``path``."""
+    _OWN_TRACES.add(os.path.realpath(os.fspath(path)))
+
+
+def is_own_trace(path) -> bool:
+    """Whether this process read or wrote the trace file ``path`` (:func:`own_trace`).
+
+    >>> is_own_trace("/etc/passwd")
+    False
+    """
+    return isinstance(path, str) and bool(path) and os.path.realpath(path) in _OWN_TRACES

@@ -109,7 +109,8 @@ _TRACE_SUFFIXES = (".json", ".json.gz")
 
 def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
     """(file name, bytes, None) of the Chrome trace a report came from (``meta["raw_trace"]``:
-    the file ``ks.load`` read or ``--trace`` wrote), or (name, None, why not).
+    the file ``ks.load`` read or ``--trace`` wrote), or (name, None, why not). Only a file this
+    process read or wrote is sent (:func:`kernelscope.trace.files.is_own_trace`).
 
     >>> raw_trace_bytes(ks.load("mlp_train.pt.trace.json.gz"))[0]      # doctest: +SKIP
     'mlp_train.pt.trace.json.gz'
@@ -119,9 +120,14 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
     path = meta.get("raw_trace") if isinstance(meta, dict) else None
     if not isinstance(path, str) or not path:
         return None, None, "no Chrome trace was kept for this report (record with --trace PATH)"
+    from kernelscope.trace.files import is_own_trace
     name = os.path.basename(path)
     if not path.lower().endswith(_TRACE_SUFFIXES) or not os.path.isfile(path):
         return name, None, f"{path} is not there any more"
+    if not is_own_trace(path):
+        # A report from elsewhere names a file; only one this process read or wrote is sent.
+        return name, None, (f"{path} was not read or written by this kernel: open it with "
+                            "ks.load first to hand it to Perfetto")
     try:
         with open(path, "rb") as f:
             return name, f.read(), None

@@ -394,3 +394,27 @@ def test_kineto_log_lines_stay_out_of_the_cell(shell, capfd):
     log = shell.user_ns["rep_quiet"].meta.get("profiler_log", [])
     assert any("profiler_start" in ln for ln in log), log
     assert not [n for n in shell.user_ns["rep_quiet"].notes if "USDT" in n]
+
+
+def test_a_bad_save_path_keeps_the_cells_own_exception(shell, tmp_path, capsys):
+    bad = tmp_path / "nofolder" / "r.ksreport.json"
+    r = shell.run_cell(f"%%kernelprofile -o rep_badsave --save {bad}\n"
+                       "x = torch.ones(4) + 1\n"
+                       "1 / 0\n")
+    captured = capsys.readouterr()
+    assert isinstance(r.error_in_exec, ZeroDivisionError)      # the cell's error, not the save's
+    assert f"the report could not be saved to {bad}" in captured.err
+    rep = shell.user_ns["rep_badsave"]
+    assert rep.partial and any("could not be saved" in n for n in rep.notes)
+    assert active() is None
+
+
+def test_a_bad_trace_path_keeps_the_recording(shell, tmp_path, capsys):
+    bad = tmp_path / "missing" / "t.pt.trace.json"
+    r = shell.run_cell(f"%%kernelprofile -o rep_badtrace --no-display --trace {bad}\n"
+                       "y = torch.mm(torch.ones(4, 4), torch.ones(4, 4))\n")
+    assert r.error_in_exec is None
+    rep = shell.user_ns["rep_badtrace"]
+    assert _count(rep, "aten::mm") == 1                          # the recording is all there
+    assert any(f"the Chrome trace could not be written to {bad}" in n for n in rep.notes)
+    assert "raw_trace" not in rep.meta and not bad.exists()

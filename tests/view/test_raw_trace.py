@@ -39,3 +39,22 @@ def test_only_traces_are_sent(tmp_path):
     rep.meta.pop("raw_trace")
     assert view_model(rep)[0]["raw_trace"] is None
     assert raw_trace_bytes(rep)[1] is None and "--trace" in raw_trace_bytes(rep)[2]
+
+
+def test_a_shared_report_cannot_point_perfetto_at_local_files(tmp_path):
+    """A tampered .ksreport naming a local Chrome trace this process never read: nothing is
+    sent, though the file is there and is a trace; once ks.load has read it, it is sent."""
+    other = tmp_path / "private.pt.trace.json.gz"
+    shutil.copy(DATA / "attention.pt.trace.json.gz", other)
+    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    d = rep.to_dict()
+    d["meta"]["raw_trace"] = str(other)
+    shared = tmp_path / "shared.ksreport.json"
+    import json
+    shared.write_text(json.dumps(d))
+    back = ks.load(shared)
+    assert back.meta["raw_trace"] == str(other)
+    name, data, error = raw_trace_bytes(back)
+    assert data is None and "was not read or written by this kernel" in error
+    ks.load(other)
+    assert raw_trace_bytes(back)[1] == other.read_bytes()
