@@ -34,8 +34,8 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     start = pd.to_numeric(ops["start_us"], errors="coerce").to_numpy(dtype=float)
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
-    tid = ops["tid"].astype(str).to_numpy() if "tid" in ops.columns else np.full(n, "", dtype=object)
-    names = ops["name"].astype(str).to_numpy()
+    tid = _text(ops["tid"]) if "tid" in ops.columns else np.full(n, "", dtype=object)
+    names = _text(ops["name"])
     # Per thread by start; at equal starts the longer op encloses the shorter.
     order = np.lexsort((-dur, start, tid))
     # Plain lists in the loop: indexing numpy arrays element by element costs 3-4x as much.
@@ -134,3 +134,10 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     out["gpu_inclusive_us"] = outer["gpu_inclusive_us"].sum().reindex(out.index).fillna(0.0)
     out = out.sort_values("total_us", ascending=False, kind="stable").reset_index()
     return out[cols]
+
+
+def _text(col: pd.Series) -> np.ndarray:
+    """A column as text, a missing value as "" (pandas' astype(str) keeps NaN, which does not
+    sort with text: an op recorded without a thread id)."""
+    return np.array(["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+                     for v in col.tolist()], dtype=object)

@@ -40,6 +40,10 @@ ROOFLINE_COLUMNS = ["op", "op_index", "kernel", "short_name", "device", "precisi
                     "attainable_tflops", "roof_share", "bound", "peaks_source"]
 
 
+def _size(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2 ** 40
+
+
 def op_counts(name: str, dims, types, trace_flops=None):
     """(flops, bytes, precision, source) of one CPU op from its recorded shapes; None if unknown.
 
@@ -48,9 +52,11 @@ def op_counts(name: str, dims, types, trace_flops=None):
     """
     if not isinstance(name, str) or not isinstance(dims, list) or not isinstance(types, list):
         return None
+    # Recorded fields are input: a dtype is a name (not a list), a size a sane whole number.
+    types = [t if isinstance(t, str) else None for t in types]
+    dims = [d if isinstance(d, list) and all(_size(x) for x in d) else None for d in dims]
     # 0-dim entries are scalars (Python numbers wrapped as CPU tensors): no device traffic.
-    tensors = [(d, t) for d, t in zip(dims, types)
-               if isinstance(d, list) and d and t in DTYPE_BYTES and all(isinstance(x, int) for x in d)]
+    tensors = [(d, t) for d, t in zip(dims, types) if d and t in DTYPE_BYTES]
     if not tensors:
         return None
     nbytes = float(sum(math.prod(d) * DTYPE_BYTES[t] for d, t in tensors))

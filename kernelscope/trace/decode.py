@@ -244,9 +244,12 @@ def decode_document(raw: bytes, label, notes=None):
         if not raw.strip():
             raise NotJSON(label, "the file is empty") from None
         msg = str(e)
-        if "truncated" in msg.lower():
+        # msgspec also says "truncated" (or "end of hex escape") of a lone high surrogate
+        # escape (\ud800 with no low half): Python's parser reads those, so only a file
+        # without one is called cut here.
+        if "truncated" in msg.lower() and not _SURROGATE_ESCAPE_BYTES.search(raw):
             raise NotJSON(label, "the JSON ends early (truncated file?)") from None
-        if not _nonstrict(msg):
+        if not _nonstrict(msg) and not _SURROGATE_ESCAPE_BYTES.search(raw):
             raise NotJSON(label, f"not valid JSON ({msg})") from None
     except RecursionError:
         raise NotJSON(label, _TOO_DEEP) from None
@@ -269,6 +272,10 @@ def _nonstrict(msg: str) -> bool:
 # which no table, report file or notebook can hold (it cannot be encoded as UTF-8).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+# Python refuses to convert integers of more digits than this (sys.get_int_max_str_digits):
+# longer ones read as infinity (then dropped, as every number beyond int64 is).
+_MAX_DIGITS = 4000
 
 
 def _decode_stdlib(raw: bytes, label, notes, first_error):
@@ -279,18 +286,28 @@ def _decode_stdlib(raw: bytes, label, notes, first_error):
     except UnicodeDecodeError:
         text = raw.decode("utf-8", "replace")
         notes.append("the file holds bytes that are not UTF-8 (invalid UTF-8); they read as U+FFFD")
-    constants = []
+    constants, long_ints = [], []
 
     def constant(c):
         constants.append(c)
         return float(c)
 
+    def integer(t):
+        if len(t) <= _MAX_DIGITS:
+            return int(t)
+        long_ints.append(len(t))
+        return float("-inf") if t.startswith("-") else float("inf")
+
     try:
-        doc = json.loads(text, parse_constant=constant)
+        doc = json.loads(text, parse_constant=constant, parse_int=integer)
     except json.JSONDecodeError as e:
+        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
+            raise NotJSON(label, "the JSON ends early (truncated file?)") from None
         raise NotJSON(label, f"not valid JSON ({first_error}; {e})") from None
     except RecursionError:
         raise NotJSON(label, _TOO_DEEP) from None
+    if long_ints:
+        notes.append(f"read {len(long_ints)} integer(s) of more than {_MAX_DIGITS:,} digits as infinity")
     if constants:
         notes.append(f"read {len(constants)} non-standard JSON number(s) ({', '.join(sorted(set(constants)))})")
     if _SURROGATE_ESCAPE.search(text):

@@ -96,6 +96,7 @@ class KeyIndex:
         keep = (kv != _MISSING_KEY) & ~pd.Series(kv).duplicated(keep="first").to_numpy()
         self.index = pd.Index(kv[keep])
         self.rows = pos[keep]
+        self.empty = not len(self.rows)   # keys, but none usable (no op has an External id)
 
     def __call__(self, query: pd.Series) -> np.ndarray:
         if self.empty or not len(query):

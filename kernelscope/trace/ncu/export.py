@@ -205,9 +205,10 @@ def _finish(df: pd.DataFrame, units: dict, metrics: dict, name) -> pd.DataFrame:
         out[c] = _typed(vals, scales)
     t = pd.DataFrame(out)
     ids = pd.to_numeric(t["id"], errors="coerce")
-    if ids.isna().any():
+    f = np.asarray(ids, dtype=float)
+    if ids.isna().any() or (f % 1 != 0).any() or (np.abs(f) >= 2.0 ** 63).any():
         raise TraceError(name, "the 'ID' column holds values that are not launch numbers")
-    t["id"] = ids.astype("Int64")
+    t["id"] = pd.array([int(v) for v in ids.tolist()], dtype="Int64")
     for c in ("process_id", "context", "stream", "device"):
         if c in t.columns:
             t[c] = _typed(t[c].tolist())
@@ -215,7 +216,9 @@ def _finish(df: pd.DataFrame, units: dict, metrics: dict, name) -> pd.DataFrame:
         if c in t.columns:
             dims = [_dims(v) for v in t[c].tolist()]
             for j, axis in enumerate("xyz"):
-                t[f"{prefix}_{axis}"] = pd.array([d[j] if d else None for d in dims], dtype="Int64")
+                # beyond int64 is no launch shape: missing, as in the Kineto reader
+                t[f"{prefix}_{axis}"] = pd.array([d[j] if d and -2**63 <= d[j] < 2**63 else None for d in dims],
+                                                 dtype="Int64")
             t = t.drop(columns=[c])
     front = [c for c in ("id", "kernel_name", "process_id", "process_name", "host_name", "context", "stream",
                          "device", "cc", "block_x", "block_y", "block_z", "grid_x", "grid_y", "grid_z")
