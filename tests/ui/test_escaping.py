@@ -163,3 +163,68 @@ def test_broken_file_error_with_hostile_file_name(lab, watch):
     err.wait_for(timeout=30_000)
     assert err.inner_text().startswith(f"kernelscope: {name}:")
     assert_nothing_ran(page)
+
+
+# A colour that would cover the notebook with a panel of its own and fetch an outside URL, if it
+# ever reached a style attribute (the outside review's "Session expired" panel).
+PROBE = "ks-css-probe"
+EVIL_COLOR = ("red;position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:99999;"
+              f"background-image:url(http://127.0.0.1:9/{PROBE})")
+
+
+def _crafted_notebook(lab, name):
+    """A saved notebook whose kernelscope output was edited: every colour of the vocabulary
+    its payload carries is CSS text (the renderer is `safe`: it renders untrusted notebooks)."""
+    from kernelscope.view.bundle import MIME_TYPE, mime_payload
+    from kernelscope.view.codec import pack
+    from kernelscope.view.report import view_model
+    rep = ks.load(CORPUS.parent / "data" / "attention.pt.trace.json.gz")
+    header, buf = view_model(rep)
+    voc = header["vocabulary"]
+    for table in ("backends", "copies", "host"):
+        voc[table] = {k: EVIL_COLOR for k in voc[table]}
+    for c in voc["causes"].values():
+        c["color"] = EVIL_COLOR
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("rep")
+    cell.id = "cell-0"
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        MIME_TYPE: mime_payload(rep, packed=pack(header, buf)), "text/plain": "report"})]
+    nb.cells = [cell]
+    nbformat.write(nb, lab.root / name)
+
+
+def test_colours_from_a_saved_output_restyle_nothing(lab, watch):
+    page = watch
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if PROBE in r.url else None)
+    _crafted_notebook(lab, "crafted_colours.ipynb")
+    lab.shutdown_kernels()
+    lab.open(page, "crafted_colours.ipynb")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("button.jp-mod-reject").click()
+    out = page.locator(".jp-OutputArea-output .ks-lab-static")
+    out.locator(".ks-row.ks-kernel").first.wait_for(timeout=30_000)
+
+    def check():
+        page.wait_for_timeout(1000)
+        assert asked == []
+        # Nothing of ours is positioned over the page, and every swatch is the neutral colour.
+        fixed = out.evaluate("el => [...el.querySelectorAll('*')].filter(e => getComputedStyle(e).position === "
+                             "'fixed').map(e => e.className)")
+        assert fixed == []
+        styles = out.evaluate("el => [...el.querySelectorAll('[style]')].map(e => e.getAttribute('style'))")
+        assert styles and not [s for s in styles if "position" in s or "url(" in s or "red" in s]
+        swatches = out.evaluate("el => [...el.querySelectorAll('.ks-swatch')].map(e => getComputedStyle(e).backgroundColor)")
+        assert set(swatches) <= {"rgb(153, 153, 153)"}
+        return swatches
+    check()
+    seen = []
+    for tab in ("Timeline", "Backends", "Findings", "Kernels"):
+        t = out.locator(f".ks-tab[data-tab='{tab}']")
+        if t.count():
+            t.click()
+            seen += check()
+    assert seen                        # swatches were shown (and are all neutral)
+    assert_nothing_ran(page)

@@ -2,7 +2,7 @@
 // name, the overall change, and every kernel with its time on each side, sortable and filterable.
 // Every number and word comes formatted from Python ("–" where a kernel did not run on a side);
 // the raw numbers beside the text only order the rows.
-import { h, useVocabulary, NEUTRAL } from "./format.js";
+import { h, useVocabulary, safeColor } from "./format.js";
 
 /** Render a decoded comparison view model into `el`; returns {root, setFilter, sortBy, rows}. */
 export function renderCompare(el, model, opts = {}) {
@@ -149,7 +149,7 @@ function bar(r, scale, colors) {
   const quiet = r.status === "within noise" || r.status === "same";
   const color = quiet ? colors.neutral : r.change_us > 0 ? colors.slower : colors.faster;
   box.append(h("div", { class: "ks-cmp-fill",
-    style: `left:${r.change_us < 0 ? 50 - w : 50}%;width:${w}%;background:${color || NEUTRAL}` }));
+    style: `left:${r.change_us < 0 ? 50 - w : 50}%;width:${w}%;background:${safeColor(color)}` }));
   return box;
 }
 

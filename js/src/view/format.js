@@ -66,12 +66,23 @@ export function vocab(key) {
   return VOCAB[key] || (key === "ncu" ? [] : {});
 }
 
+/**
+ * A colour from the payload, as the view may apply it: "#rgb", "#rrggbb" or the all-number
+ * "rgba(r,g,b,a)" our vocabulary uses for idle gaps, else `fallback`. The payload of a saved
+ * notebook is untrusted and colours go into style attributes and SVG fills: anything else
+ * ("red;position:fixed", "url(https://...)") must never reach them.
+ */
+const COLOR = /^(?:#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})|rgba\(\d{1,3},\d{1,3},\d{1,3},(?:0|1|0?\.\d{1,3})\))$/;
+export function safeColor(c, fallback = NEUTRAL) {
+  return typeof c === "string" && COLOR.test(c) ? c : fallback;
+}
+
 export function backendColor(b) {
   const c = vocab("backends");
-  return c[b] || c.other || NEUTRAL;
+  return safeColor(c[b], safeColor(c.other));
 }
 
 export function causeColor(cause) {
   const c = vocab("causes");
-  return (c[cause] || c.unknown || {}).color || NEUTRAL;
+  return safeColor((c[cause] || c.unknown || {}).color);
 }

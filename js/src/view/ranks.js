@@ -2,7 +2,7 @@
 // clock (compute, communication and copy bands per rank, step starts marked, the slowest rank
 // of each step flagged), stragglers, collectives, and the kernels of the rank picked in the
 // selector. In the live widget the selector also opens that rank's full report below.
-import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum } from "./format.js";
+import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, safeColor } from "./format.js";
 import { str } from "./data.js";
 
 const ROW_H = 18;
@@ -120,7 +120,7 @@ export class RankLanes {
         h("span", { class: "ks-hint", text: "wheel: zoom · drag: pan · click a rank: its kernels" })),
       h("div", { class: "ks-timeline-wrap" }, this.canvas, this.tip),
       h("div", { class: "ks-legend" }, this.kinds.map((k) => h("span", { class: "ks-legend-item", title: k.title },
-        h("span", { class: "ks-swatch", style: `background:${k.color}` }), k.label)),
+        h("span", { class: "ks-swatch", style: `background:${safeColor(k.color)}` }), k.label)),
         " · step starts: ticks; the slowest rank of a step is marked ▲ (most work, least waiting)"));
     this._bind();
   }
@@ -236,7 +236,7 @@ export class RankLanes {
       g.fillText(`rank ${rank}${slowSteps ? " ▲" : ""}`, 4, y + 12);
       const lane = this.byRank.get(rank);
       this.kinds.forEach((kd, j) => {
-        g.fillStyle = kd.color;
+        g.fillStyle = safeColor(kd.color);
         let last = -1;
         for (const [s, e] of lane.get(kd.kind) || []) {
           if (e < a || s > b) continue;

@@ -21,7 +21,7 @@
 // utilization strip follows through it); onRange(launches, label) "show in the table" of a
 // range; fill: an element whose height the lanes stretch to fill (a file tab); trace: the raw
 // trace hand-off for "Perfetto" (perfetto.js).
-import { h, fmtUs, fmtBytes, fmtInt, fmtPct, backendColor, causeColor, vocab, NEUTRAL } from "./format.js";
+import { h, fmtUs, fmtBytes, fmtInt, fmtPct, backendColor, causeColor, vocab, safeColor } from "./format.js";
 import { str, int } from "./data.js";
 import { perfettoButton } from "./perfetto.js";
 
@@ -759,7 +759,7 @@ export class Timeline {
 
 function legend() {
   const item = (color, label) => h("span", { class: "ks-legend-item" },
-    h("span", { class: "ks-swatch", style: `background:${color}` }), label);
+    h("span", { class: "ks-swatch", style: `background:${safeColor(color)}` }), label);
   const causes = Object.entries(vocab("causes")).filter(([, c]) => c.legend);
   return h("div", { class: "ks-legend" },
     "kernels: backend colours · copies: ", Object.keys(vocab("copies")).map((k) => item(copyColor(k, k), k)),
@@ -771,13 +771,13 @@ function legend() {
 /** Host spans by kind: "op", "annotation", "runtime" or "sync" (a host-blocking call; marked by Python). */
 function hostColor(kind) {
   const c = vocab("host");
-  return c[kind] || (kind === "annotation" ? c.op : null) || c.runtime || NEUTRAL;
+  return safeColor(c[kind] || (kind === "annotation" ? c.op : null) || c.runtime);
 }
 
 /** A copy by direction (HtoD, DtoH, DtoD), else by kind (memset). */
 function copyColor(copyKind, kind) {
   const c = vocab("copies");
-  return c[copyKind] || c[kind] || NEUTRAL;
+  return safeColor(c[copyKind] || c[kind]);
 }
 
 function plural(n, one, many = `${one}s`) { return `${fmtInt(n)} ${n === 1 ? one : many}`; }

@@ -2,7 +2,7 @@
 // one row per track (SM active, tensor pipe, DRAM ...), on the timeline's own time axis. Canvas,
 // redrawn whenever the timeline redraws (its onDraw hook). Labels, units, colours and the
 // provenance note come from the payload header (kernelscope.render.view._counter_header).
-import { h, fmtUs } from "./format.js";
+import { h, fmtUs, safeColor } from "./format.js";
 import { str } from "./data.js";
 import { LABEL_W } from "./timeline.js";
 
@@ -104,7 +104,7 @@ export class UtilizationStrip {
       ctx.fillStyle = grid;
       ctx.fillText(tr.unit === "%" ? "0-100%" : `0-${Math.round(tr.scaleMax)} ${tr.unit}`, 4, y0 + 24);
       ctx.fillRect(LABEL_W, y0 + hgt, w, 1);
-      ctx.fillStyle = tr.color;
+      ctx.fillStyle = safeColor(tr.color);
       const vals = cols[tr.column];
       // Several samples in one pixel column: draw their maximum once.
       let px = -1, best = 0;
