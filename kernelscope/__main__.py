@@ -44,7 +44,8 @@ def main(argv=None) -> int:
     try:
         rep = load(path)
     except TraceError as e:
-        print(f"kernelscope: {e}", file=sys.stderr)
+        from kernelscope.render.text import printable
+        print(f"kernelscope: {printable(str(e))}", file=sys.stderr)
         return 2
     from kernelscope.render.text import report_text
     if args.cmd == "demo":

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import warnings
 import threading
+import warnings
 from contextlib import contextmanager
 
 from kernelscope.capture import cupy_events
@@ -191,6 +191,7 @@ class profile:
                 "(torch.profiler, Nsight Systems/Compute, DCGM profiling), stop it and run again."
             ) from None
         self.torch_profiler = p
+        self._thread = threading.get_ident()   # torch.profiler's recording state is per thread
         self._rank = _rank_tag()
         if self._rank is not None:
             _tag_trace(p, self._rank)
@@ -253,6 +254,12 @@ class profile:
         global _active
         if _active is not self:
             raise RuntimeError("this profile is not recording (never started, or already stopped)")
+        if getattr(self, "_thread", None) not in (None, threading.get_ident()):
+            # torch.profiler stopped from another thread leaves the starting thread's callbacks
+            # in place (torch's profiler stays on, the report is empty, every later profile is
+            # refused): refuse before anything changes, so the recording can still be stopped.
+            raise RuntimeError("stop() must be called in the thread that started the recording "
+                               "(torch.profiler keeps its state per thread); nothing was stopped")
         torch = sys.modules["torch"]
         cuda_us = None
         interrupted = None

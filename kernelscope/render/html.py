@@ -93,7 +93,7 @@ def report_html(rep, top: int = 20) -> str:
              ("kernels", f"{k['name'].nunique():,}" if len(k) else "0"), ("GPU kernel time", fmt_us(rep.gpu_time_us)),
              ("copies + memsets", f"{len(rep.copies):,}")]
     tiles = " &nbsp; ".join(f"<span><b>{v}</b> <span style='{_MUTED}'>{n}</span></span>" for n, v in stats)
-    devs = ", ".join(f"{_e(d.name)} (sm_{d.compute_major}{d.compute_minor}, {d.num_sms} SMs)"
+    devs = ", ".join(f"{_e(d.name)} (sm_{_e(d.compute_major)}{_e(d.compute_minor)}, {_e(d.num_sms)} SMs)"
                      for d in rep.devices.itertuples())
     title = (f"<b>kernelscope</b> <span style='{_MUTED}'>{_e(rep.title)}"
              f"{' · ' + devs if devs else ''}</span>"

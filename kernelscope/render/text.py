@@ -1,10 +1,12 @@
 """A report as plain text, for terminals and ``text/plain``."""
 from __future__ import annotations
 
+import re
+
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.units import fmt_us
 
-__all__ = ["fmt_us", "report_text"]
+__all__ = ["fmt_us", "printable", "report_text"]
 
 
 def clip(s, n):
@@ -60,7 +62,7 @@ def report_text(rep, top: int = 10) -> str:
                 lines.append(f"     fix:   {x['fix']}")
         if len(rep.findings) > len(fixes):
             lines.append(f"  ({len(rep.findings)} findings in all: rep.findings)")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def _measured_lines(rep, names) -> list:
@@ -90,3 +92,17 @@ def _measured_lines(rep, names) -> list:
         if rows:
             out += ["", f"  top warp stall ({src}): " + "; ".join(f"{clip(a, 40)}: {b}" for a, b in rows)]
     return out
+
+
+# Control characters (C0 but tab and newline, DEL, C1): a kernel or file name carrying a terminal
+# escape (ESC ] title, ESC [2J) would otherwise act on the terminal that prints the report.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters shown as U+FFFD, so that printing it cannot drive the terminal.
+
+    >>> printable("k\x1b]0;pwned\x07 ok\n")
+    'k\ufffd]0;pwned\ufffd ok\n'
+    """
+    return _CONTROL.sub("\ufffd", text)

@@ -324,3 +324,28 @@ def test_title_names_where_the_recording_started(tmp_path):
     assert train_step.report.title.endswith("train_step")
     back = ks.load(p.report.save(tmp_path / "r.ksreport.json"))
     assert back.title == line
+
+
+def test_stop_from_another_thread_leaves_the_recording_stoppable():
+    """torch.profiler stopped from another thread stayed on (its callbacks are per thread): the
+    report was empty and every later ks.profile was refused. Now stop() there is refused with
+    a clear error, and the starting thread stops the recording with everything in it."""
+    p = ks.profile()
+    p.start()
+    torch.mm(torch.ones(4, 4), torch.ones(4, 4))
+    errors = []
+
+    def other():
+        try:
+            p.stop()
+        except RuntimeError as e:
+            errors.append(str(e))
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert errors and "thread that started the recording" in errors[0]
+    rep = p.stop()
+    assert int((rep.ops["name"] == "aten::mm").sum()) == 1
+    with ks.profile() as q:                       # and the next recording starts
+        torch.ones(4) + 1
+    assert len(q.report.ops)
