@@ -42,6 +42,7 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 from tiles import tile_tool  # noqa: E402  (where tile_trace.py is)
+
 SOURCE = ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

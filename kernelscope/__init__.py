@@ -71,8 +71,8 @@ def compare(before, after, **kwargs):
     """
     import os
 
-    from kernelscope.reports.comparison import compare as _compare
     from kernelscope.loading import load
+    from kernelscope.reports.comparison import compare as _compare
     before, after = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (before, after))
     return _compare(before, after, **kwargs)
 

@@ -15,8 +15,8 @@ import stat
 import msgspec
 
 from kernelscope.errors import TraceError
-from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.reports.report import Report
+from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.trace.decode import ForeignFormat, NotJSON
 from kernelscope.trace.files import read_bytes
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
@@ -19,8 +18,7 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     from kernelscope.analysis.backends import annotate_backends
     from kernelscope.analysis.devices import annotate_devices
-    from kernelscope.analysis.shapes import annotate_occupancy
-    from kernelscope.analysis.shapes import launch_shapes
+    from kernelscope.analysis.shapes import annotate_occupancy, launch_shapes
 
     # A new frame (the trace's own table is left as read). Copy-on-write pandas (3 and later)
     # copies a column only when it is changed; older pandas needs the deep copy.

@@ -54,7 +54,7 @@ def interval_means(samples: pd.DataFrame, device_index, start_us, end_us, column
         qs, qe = s[rows], np.maximum(e[rows], s[rows])
         width = b - a
 
-        def covered(t, w):
+        def covered(t, w, a=a, b=b, width=width):
             # integral of w over samples up to time t (w is per-sample weight per us)
             j = np.searchsorted(a, t, side="right") - 1
             full = np.concatenate([[0.0], np.cumsum(w * width)])

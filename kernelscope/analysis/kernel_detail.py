@@ -26,7 +26,14 @@ def kernel_detail(rep) -> dict | None:
     >>> d["launches"]["1"]["stalls"][0]["reason"]                                          # doctest: +SKIP
     'mio_throttle'
     """
-    from kernelscope.analysis.ncu_kernels import PRECISION_LABELS, hotspot_sass, measured_roofline, memory_access, speed_of_light, stall_bars
+    from kernelscope.analysis.ncu_kernels import (
+        PRECISION_LABELS,
+        hotspot_sass,
+        measured_roofline,
+        memory_access,
+        speed_of_light,
+        stall_bars,
+    )
     from kernelscope.analysis.stalls import explain
     ncu = getattr(rep, "ncu", None)
     if ncu is None or not len(ncu) or "fp32_flops_per_s" not in ncu.columns:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.archs import arch
-from kernelscope.analysis.occupancy import UNLIMITED, with_device, occupancy, occupancy_curves
+from kernelscope.analysis.occupancy import UNLIMITED, occupancy, occupancy_curves, with_device
 
 # The columns of a kernels table that make a launch shape, in the order of the code.
 SHAPE_KEY = ("device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes")
@@ -99,7 +99,7 @@ def launch_shapes(kernels: pd.DataFrame, devices: pd.DataFrame) -> tuple[np.ndar
     codes, keys = shape_codes(kernels)
     dev = _devices(devices)
     m = len(keys)
-    cols = {c: [None] * m for c in SHAPE_COLUMNS}
+    cols: dict[str, list] = {c: [None] * m for c in SHAPE_COLUMNS}
     cols["shape"] = list(range(m))
     dur = kernels["duration_us"].astype(float).to_numpy() if m else np.zeros(0)
     cols["launches"] = np.bincount(codes, minlength=m).tolist() if m else []

@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.analysis.devices import annotate_devices
+from kernelscope.trace.model import SYNC_CALLS
 
 
 class Cause(NamedTuple):

@@ -40,7 +40,7 @@ def report_chart(rep, kind: str, *, kernel: str | None = None, top: int = 20):
     if kernel is not None and kind != "occupancy":
         raise ValueError("kernel= is for the occupancy chart")
     alt = _altair()
-    chart = {"backends": _backends, "kernels": _kernels, "timeline": _timeline,
+    chart = {"backends": _backends, "kernels": _kernels, "timeline": _timeline,  # type: ignore[dict-item]
              "occupancy": _occupancy}[kind](alt, rep, kernel=kernel, top=top)
     return chart.properties(usermeta=_MARK)
 

@@ -9,7 +9,6 @@ import pandas as pd
 from kernelscope.analysis.diff import MATCHES, STATUSES
 from kernelscope.units import fmt_us
 
-
 # What a cell shows where a kernel did not run on that side (a new or gone kernel).
 ABSENT = "–"
 

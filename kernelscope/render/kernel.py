@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from kernelscope.analysis.kernel_detail import MEASURED, kernel_detail
+
+
 # -- text -----------------------------------------------------------------------------------------
 def kernel_detail_text(rep, top: int = 5) -> str:
     """The deep dive of the ``top`` longest profiled launches as text (the CLI prints it).

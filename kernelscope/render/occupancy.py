@@ -36,7 +36,7 @@ def config_curves(rep, config: int) -> dict:
     [[32, 0.5], [64, 1.0]]
     """
     shapes = _shapes(rep, rep.kernels)
-    rows = shapes[shapes["shape"] == int(config)] if shapes is not None else []
+    rows = shapes[shapes["shape"] == int(config)] if shapes is not None else pd.DataFrame()
     if not len(rows):
         return {"config": int(config)}
     return shape_entry(rows.iloc[0].to_dict(), rep.devices, True)
@@ -55,7 +55,7 @@ _SHAPE_FIELDS = ("active_blocks_per_sm", "block_limit_registers", "block_limit_s
 
 
 def shape_entry(shape: dict, devices: pd.DataFrame, with_curves: bool) -> dict:
-    entry = {"config": int(shape["shape"])}
+    entry: dict = {"config": int(shape["shape"])}
     occ = num(shape.get("theoretical_occupancy"))
     if occ is None:
         return entry   # a damaged header (no compute capability) leaves occupancy unknown

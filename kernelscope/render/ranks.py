@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
-
-from kernelscope.units import fmt_bytes
 from kernelscope.render.text import clip, fmt_us
+from kernelscope.units import fmt_bytes
 
 # Kernels listed per rank in the view (the costliest); rep.summary() has them all.
 KERNELS_PER_RANK = 30

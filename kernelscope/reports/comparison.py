@@ -40,8 +40,8 @@ class Comparison(Diff):
         """The interactive view (our report MIME type: JupyterLab renders it with no kernel; and
         the live widget), static HTML (every row) and text, as a Report's display carries."""
         from kernelscope.render.compare import comparison_html
-        from kernelscope.view.compare import compare_view_model
         from kernelscope.view.bundle import MIME_TYPE, mime_payload, with_widget
+        from kernelscope.view.compare import compare_view_model
         model = compare_view_model(self)
         bundle = {MIME_TYPE: mime_payload(self, model), "text/html": comparison_html(self), "text/plain": repr(self)}
         return with_widget(bundle, lambda: self.widget(model=model))

@@ -145,8 +145,8 @@ class RankReport:
         """The live widget (needs a kernel), our MIME type (renders with no kernel in JupyterLab),
         static HTML and text, as a single-rank Report's display carries."""
         from kernelscope.render.ranks import ranks_html
-        from kernelscope.view.ranks import ranks_view_model
         from kernelscope.view.bundle import MIME_TYPE, mime_payload, with_widget
+        from kernelscope.view.ranks import ranks_view_model
         model = ranks_view_model(self)
         bundle = {MIME_TYPE: mime_payload(self, model), "text/html": ranks_html(self), "text/plain": repr(self)}
         return with_widget(bundle, lambda: self.widget(model=model))

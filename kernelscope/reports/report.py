@@ -18,8 +18,8 @@ from kernelscope.analysis import analyze_kernels, annotate_copies
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.errors import TraceError
 from kernelscope.jsonable import jsonable
-from kernelscope.trace.model import TABLES, Trace, frame
 from kernelscope.reports.saved import REPORT_FORMAT, REPORT_VERSION, clean_meta, table_from_json, table_to_json
+from kernelscope.trace.model import TABLES, Trace, frame
 
 
 class Report:
@@ -246,7 +246,7 @@ class Report:
         return path
 
     @classmethod
-    def from_dict(cls, d: dict, source="<report>") -> "Report":
+    def from_dict(cls, d: dict, source="<report>") -> Report:
         """Rebuild a report from :meth:`to_dict` output."""
         if d.get("format") != REPORT_FORMAT:
             raise TraceError(source, "not a kernelscope report")

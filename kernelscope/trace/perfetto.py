@@ -15,7 +15,17 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.errors import TraceError
-from kernelscope.trace.model import COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame
+from kernelscope.trace.model import (
+    COPY_COLUMNS,
+    DEVICE_COLUMNS,
+    FRAME_COLUMNS,
+    KERNEL_COLUMNS,
+    OP_COLUMNS,
+    RUNTIME_COLUMNS,
+    SYNC_COLUMNS,
+    Trace,
+    frame,
+)
 
 _MARK = re.compile(rb'"name"\s*:\s*"/(device:GPU|host:CPU)')
 _DEVICE = re.compile(r"^/device:GPU:(\d+)")

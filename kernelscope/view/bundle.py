@@ -4,8 +4,10 @@ and the live widget where one can be built."""
 from __future__ import annotations
 
 import base64
+
 from kernelscope.view.codec import PAYLOAD_FORMAT, pack
 from kernelscope.view.report import view_model
+
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 
 

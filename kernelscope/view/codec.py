@@ -7,8 +7,10 @@ import base64
 import gzip
 import json
 import struct
+
 import numpy as np
 import pandas as pd
+
 # The MIME entry's layout: 2 = {"format": 2, "encoding": "gzip+base64", "data": packed blob};
 # entries without "format" are the first layout, {"header": {...}, "encoding", "data": buffer}.
 # The view model's version (the header's "version"): the front end refuses a newer one.
@@ -111,7 +113,7 @@ def decode_buffer(header: dict, buf: bytes) -> dict:
     """Map a view buffer into numpy arrays (strings decoded), as the browser does."""
     out = {}
     for tname, t in header["tables"].items():
-        cols = {}
+        cols: dict = {}
         for c in t["columns"]:
             if c["type"] in _TIME_KINDS:
                 cols[c["name"]] = _decode_time(np.frombuffer(buf, "<i4", c["length"], c["offset"]), c)

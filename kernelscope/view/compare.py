@@ -14,8 +14,17 @@ import pandas as pd
 
 from kernelscope.analysis.diff import MATCHES, STATUSES
 from kernelscope.jsonable import jsonable
+from kernelscope.render.compare import (
+    ABSENT,
+    BAR_COLORS,
+    fmt_change,
+    fmt_launches,
+    fmt_ratio,
+    kernel_ratio,
+    metric_change,
+    metric_text,
+)
 from kernelscope.units import fmt_us
-from kernelscope.render.compare import ABSENT, BAR_COLORS, fmt_change, fmt_launches, fmt_ratio, kernel_ratio, metric_change, metric_text
 from kernelscope.view.codec import VIEW_VERSION
 from kernelscope.view.vocabulary import vocabulary
 

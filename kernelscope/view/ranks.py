@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from kernelscope.view.codec import VIEW_VERSION
+
 from kernelscope.jsonable import num
-from kernelscope.view.report import findings_payload, records
-from kernelscope.view.codec import pack_tables
 from kernelscope.render.ranks import KERNELS_PER_RANK, SOURCES
+from kernelscope.view.codec import VIEW_VERSION, pack_tables
+from kernelscope.view.report import findings_payload, records
+
 LANE_COLUMNS = [("rank", "i32"), ("kind", "str"), ("start_us", "f64"), ("end_us", "f64")]
 # The lanes' kinds as the view draws them: one band each per rank (colours: NCCL's and memcpy's
 # backend colours for communication and copies).

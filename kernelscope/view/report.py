@@ -15,21 +15,20 @@ JSON header beside a gzipped buffer) of notebooks saved before.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.evidence import evidence_rows
+from kernelscope.analysis.kernel_detail import kernel_detail
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
-from kernelscope.analysis.kernel_detail import kernel_detail
-from kernelscope.view.codec import VIEW_VERSION
-from kernelscope.view.codec import is_numeric, pack_tables
+from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
 from kernelscope.view.vocabulary import vocabulary
+
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
 TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
@@ -308,7 +307,7 @@ def _stats(rep, k, copies, tl) -> dict:
 def findings_payload(rep, problems=None) -> list:
     out = []
     for f in _safe(lambda: rep.findings, [], problems, "findings"):
-        get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
+        get = (lambda a, f=f: f.get(a)) if isinstance(f, dict) else (lambda a, f=f: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
                     "detail": _str(get("detail")), "cost_us": num(get("cost_us")),

@@ -24,8 +24,8 @@ import pandas as pd
 import traitlets
 
 from kernelscope.render.occupancy import config_curves
-from kernelscope.view.report import view_model
 from kernelscope.view.codec import pack
+from kernelscope.view.report import view_model
 
 _STATIC = pathlib.Path(__file__).parent.parent / "static"
 

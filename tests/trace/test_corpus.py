@@ -24,7 +24,6 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis import backend_rules
-
 from tests.conftest import written_out_union
 
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -9,12 +9,12 @@ stalls Proton sampled from the same workload's step in another run of the record
 import json
 
 import pytest
+from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
 from kernelscope.capture.stalls import attach_stalls
-from kernelscope.view.bundle import mime_payload
 from kernelscope.trace.proton import read_hatchet
-from conftest import ARTIFACTS, DATA
+from kernelscope.view.bundle import mime_payload
 from tests.analysis.test_counters import pm_report
 from tests.ui.test_view_page import serve_page, show
 

@@ -630,7 +630,7 @@ export class Timeline {
           if (it.e < a) continue;
           const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
           const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
-          let color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
+          const color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
             : it.t === "host" ? hostColor(str(ht, "kind", it.i))
             : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
           // A highlight fades the other GPU work; the host lanes stay as context.
@@ -783,7 +783,7 @@ function copyColor(copyKind, kind) {
 function plural(n, one, many = `${one}s`) { return `${fmtInt(n)} ${n === 1 ? one : many}`; }
 
 function niceStep(x) {
-  const p = Math.pow(10, Math.floor(Math.log10(x || 1)));
+  const p = 10 ** Math.floor(Math.log10(x || 1));
   const m = x / p;
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }

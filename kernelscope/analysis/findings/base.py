@@ -3,8 +3,10 @@ active window, and the evidence links (a range of the timeline, a gap, kernels o
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+
 from kernelscope.jsonable import jsonable
 from kernelscope.units import fmt_us
+
 # -- thresholds (named so that a test or a reader can see what a word means) -------------------
 # Severity is the cost as a share of the device's active window: a quarter or more is the first
 # thing to fix; under 5% it is within what one change of a step usually moves.

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelscope.units import fmt_us
 from kernelscope.analysis.counters import kernel_counters, region_means
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.timeline import covered_length, merge_intervals
+from kernelscope.units import fmt_us
 
 # A kernel name must hold 5% of kernel time to be worth a finding...
 COUNTER_MIN_SHARE = 0.05

@@ -24,7 +24,8 @@ def empty_capture_findings(report, tl) -> list:
     """
     if len(report.kernels) or len(report.copies) or report.meta.get("no_gpu"):
         return []
-    evidence, said = {}, []
+    evidence: dict = {}
+    said = []
     rt = report.runtime
     if len(rt):
         names = rt["name"].astype(str)

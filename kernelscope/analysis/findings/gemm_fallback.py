@@ -139,7 +139,7 @@ def _ideal_us(report, name, op):
         if rl is None:
             from kernelscope.analysis.roofline import roofline
             rl = roofline(report)
-    except Exception:       # no roofline for this report (no shapes, unknown device): cost is all of it
+    except Exception:  # noqa: BLE001 - no roofline for this report (no shapes, unknown device): cost is all of it
         return None
     if not len(rl):
         return None

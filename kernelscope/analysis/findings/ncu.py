@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from kernelscope.analysis.ncu_kernels import ADVICE_TYPES, memory_access
 from kernelscope.jsonable import num
+
 # Nsight Compute's advice kept as findings: the strongest few per kernel, and in all.
 RULES_PER_KERNEL = 3
 RULE_FINDINGS_MAX = 12

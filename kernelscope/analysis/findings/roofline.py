@@ -3,8 +3,10 @@ a small share of what the device allows at their arithmetic intensity."""
 from __future__ import annotations
 
 import numpy as np
-from kernelscope.units import fmt_us
+
 from kernelscope.analysis.findings.base import Finding, finite_or_nan, kernel_link, severity_for
+from kernelscope.units import fmt_us
+
 # Roofline: flag a kernel that holds at least 5% of kernel time, runs long enough (5 us) for a
 # fixed launch latency of a few us not to dominate, and reaches under 30% of its attainable roof.
 ROOF_MIN_SHARE = 0.05

@@ -8,11 +8,21 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from kernelscope.units import fmt_bytes, fmt_us
+from kernelscope.analysis.findings.base import (
+    MAX_EVIDENCE_ROWS,
+    Finding,
+    finite_or_nan,
+    gap_link,
+    kernel_link,
+    range_link,
+    safe_ratio,
+    severity_for,
+    span_link,
+)
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
-from kernelscope.analysis.findings.base import Finding, MAX_EVIDENCE_ROWS, finite_or_nan, gap_link, kernel_link, range_link, safe_ratio, severity_for, span_link
+from kernelscope.units import fmt_bytes, fmt_us
 
 # A GPU busy less than half of its active window is waiting more than it works.
 HOST_BOUND_MAX_BUSY = 0.5
@@ -308,8 +318,8 @@ def copy_findings(report, tl) -> list:
                                  "op": r.op, "_start": float(r.start_us), "_device": r.device})
         if rows:
             longest = max(rows, key=lambda x: x["time_us"])
-            link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
-                               "copy on the compute stream")
+            copy_link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
+                                   "copy on the compute stream")
             rows = [{a: b for a, b in x.items() if not a.startswith("_")} for x in rows]
             cost = sum(x["time_us"] for x in rows)
             streams = sorted({x["stream"] for x in rows})
@@ -326,7 +336,7 @@ def copy_findings(report, tl) -> list:
             fix = ("Prefetch from pinned memory with non_blocking=True on a side stream "
                    "(torch.cuda.Stream) and wait on it only where the data is needed.")
             out.append(Finding("serialized_copies", severity_for(cost, window), title, detail,
-                               evidence, cost, cause=cause, fix=fix, link=link))
+                               evidence, cost, cause=cause, fix=fix, link=copy_link))
     return out
 
 
