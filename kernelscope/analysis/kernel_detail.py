@@ -22,8 +22,8 @@ COMPUTED = "computed by kernelscope from Nsight Compute's counters"
 def kernel_detail(rep) -> dict | None:
     """The view's ``kernel_detail``: {"launches": {ncu id: entry}, ...} or None without ncu data.
 
-    >>> d = kernel_detail(ks.load_ncu("tests/data/ncu_rep/triton_kernels.ncu-rep.xz"))   # doctest: +SKIP
-    >>> d["launches"]["1"]["stalls"][0]["reason"]                                          # doctest: +SKIP
+    >>> d = kernel_detail(ks.load_ncu("ncu_rep/triton_kernels.ncu-rep.xz"))
+    >>> d["launches"]["1"]["stalls"]["bars"][0]["reason"]
     'mio_throttle'
     """
     from kernelscope.analysis.ncu_kernels import (

@@ -32,7 +32,7 @@ def config_curves(rep, config: int) -> dict:
     """Occupancy breakdown, advice and curves of one launch shape (a ``config`` code of the
     view: the ``shape`` column of ``rep.kernels``).
 
-    >>> config_curves(rep, 0)["curves"]["block"][:2]   # doctest: +SKIP
+    >>> config_curves(rep, 0)["curves"]["block"][:2]
     [[32, 0.5], [64, 1.0]]
     """
     shapes = _shapes(rep, rep.kernels)

@@ -353,7 +353,7 @@ class TableBuilder:
     >>> from kernelscope.trace.decode import Event
     >>> b = TableBuilder(); b.add([Event(ph="X", cat="python_function", name="f", ts=1.0, dur=2.0)])
     >>> b.pieces["frames"]["name"], b.pieces["frames"]["start_us"]
-    ([['f']], [array([1.])])
+    ([array(['f'], dtype=object)], [array([1.])])
     """
 
     def __init__(self, interned=None):

@@ -162,7 +162,7 @@ def read_split(path, progress=None, jax_check=None):
     string, a damaged file, a worker that failed): the one-process reader then reads it and
     says what is wrong. Ctrl-C stops the workers and is raised.
 
-    >>> read_split("tests/data/mlp_train.pt.trace.json.gz") is None     # gzip (and small)
+    >>> read_split("mlp_train.pt.trace.json.gz") is None     # gzip (and small)
     True
     """
     path, size, _limit = checked_file(path)

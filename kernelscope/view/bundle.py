@@ -34,7 +34,7 @@ def mime_payload(rep, model: tuple | None = None, packed: bytes | None = None) -
     (``model``: a :func:`view_model` result already computed for ``rep``; ``packed``: its
     :func:`pack` blob, when already made for the widget).
 
-    >>> mime_payload(rep)["encoding"]     # doctest: +SKIP
+    >>> mime_payload(rep)["encoding"]
     'gzip+base64'
     """
     if packed is None:

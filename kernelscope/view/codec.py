@@ -66,7 +66,8 @@ def pack(header: dict, buf: bytes) -> bytes:
     UTF-8 JSON, the JSON, zero padding to a multiple of 8, then the buffer (so the browser maps
     the columns straight out of the inflated bytes).
 
-    >>> unpack(pack(*view_model(rep)))[0]["stats"]["launches"]   # doctest: +SKIP
+    >>> from kernelscope.view.report import view_model
+    >>> unpack(pack(*view_model(rep)))[0]["stats"]["launches"]
     74
     """
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -89,7 +90,8 @@ def unpack(blob: bytes) -> tuple[dict, bytes]:
 def read_payload(payload: dict) -> tuple[dict, bytes]:
     """(header, column buffer) of a MIME payload, in this layout or the first one.
 
-    >>> read_payload(mime_payload(rep))[0]["stats"]["launches"]   # doctest: +SKIP
+    >>> from kernelscope.view.bundle import mime_payload
+    >>> read_payload(mime_payload(rep))[0]["stats"]["launches"]
     74
     """
     if payload.get("format") == PAYLOAD_FORMAT:
@@ -104,7 +106,9 @@ def read_payload(payload: dict) -> tuple[dict, bytes]:
 def decode_payload(payload: dict) -> dict:
     """Decode a MIME payload back into numpy columns per table (tests and tools).
 
-    >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]   # doctest: +SKIP
+    >>> from kernelscope.view.bundle import mime_payload
+    >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]
+    array([1.312, 6.112, 2.112])
     """
     return decode_buffer(*read_payload(payload))
 

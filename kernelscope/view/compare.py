@@ -32,9 +32,9 @@ from kernelscope.view.vocabulary import vocabulary
 def compare_view_model(c) -> tuple[dict, bytes]:
     """A Comparison as (JSON header, empty column buffer), for :func:`~kernelscope.view.codec.pack`.
 
-    >>> header, _ = compare_view_model(ks.compare("a.pt.trace.json.gz", "b.pt.trace.json.gz"))  # doctest: +SKIP
-    >>> header["kind"], header["labels"]                                                          # doctest: +SKIP
-    ('compare', ['a.pt.trace.json.gz', 'b.pt.trace.json.gz'])
+    >>> header, _ = compare_view_model(c)
+    >>> header["kind"], header["labels"]
+    ('compare', ['launch_bound.pt.trace.json.gz', 'graphs.pt.trace.json.gz'])
     """
     lb, la = (str(x) for x in c.labels)
     kernels = []

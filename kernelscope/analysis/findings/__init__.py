@@ -33,7 +33,7 @@ __all__ = ["Finding", "find_all", "severity_for"]
 def find_all(report) -> list:
     """All findings of a report, most costly first (``report.findings`` caches this).
 
-    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]   # doctest: +SKIP
+    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]
     ['launch_bound']
     """
     tl = report.timeline if hasattr(report, "timeline") else None

@@ -21,8 +21,8 @@ MAX_EVIDENCE_ROWS = 20
 class Finding:
     """One thing worth knowing about a run, most costly first in ``report.findings``.
 
-    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]        # doctest: +SKIP
-    >>> f.kind, f.severity                                              # doctest: +SKIP
+    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]
+    >>> f.kind, f.severity
     ('launch_bound', 'high')
     """
 

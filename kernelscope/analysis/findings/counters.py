@@ -39,8 +39,8 @@ _HOST_COPY_KINDS = ("HtoD", "DtoH")
 def counter_findings(report, tl) -> list:
     """All counter-based findings of a report (none without samples).
 
-    >>> [f.kind for f in counter_findings(rep, rep.timeline)]     # doctest: +SKIP
-    ['counters', 'latency_bound', 'copy_bound']
+    >>> [f.kind for f in counter_findings(live, live.timeline)]
+    ['counters', 'latency_bound', 'gemm_below_tensor_peak', 'copy_bound']
     """
     m = report.metrics
     if m is None or not len(m):

@@ -18,7 +18,7 @@ ROOF_MAX_FINDINGS = 3
 def roofline_findings(report, tl) -> list:
     """Long-running kernels far below the roof their arithmetic intensity allows.
 
-    >>> roofline_findings(rep, rep.timeline)                    # doctest: +SKIP
+    >>> roofline_findings(rep, rep.timeline)
     []
     """
     rl = report.roofline if hasattr(report, "roofline") else None
