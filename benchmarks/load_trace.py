@@ -19,7 +19,7 @@ is timed:
   answer the same questions: time per kernel, busy/idle, idle by cause);
 * json: ``json.load`` of the file, the floor of any reader built on Python's json.
 
-The trace is made with the shared ``tile_trace.py`` from a real H200 recording (see
+The trace is made with ``tools/tile_trace.py`` from a real H200 recording (see
 ``benchmarks/tiles.py`` for where it is looked for) and cached in benchmarks/out/ (``--out``:
 another folder).
 """
@@ -185,7 +185,7 @@ def main(argv=None):
     ap.add_argument("--source", type=pathlib.Path, default=ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz")
     ap.add_argument("--trace", type=pathlib.Path, help="an existing trace to read instead of a tiled one")
     ap.add_argument("--gzip", action="store_true", help="tile to .json.gz instead of .json")
-    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE or shared/tools)")
+    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE, else tools/tile_trace.py)")
     ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled trace (default benchmarks/out; "
                                                      "5M events is 1.5 GB, 10M 3.1 GB: /tmp is a good place)")
     ap.add_argument("--skip-hta", action="store_true")
