@@ -20,11 +20,11 @@ PACKAGE = ROOT / "kernelscope"
 
 def pytest_ignore_collect(collection_path, config):
     # --doctest-modules imports every module under the test paths; outside the package only test
-    # modules and conftests are meant to be imported (the GPU recorders in tests/gpu_tools run
-    # their work when imported, and import torch).
+    # modules are meant to be (the GPU recorders in tests/gpu_tools run their work when imported,
+    # and import torch; conftests are pytest's own, and two of them share a module name).
     p = collection_path
     if p.suffix == ".py" and PACKAGE not in p.parents and not p.name.startswith("test_") \
-            and p.name not in ("conftest.py", "__init__.py"):
+            and p.name != "__init__.py":
         return True
     return None
 
