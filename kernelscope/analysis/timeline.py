@@ -32,8 +32,9 @@ class Cause(NamedTuple):
 # Causes of an idle gap (the ``cause`` column of the gaps table). The browser gets this table
 # in the view's payload.
 CAUSES = {
+    # Firebrick, opaque: a light red read as the pink of host-to-device copies (COPY_COLORS).
     "host": Cause("waiting on the host: the next launch came after the GPU went idle",
-                  "host", "rgba(214,39,40,0.35)"),
+                  "host", "#b22222"),
     "sync": Cause("the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
                   "sync", "rgba(148,103,189,0.45)"),
     "streams": Cause("the next work was queued on another stream, waiting on a cross-stream dependency",

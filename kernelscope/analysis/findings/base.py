@@ -64,14 +64,15 @@ def severity_for(cost_us: float, window_us: float | None) -> str:
 
 
 def range_link(device, start, end, what) -> dict | None:
-    """A timeline range showing one span (``what``) with its own length of context either side."""
+    """A timeline range showing one span (``what``) with its own length of context either side;
+    ``mark_start_us`` / ``mark_end_us``: the span itself, which the view selects (marks)."""
     start, end = finite_or_nan(start), finite_or_nan(end)
     if start is None or end is None:
         return None
     d = max(end - start, 0.0)
     pad = d if d > 0 else 1.0
     return {"view": "timeline", "device": None if device is None else str(device),
-            "start_us": start - pad, "end_us": end + pad,
+            "start_us": start - pad, "end_us": end + pad, "mark_start_us": start, "mark_end_us": end,
             "label": f"timeline: the longest {what} ({fmt_us(d)} at {fmt_us(start)})"}
 
 
