@@ -141,7 +141,7 @@ def _click_kernel(page, i):
     x, y = page.evaluate(f"""(() => {{ const tl = window.ctl.timeline, b = tl._box('kernels', {i}), r = tl.canvas.getBoundingClientRect();
         return [r.left + (b.x0 + b.x1) / 2, r.top + b.y + b.lh / 2]; }})()""")
     page.mouse.click(x, y)
-    return {r.get_attribute("data-prop"): r.locator("td").inner_text() for r in page.locator(".ks-tl-props tr").all()}
+    return {r.get_attribute("data-prop"): r.locator(".ks-tl-v").inner_text() for r in page.locator(".ks-tl-prop").all()}
 
 
 def _dims(row, which):

@@ -275,7 +275,7 @@ export class Timeline {
     return this.matches.length;
   }
 
-  /** Show the next (+1) or previous (-1) match: centred in the view, its properties open. */
+  /** Show the next (+1) or previous (-1) match (centred when out of view), its properties open. */
   step(dir = 1) {
     const n = this.matches.length;
     if (!n) return null;
@@ -284,9 +284,11 @@ export class Timeline {
     const tab = this.model.tables[it.t];
     const s = tab.cols.start_us[it.i], e = s + tab.cols.duration_us[it.i];
     let span = this.view[1] - this.view[0];
-    if (span < (e - s) * 1.25) span = (e - s) * 1.25 || span;
-    const c = (s + e) / 2;
-    this.view = [c - span / 2, c + span / 2];
+    if (s < this.view[0] || e > this.view[1]) {
+      if (span < (e - s) * 1.25) span = (e - s) * 1.25 || span;
+      const c = (s + e) / 2;
+      this.view = [c - span / 2, c + span / 2];
+    }
     this.draw();
     this.inspect(it);
     this._findStatus();
@@ -330,8 +332,10 @@ export class Timeline {
     const rows = this._properties(it);
     pane.append(h("div", { class: "ks-tl-pane-head" }, h("b", { text: rows.title }),
       h("button", { class: "ks-btn ks-tl-pane-close", text: "×", title: "close (Esc)", onclick: () => this.inspect(null) })),
-    h("table", { class: "ks-kv ks-tl-props" }, h("tbody", {}, rows.rows.filter((r) => r[1] !== null && r[1] !== undefined && r[1] !== "")
-      .map(([k, v]) => h("tr", { "data-prop": k }, h("th", { text: k }), h("td", { text: v }))))));
+    // Short fields side by side in columns; names, stacks and sources across the pane.
+    h("div", { class: "ks-tl-props" }, rows.rows.filter((r) => r[1] !== null && r[1] !== undefined && r[1] !== "")
+      .map(([k, v]) => h("div", { class: `ks-tl-prop${String(v).length > 40 ? " ks-tl-wide" : ""}`, "data-prop": k },
+        h("span", { class: "ks-tl-k", text: k }), h("span", { class: "ks-tl-v", text: v })))));
     pane.style.display = "";
   }
 
