@@ -181,9 +181,11 @@ def test_clicking_a_kernel_opens_its_properties_and_selects_it_in_the_table(site
 def test_properties_pane_holds_counters_and_stalls_when_recorded(site, page):
     rep = show(page, site, "counters", "Timeline")
     k = rep.kernels.reset_index(drop=True)
-    i = int(k["sm_active_pct"].idxmax())
+    i = int(k["dram_gbps"].idxmax())
     props = _click_kernel(page, i)
     assert props["SMs active"] == f"{k.loc[i, 'sm_active_pct']:.0f}%"
+    # One number format (format.js): thousands separators.
+    assert k.loc[i, "dram_gbps"] >= 1000 and props["DRAM bandwidth"] == f"{k.loc[i, 'dram_gbps']:,.1f} GB/s"
     assert props["DRAM"] == f"{k.loc[i, 'dram_pct']:.0f}%"
     assert props["top stall"] == k.loc[i, "top_stall"]
 

@@ -579,10 +579,10 @@ export class Timeline {
         }
       } else {
         lines.push(str(t, "name", it.i) || "copy",
-          `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${t.cols.bandwidth_gbps[it.i].toFixed(1)} GB/s`);
+          `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${fmtNum(t.cols.bandwidth_gbps[it.i], 1)} GB/s`);
       }
       if (t.cols.sm_active_pct && !Number.isNaN(t.cols.sm_active_pct[it.i])) {
-        const p = (c) => (t.cols[c] && !Number.isNaN(t.cols[c][it.i]) ? `${t.cols[c][it.i].toFixed(0)}%` : "-");
+        const p = (c) => (t.cols[c] && !Number.isNaN(t.cols[c][it.i]) ? `${fmtNum(t.cols[c][it.i], 0)}%` : "-");
         lines.push(`PM sampling: SMs ${p("sm_active_pct")} · tensor ${p("tensor_pct")} · DRAM ${p("dram_pct")}`);
       }
     }

@@ -2,7 +2,7 @@
 // one row per track (SM active, tensor pipe, DRAM ...), on the timeline's own time axis. Canvas,
 // redrawn whenever the timeline redraws (its onDraw hook). Labels, units, colours and the
 // provenance note come from the payload header (kernelscope.render.view._counter_header).
-import { h, fmtUs, fmtInt } from "./format.js";
+import { h, fmtUs, fmtInt, fmtNum } from "./format.js";
 import { str } from "./data.js";
 import { LABEL_W } from "./timeline.js";
 
@@ -145,7 +145,7 @@ export class UtilizationStrip {
 
 function fmtVal(v, unit) {
   if (v === null || v === undefined || Number.isNaN(v)) return "-";
-  if (unit === "%") return `${v.toFixed(1)}%`;
-  if (unit === "GB/s") return `${v.toFixed(0)} GB/s`;
-  return `${v.toFixed(2)} ${unit}`;
+  if (unit === "%") return `${fmtNum(v, 1)}%`;
+  if (unit === "GB/s") return `${fmtNum(v, 0)} GB/s`;
+  return `${fmtNum(v, 2)} ${unit}`;
 }
