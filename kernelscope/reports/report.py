@@ -46,8 +46,8 @@ class Report:
             if len(old) and len(stalls):
                 old = old[~old["source"].isin(set(stalls["source"].dropna()))]
             elif len(old):
-                from kernelscope.analysis.ncu_kernels import STALL_SOURCE
-                old = old[old["source"] != STALL_SOURCE]
+                from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+                old = old[old["source"] != NCU_SOURCE]
             trace = dataclasses.replace(trace, stalls=stalls if not len(old) else
                                         pd.concat([old, stalls], ignore_index=True))
         self.trace = trace

@@ -19,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.jsonable import jsonable, num
@@ -61,8 +63,6 @@ GAP_COLUMNS = [
     ("device", "str"), ("start_us", "t32"), ("duration_us", "q32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
-# Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
-COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
 # Launches (kernels + copies) sent to the browser at most. Past this the view gets the launches
@@ -92,7 +92,7 @@ def view_model(rep) -> tuple[dict, bytes]:
                        if until is not None else (k_all, copies_all, host_all))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
-    counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and is_numeric(k[c])]
+    counter_cols = [c for c in PER_KERNEL if c in k.columns and is_numeric(k[c])]
     launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
                    + ([("top_stall", "str")] if "top_stall" in k.columns else []))
     counters = _counter_samples(rep)
@@ -108,7 +108,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
                   "copies": int(len(copies)), "of_copies": int(len(copies_all)),
                   "host_spans": int(len(host)), "of_host_spans": int(len(host_all))}
-    copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
+    copy_spec = COPY_COLUMNS + [(c, "f32") for c in PER_KERNEL if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
     if counters is not None:
@@ -370,7 +370,7 @@ def _roofline(rep, k, problems=None) -> dict | None:
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
-    measured = rl["flops_source"] == "Nsight Compute"
+    measured = rl["flops_source"] == NCU_SOURCE
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]

@@ -123,3 +123,34 @@ def test_importing_kernelscope_does_not_import_altair():
     import sys
     code = "import sys, kernelscope; print('altair' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_charts_colour_each_backend_as_the_widget_does(mlp):
+    """rep.chart(...) colours come from the one vocabulary the widget gets in its payload
+    (altair's default palette once gave ATen another colour than the widget did)."""
+    from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS
+    from kernelscope.analysis.timeline import CAUSES
+    want = {**BACKENDS, **COPY_COLORS, **{f"idle: {c}": x.solid for c, x in CAUSES.items()}}
+    for kind, field in (("backends", "backend"), ("kernels", "backend"), ("timeline", "what")):
+        spec = mlp.chart(kind).to_dict()
+        scale = spec["encoding"]["color"]["scale"]
+        assert scale["domain"], kind
+        assert dict(zip(scale["domain"], scale["range"])) == {d: want.get(d, BACKENDS["other"]) for d in scale["domain"]}, kind
+        assert set(scale["domain"]) - {"copy"} <= set(want), kind
+        _, (df,) = _data(mlp.chart(kind))
+        assert set(df[field]) <= set(scale["domain"]), kind
+
+
+def test_rocm_copies_share_their_kernels_lane():
+    """On ROCm a stream's copies are drawn in the lane of its kernels (``rocm:0 s7``), labelled by
+    the one device labeller: they once landed on ``cuda:0`` beside ``rocm:0``."""
+    rep = ks.load(DATA / "copies_streams.pt.trace.json.gz")
+    trace = rep.trace
+    trace.devices["device_type"] = "ROCm"
+    rocm = ks.Report(trace)
+    assert set(rocm.copies["device"]) == {"rocm:0"} and set(rocm.kernels["device"]) == {"rocm:0"}
+    _, (df,) = _data(rocm.chart("timeline"))
+    lanes = set(df["lane"])
+    assert lanes and all(lane.startswith("rocm:0") for lane in lanes), lanes
+    copy_lanes = set(df.loc[df["what"].isin(["HtoD", "DtoH"]), "lane"])
+    assert copy_lanes and copy_lanes <= {f"rocm:0 s{s}" for s in set(rocm.kernels["stream"]) | set(rocm.copies["stream"])}
