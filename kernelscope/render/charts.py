@@ -191,7 +191,7 @@ def _merge_close(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _occupancy(alt, rep, *, kernel, **_):
-    from kernelscope.render.occupancy import config_curves
+    from kernelscope.render.occupancy import shape_details
     k = rep.kernels.reset_index(drop=True)
     if not len(k):
         raise ValueError("the report has no kernels")
@@ -203,7 +203,7 @@ def _occupancy(alt, rep, *, kernel, **_):
     if not len(rows):
         raise ValueError(f"no kernel named {kernel!r} in this report")
     row = int(rows[0])
-    entry = config_curves(rep, int(k.at[row, "shape"]))
+    entry = shape_details(rep, int(k.at[row, "shape"]))
     name = str(k.at[row, "short_name"])
     if "curves" not in entry:
         raise ValueError(f"{name}: occupancy is unknown (launch shape or device properties not recorded)")

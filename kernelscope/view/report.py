@@ -46,7 +46,7 @@ LAUNCH_COLUMNS = [
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
     ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
     ("op", "str"), ("source", "str"), ("correlation", "i32"), ("tensor_cores", "i32"),
-    ("backend_rule", "str"), ("config", "i32"),
+    ("backend_rule", "str"), ("shape", "i32"),
 ]
 COPY_COLUMNS = [
     ("name", "str"), ("kind", "str"), ("copy_kind", "str"), ("device", "str"), ("stream", "i32"),
@@ -83,8 +83,8 @@ def view_model(rep) -> tuple[dict, bytes]:
     (2000, 228000)
     """
     k_all = rep.kernels.reset_index(drop=True)
-    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
+    if "shape" not in k_all.columns:     # the launch shape's code: its row of rep.shapes
+        k_all = k_all.assign(shape=0)
     copies_all = rep.copies.reset_index(drop=True)
     host_all = _host_spans(rep.ops, rep.runtime)
     until = view_window(k_all, copies_all, host_all)
@@ -133,7 +133,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
-        "configs": occupancy_entries(rep, k),
+        "shapes": occupancy_entries(rep, k),
         "roofline": _roofline(rep, k_all, problems),
         "ops": _op_summary(rep.ops, k_all),
         # How many op names there are: "ops" holds the costliest TOP_OPS of them.

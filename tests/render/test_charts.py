@@ -67,12 +67,12 @@ def test_timeline_of_many_launches_merges_what_one_pixel_holds():
 
 
 def test_occupancy_chart_marks_the_launch(mlp):
-    from kernelscope.render.occupancy import config_curves
+    from kernelscope.render.occupancy import shape_details
     chart = mlp.chart("occupancy", kernel="nvjet")
     spec = chart.to_dict()
     k = mlp.kernels.reset_index(drop=True)
     row = int(k.index[k["name"].str.contains("nvjet")][0])
-    entry = config_curves(mlp, int(k.at[row, "shape"]))
+    entry = shape_details(mlp, int(k.at[row, "shape"]))
     title = spec["title"]["text"] if isinstance(spec["title"], dict) else spec["title"]
     assert f"{entry['occupancy']:.0%} theoretical occupancy" in title
     points = [pd.DataFrame(v) for v in spec["datasets"].values()]
