@@ -22,6 +22,7 @@ import pandas as pd
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.jsonable import jsonable, num
@@ -344,27 +345,6 @@ def _name_notes(k: pd.DataFrame) -> list:
     return [{"about": info[n][0], "why": info[n][1]} for n in names]
 
 
-def _same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
-    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
-    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
-    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes."""
-    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
-    keys = [c for c in keys if c in pts.columns]
-    if not len(pts) or not keys:
-        return pts.assign(count=1)
-    d = pts["duration_us"].astype(float).fillna(0.0)
-    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
-    g = w.groupby(keys, dropna=False, sort=False)
-    out = g.first()
-    tot = g["_d"].sum()
-    out["duration_us"] = tot
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
-        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
-    out["count"] = g.size()
-    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
-
-
 def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
@@ -375,7 +355,7 @@ def _roofline(rep, k, problems=None) -> dict | None:
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     if not measured.any():
-        pts = _same_dots_once(pts)
+        pts = same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}
