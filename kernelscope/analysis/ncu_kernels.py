@@ -17,7 +17,8 @@ import pandas as pd
 
 from kernelscope.analysis.stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
 
-STALL_SOURCE = "Nsight Compute"
+# The source every figure read from an Nsight Compute report names (stall rows, roofline FLOPs).
+NCU_SOURCE = "Nsight Compute"
 # A warp load uses what it fetches when its 32-byte sectors are full: below half the bytes
 # used (16 of 32) the access is strided or scattered.
 COALESCED_MIN_EFFICIENCY = 0.5
@@ -48,7 +49,7 @@ def stalls_table(stall_counts: pd.DataFrame) -> pd.DataFrame:
     if stall_counts is None or not len(stall_counts):
         return empty_stalls()
     counts = stall_counts.rename(columns={"id": "launch", "kernel_name": "name"})
-    return stall_shares(counts, keys=["name", "launch"], source=STALL_SOURCE)
+    return stall_shares(counts, keys=["name", "launch"], source=NCU_SOURCE)
 
 
 def stall_bars(stalls: pd.DataFrame, launch, n: int = 8) -> list[dict]:
@@ -143,7 +144,7 @@ def roofline_rows(report) -> list[dict]:
             "op": kr.get("op"), "op_index": None if op_index is None or op_index is pd.NA else op_index,
             "kernel": kr.get("name"), "short_name": kr.get("short_name"), "device": kr.get("device"),
             "precision": r["precision"], "kernels": 1, "duration_us": d,
-            "flops": r["flops_per_s"] * d * 1e-6, "bytes": r["bytes"], "flops_source": STALL_SOURCE,
+            "flops": r["flops_per_s"] * d * 1e-6, "bytes": r["bytes"], "flops_source": NCU_SOURCE,
             "intensity": r["intensity"], "achieved_tflops": r["flops_per_s"] / 1e12,
             "achieved_gbps": r["bytes_per_s"] / 1e9, "peak_tflops": r["peak_flops_per_s"] / 1e12,
             "peak_gbps": r["peak_bytes_per_s"] / 1e9,

@@ -230,3 +230,29 @@ def _objects(values) -> np.ndarray:
     arr = np.empty(len(values), dtype=object)
     arr[:] = values
     return arr
+
+
+def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
+    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
+    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
+    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes.
+
+    >>> pts = roofline(ks.load("launch_bound.pt.trace.json.gz"))
+    >>> len(pts), len(same_dots_once(pts)), int(same_dots_once(pts)["count"].sum()) == len(pts)
+    (2000, 2, True)
+    """
+    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
+    keys = [c for c in keys if c in pts.columns]
+    if not len(pts) or not keys:
+        return pts.assign(count=1)
+    d = pts["duration_us"].astype(float).fillna(0.0)
+    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(keys, dropna=False, sort=False)
+    out = g.first()
+    tot = g["_d"].sum()
+    out["duration_us"] = tot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+    out["count"] = g.size()
+    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])

@@ -228,7 +228,8 @@ def _rgb(c, bg=(255, 255, 255)):
         r, g, b, a = (*map(int, m.groups()[:3]), float(m.group(4) or 1))
     else:
         h = c.lstrip("#")
-        r, g, b, a = int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), 1.0
+        r, g, b = int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16)
+        a = int(h[6:8], 16) / 255 if len(h) == 8 else 1.0
     return tuple(a * x + (1 - a) * y for x, y in zip((r, g, b), bg))
 
 
