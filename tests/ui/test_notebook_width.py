@@ -178,6 +178,51 @@ def test_clicking_a_kernel_opens_its_properties_and_selects_it_in_the_table(site
     assert not page.errors, page.errors
 
 
+def _click_box(page, t, i):
+    """Click slice i of table t (kernels, copies, host) on the canvas, zoomed in on it."""
+    page.evaluate(f"""(() => {{ const tl = window.ctl.timeline, k = tl.model.tables[{json.dumps(t)}];
+        const s = k.cols.start_us[{i}], d = k.cols.duration_us[{i}] || 1; tl.showRange(s - d, s + 2 * d, {{ select: false }}); }})()""")
+    x, y = page.evaluate(f"""(() => {{ const tl = window.ctl.timeline, b = tl._box({json.dumps(t)}, {i}), r = tl.canvas.getBoundingClientRect();
+        return [r.left + (b.x0 + b.x1) / 2, r.top + b.y + b.lh / 2]; }})()""")
+    page.mouse.click(x, y)
+    return {r.get_attribute("data-prop"): r.locator(".ks-tl-v").inner_text() for r in page.locator(".ks-tl-prop").all()}
+
+
+def test_properties_pane_of_a_launch_call_a_copy_and_an_idle_gap(site, page):
+    rep = show(page, site, "llama", "Timeline")
+    host = page.evaluate("""(() => { const h = window.ctl.timeline.model.tables.host, out = [];
+        for (let i = 0; i < h.rows; i++) out.push([h.strings.name[h.cols.name[i]], h.strings.kind[h.cols.kind[i]], h.cols.correlation[i]]);
+        return out; })()""")
+    k = rep.kernels
+    # A launch call: its thread, correlation id, the kernel it launched and its call stack.
+    i = next(j for j, (n, kind, c) in enumerate(host) if kind == "runtime" and c > 0 and (k["correlation"] == c).any())
+    call = rep.runtime[rep.runtime["correlation"] == host[i][2]].iloc[0]
+    props = _click_box(page, "host", i)
+    assert page.locator(".ks-tl-pane-head b").inner_text() == call["name"]
+    assert props["thread"] == str(call["tid"]) and props["correlation id"] == str(int(call["correlation"]))
+    assert props["launched"] == k[k["correlation"] == call["correlation"]]["short_name"].iloc[0]
+    assert props["call stack"] == _stack(rep, call["tid"], call["start_us"])
+    # A copy: its bytes, direction and bandwidth as recorded.
+    c = rep.copies.reset_index(drop=True)
+    j = int(c["bytes"].idxmax())
+    props = _click_box(page, "copies", j)
+    assert props["direction"] == c.loc[j, "copy_kind"] and props["duration"] == fmt_us(c.loc[j, "duration_us"])
+    assert props["bandwidth"] == f"{c.loc[j, 'bandwidth_gbps']:,.1f} GB/s"
+    # An idle gap: its cause in the words of analysis.timeline.CAUSES.
+    g = rep.timeline.gaps.reset_index(drop=True)
+    n = int(g["duration_us"].idxmax())
+    page.evaluate(f"window.ctl.timeline.showRange({g.loc[n, 'start_us']}, {g.loc[n, 'start_us'] + g.loc[n, 'duration_us']}, {{ select: false }})")
+    x, y = page.evaluate(f"""(() => {{ const tl = window.ctl.timeline, r = tl.canvas.getBoundingClientRect(), row = tl.rows.find((q) => q.kind === 'gaps');
+        return [r.left + tl._t2x({g.loc[n, 'start_us'] + g.loc[n, 'duration_us'] / 2}), r.top + row.y + row.h / 2]; }})()""")
+    page.mouse.click(x, y)
+    props = {r.get_attribute("data-prop"): r.locator(".ks-tl-v").inner_text() for r in page.locator(".ks-tl-prop").all()}
+    assert props["cause"] == vocabulary()["causes"][g.loc[n, "cause"]]["text"]
+    assert props["duration"] == fmt_us(g.loc[n, "duration_us"])
+    # Esc closes the pane.
+    page.keyboard.press("Escape")
+    assert not page.locator(".ks-timeline-pane").is_visible()
+
+
 def test_properties_pane_holds_counters_and_stalls_when_recorded(site, page):
     rep = show(page, site, "counters", "Timeline")
     k = rep.kernels.reset_index(drop=True)
