@@ -115,6 +115,19 @@ export function buildLanes(model) {
   return { lanes: out, gaps, lo, hi, laneOf };
 }
 
+/** fn(item, time inside) for each item of a lane level that overlaps [t0, t1] (an instant
+ * inside it counts; a span that only touches an end does not). */
+function overlapping(lv, t0, t1, fn) {
+  let j = lowerBound(lv.items, t0);
+  while (j > 0 && lv.maxEnd[j - 1] >= t0) j--;
+  for (; j < lv.items.length && lv.items[j].s <= t1; j++) {
+    const it = lv.items[j];
+    const d = Math.max(0, Math.min(it.e, t1) - Math.max(it.s, t0));
+    if (it.e < t0 || (d <= 0 && it.e > it.s)) continue;
+    fn(it, d);
+  }
+}
+
 function lowerBound(items, x) {
   let a = 0, b = items.length;
   while (a < b) { const m = (a + b) >> 1; if (items[m].s < x) a = m + 1; else b = m; }
@@ -672,26 +685,15 @@ export class Timeline {
         // CPU ops (every nesting level; a nested op counts its own time too, as in Perfetto).
         if (lane.stream !== 0) continue;
         for (const lv of lane.levels) {
-          let j = lowerBound(lv.items, t0);
-          while (j > 0 && lv.maxEnd[j - 1] >= t0) j--;
-          for (; j < lv.items.length && lv.items[j].s <= t1; j++) {
-            const it = lv.items[j];
-            const d = clip(it.s, it.e);
-            if (it.e < t0 || (d <= 0 && it.e > it.s)) continue;
+          overlapping(lv, t0, t1, (it, d) => {
             const code = ht.cols.name[it.i];
             const o = ops.get(code) || ops.set(code, { count: 0, total: 0 }).get(code);
             o.count++; o.total += d;
-          }
+          });
         }
         continue;
       }
-      const lv = lane.levels[0];
-      let j = lowerBound(lv.items, t0);
-      while (j > 0 && lv.maxEnd[j - 1] >= t0) j--;
-      for (; j < lv.items.length && lv.items[j].s <= t1; j++) {
-        const it = lv.items[j];
-        const d = clip(it.s, it.e);
-        if (it.e < t0 || (d <= 0 && it.e > it.s)) continue;
+      overlapping(lane.levels[0], t0, t1, (it, d) => {
         if (!busy.has(lane.device)) busy.set(lane.device, []);
         busy.get(lane.device).push([Math.max(it.s, t0), Math.min(it.e, t1)]);
         if (it.t === "kernels") {
@@ -701,7 +703,7 @@ export class Timeline {
           byName.set(code, (byName.get(code) || 0) + d);
           count.set(code, (count.get(code) || 0) + 1);
         } else { copies++; copyTime += d; }
-      }
+      });
     }
     const devices = [...busy.entries()].map(([device, iv]) => {
       iv.sort((a, b) => a[0] - b[0]);
