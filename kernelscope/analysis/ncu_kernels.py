@@ -15,6 +15,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.peaks import attainable
 from kernelscope.analysis.stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
 
 # The source every figure read from an Nsight Compute report names (stall rows, roofline FLOPs).
@@ -104,8 +105,10 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
                 bps, bw = _f(r.get(f"{level}_bytes_per_s")), _f(r.get(f"{level}_peak_bytes_per_s"))
                 inten = flops / bps if bps > 0 else np.nan
                 ridge = peak / bw if peak > 0 and bw > 0 else np.nan
-                attain = min(peak, inten * bw) if inten == inten and peak == peak and bw == bw else np.nan
-                bound = None if inten != inten or ridge != ridge else ("memory" if inten < ridge else "compute")
+                attain, bound = np.nan, None      # no bytes at this level, or no peaks: no point on its roof
+                if ridge == ridge and inten == inten:
+                    a, b = attainable(inten, peak, bw)
+                    attain, bound = float(a), str(b)
                 rows.append({"id": r["id"], "kernel_name": r["kernel_name"], "precision": p, "level": level,
                              "flops_per_s": flops, "peak_flops_per_s": peak, "bytes_per_s": bps,
                              "peak_bytes_per_s": bw, "bytes": _f(r.get(f"{level}_bytes")), "intensity": inten,

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.peaks import device_peaks
+from kernelscope.analysis.peaks import attainable, device_peaks
 
 # Bytes per element of the dtype names torch.profiler records in "Input type".
 DTYPE_BYTES = {
@@ -181,12 +181,11 @@ def _counted_roofline(report) -> pd.DataFrame:
         ach_t = flops / sec / 1e12
         ach_b = nbytes / sec / 1e9
         inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
-        mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
         by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
-        attain = np.where(by_roof, np.where(mem_roof < peak_t, mem_roof, peak_t), np.nan)
+        attain, roof_bound = attainable(inten, peak_t, peak_b, per=1e3)     # TFLOP/s against GB/s
+        attain = np.where(by_roof, attain, np.nan)
         share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
-    bound = np.where(by_roof, np.where(peak_t <= mem_roof, "compute", "memory"),
-                     np.where(peak_b > 0, "memory", None)).astype(object)
+    bound = np.where(by_roof, roof_bound, np.where(peak_b > 0, "memory", None)).astype(object)
     bound[bound == "None"] = None
     t_short = tops["short_name"] if "short_name" in tops.columns else tops["name"]
     t_label = tops["device"] if "device" in tops.columns else tops["device_index"]
@@ -203,8 +202,7 @@ def _counted_roofline(report) -> pd.DataFrame:
         "flops": flops_obj.tolist(), "bytes": nbytes,
         "flops_source": _as_rows(_objects([c[3] for c in per])[codes]), "intensity": inten,
         "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_obj.tolist(),
-        # The attainable roof is the peak itself (as the table holds it) where memory allows it.
-        "attainable_tflops": np.where(by_roof & ~(mem_roof < peak_t), peak_t, attain),
+        "attainable_tflops": attain,
         "peak_gbps": peak_b_obj.tolist(), "roof_share": share,
         "bound": _as_rows(bound), "peaks_source": _as_rows(peak_src),
     }, columns=ROOFLINE_COLUMNS)
