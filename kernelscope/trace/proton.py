@@ -24,6 +24,7 @@ import msgspec
 import pandas as pd
 
 from kernelscope.errors import TraceError
+from kernelscope.jsonable import num
 from kernelscope.trace.demangle import demangle
 
 
@@ -86,11 +87,8 @@ def _sum_metrics(node) -> dict:
 
 
 def _num(v) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return 0.0
-    return f if f == f else 0.0
+    # a sample count: what is not a finite number counts none
+    return num(v) or 0.0
 
 
 def _int(v):
