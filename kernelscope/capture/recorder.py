@@ -30,7 +30,7 @@ class ProfilerBusyError(RuntimeError):
 def active():
     """The :class:`profile` now recording in this process, or None.
 
-    >>> active() is None                                   # doctest: +SKIP
+    >>> active() is None
     True
     """
     return _active
