@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
@@ -28,15 +29,15 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
     costs time, one finding is the item, with no time at stake: the first that says what to
     do, else the first.
 
-    >>> rep = ks.load("llama_train.pt.trace.json.gz")                        # doctest: +SKIP
-    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]          # doctest: +SKIP
+    >>> rep = ks.load("wild/llama_train.pt.trace.json.gz")
+    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]
     '78% of wall time'
     """
     items = []
     for i, f in enumerate(findings or []):
         if _get(f, "kind") == "analysis_error":
             continue
-        cost = _num(_get(f, "cost_us"))
+        cost = num(_get(f, "cost_us"))
         if cost and cost > 0:
             items.append(_item(f, i, cost, wall_us))
         if len(items) >= top:
@@ -103,10 +104,3 @@ def _kernel_link(evidence):
 def _get(f, key):
     return f.get(key) if isinstance(f, dict) else getattr(f, key, None)
 
-
-def _num(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v else None

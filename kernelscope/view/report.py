@@ -15,21 +15,23 @@ JSON header beside a gzipped buffer) of notebooks saved before.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.evidence import evidence_rows
+from kernelscope.analysis.kernel_detail import kernel_detail
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
-from kernelscope.analysis.kernel_detail import kernel_detail
-from kernelscope.view.codec import VIEW_VERSION
-from kernelscope.view.codec import is_numeric, pack_tables
+from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
 from kernelscope.view.vocabulary import vocabulary
+
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
 TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
@@ -44,7 +46,7 @@ LAUNCH_COLUMNS = [
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
     ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
     ("op", "str"), ("source", "str"), ("correlation", "i32"), ("tensor_cores", "i32"),
-    ("backend_rule", "str"), ("config", "i32"),
+    ("backend_rule", "str"), ("shape", "i32"),
 ]
 COPY_COLUMNS = [
     ("name", "str"), ("kind", "str"), ("copy_kind", "str"), ("device", "str"), ("stream", "i32"),
@@ -61,8 +63,6 @@ GAP_COLUMNS = [
     ("device", "str"), ("start_us", "t32"), ("duration_us", "q32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
-# Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
-COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
 # Launches (kernels + copies) sent to the browser at most. Past this the view gets the launches
@@ -78,13 +78,13 @@ VIEW_HOST_SPANS = 400_000
 def view_model(rep) -> tuple[dict, bytes]:
     """The report as (JSON header, binary column buffer) for the browser.
 
-    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))   # doctest: +SKIP
-    >>> header["stats"]["launches"], len(buf)                                # doctest: +SKIP
-    (2000, 228000)
+    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))
+    >>> header["stats"]["launches"], len(buf)
+    (2000, 344056)
     """
     k_all = rep.kernels.reset_index(drop=True)
-    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
+    if "shape" not in k_all.columns:     # the launch shape's code: its row of rep.shapes
+        k_all = k_all.assign(shape=0)
     copies_all = rep.copies.reset_index(drop=True)
     host_all = _host_spans(rep.ops, rep.runtime)
     until = view_window(k_all, copies_all, host_all)
@@ -92,7 +92,7 @@ def view_model(rep) -> tuple[dict, bytes]:
                        if until is not None else (k_all, copies_all, host_all))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
-    counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and is_numeric(k[c])]
+    counter_cols = [c for c in PER_KERNEL if c in k.columns and is_numeric(k[c])]
     launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
                    + ([("top_stall", "str")] if "top_stall" in k.columns else []))
     counters = _counter_samples(rep)
@@ -108,7 +108,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
                   "copies": int(len(copies)), "of_copies": int(len(copies_all)),
                   "host_spans": int(len(host)), "of_host_spans": int(len(host_all))}
-    copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
+    copy_spec = COPY_COLUMNS + [(c, "f32") for c in PER_KERNEL if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
     if counters is not None:
@@ -133,7 +133,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
-        "configs": occupancy_entries(rep, k),
+        "shapes": occupancy_entries(rep, k),
         "roofline": _roofline(rep, k_all, problems),
         "ops": _op_summary(rep.ops, k_all),
         # How many op names there are: "ops" holds the costliest TOP_OPS of them.
@@ -308,7 +308,7 @@ def _stats(rep, k, copies, tl) -> dict:
 def findings_payload(rep, problems=None) -> list:
     out = []
     for f in _safe(lambda: rep.findings, [], problems, "findings"):
-        get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
+        get = (lambda a, f=f: f.get(a)) if isinstance(f, dict) else (lambda a, f=f: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
                     "detail": _str(get("detail")), "cost_us": num(get("cost_us")),
@@ -344,38 +344,17 @@ def _name_notes(k: pd.DataFrame) -> list:
     return [{"about": info[n][0], "why": info[n][1]} for n in names]
 
 
-def _same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
-    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
-    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
-    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes."""
-    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
-    keys = [c for c in keys if c in pts.columns]
-    if not len(pts) or not keys:
-        return pts.assign(count=1)
-    d = pts["duration_us"].astype(float).fillna(0.0)
-    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
-    g = w.groupby(keys, dropna=False, sort=False)
-    out = g.first()
-    tot = g["_d"].sum()
-    out["duration_us"] = tot
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
-        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
-    out["count"] = g.size()
-    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
-
-
 def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
-    measured = rl["flops_source"] == "Nsight Compute"
+    measured = rl["flops_source"] == NCU_SOURCE
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     if not measured.any():
-        pts = _same_dots_once(pts)
+        pts = same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}

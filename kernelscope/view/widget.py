@@ -23,9 +23,9 @@ import anywidget
 import pandas as pd
 import traitlets
 
-from kernelscope.render.occupancy import config_curves
-from kernelscope.view.report import view_model
+from kernelscope.render.occupancy import shape_details
 from kernelscope.view.codec import pack
+from kernelscope.view.report import view_model
 
 _STATIC = pathlib.Path(__file__).parent.parent / "static"
 
@@ -67,8 +67,8 @@ class ReportWidget(anywidget.AnyWidget):
             self.send({"type": "data"}, buffers=[self._packed])
         # The browser asks for the occupancy curves of a launch shape it has none for.
         elif content.get("type") == "curves":
-            entry = config_curves(self.report, int(content.get("config", -1)))
-            self.send({"type": "curves", "config": entry["config"], "entry": entry})
+            entry = shape_details(self.report, int(content.get("shape", -1)))
+            self.send({"type": "curves", "shape": entry["shape"], "entry": entry})
         # "Perfetto" asks for the raw Chrome trace the report was read from (or --trace wrote).
         elif content.get("type") == "trace":
             name, data, error = raw_trace_bytes(self.report)
@@ -112,7 +112,7 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
     the file ``ks.load`` read or ``--trace`` wrote), or (name, None, why not). Only a file this
     process read or wrote is sent (:func:`kernelscope.trace.files.is_own_trace`).
 
-    >>> raw_trace_bytes(ks.load("mlp_train.pt.trace.json.gz"))[0]      # doctest: +SKIP
+    >>> raw_trace_bytes(ks.load("mlp_train.pt.trace.json.gz"))[0]
     'mlp_train.pt.trace.json.gz'
     """
     import os

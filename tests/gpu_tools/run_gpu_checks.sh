@@ -12,7 +12,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 NCU_PY=$(ls -d /opt/nvidia/nsight-compute/*/extras/python | head -1)
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false KERNELSCOPE_CUPTI_PATH=/tmp/cupti_site
 # cupti-python's libcupti (13.4) first on the path, so torch loads it too (README, Hardware counters)
-export PYTHONPATH=/tmp/cupti_site:/tmp/site:$PWD:$PWD/magics:$NCU_PY
+export PYTHONPATH=/tmp/cupti_site:/tmp/site:$PWD:$NCU_PY
 run() { local t=$1; shift; echo "== $* (limit ${t}s)"; local s=$(date +%s); timeout "$t" "$@"; echo "== rc=$? in $(( $(date +%s) - s ))s: $*"; }
 python3 -c "import ncu_report, cupti, IPython, kernelscope; print('imports ok', ncu_report.__file__)" 2>&1 | tail -1 || true
 
@@ -32,11 +32,11 @@ bench)
   tail -30 "$OUT"/overhead.log ;;
 bigtrace)
   # The split reader on this machine's cores (16): its tests, then the 1M-event benchmark, with
-  # and without workers. The tiling tool travels as benchmarks/out/tile_trace.py (ignored).
+  # and without workers (tiled with the repository's tools/tile_trace.py).
   run 120 python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/trace/test_split_reader.py > "$OUT"/split_tests.log 2>&1
   tail -3 "$OUT"/split_tests.log
   run 300 python3 benchmarks/load_trace.py --events 1000000 --out /tmp --skip-json --skip-hta --one-process \
-      --repeat 3 --tile-tool benchmarks/out/tile_trace.py --json-out "$OUT"/load_trace_1m.json > "$OUT"/load_trace.log 2>&1
+      --repeat 3 --json-out "$OUT"/load_trace_1m.json > "$OUT"/load_trace.log 2>&1
   tail -12 "$OUT"/load_trace.log ;;
 notebooks)
   # The new tutorials first; each notebook is packed as soon as it ran, and none starts past the
