@@ -10,7 +10,6 @@ import textwrap
 import pytest
 
 import kernelscope as ks
-
 from tests.conftest import DATA
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
