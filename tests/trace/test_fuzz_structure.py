@@ -19,11 +19,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernelscope as ks
-from tests.trace.test_corpus import check_report
+from tests.trace.test_fuzz import _check_one
 
 DATA = Path(__file__).parent.parent / "data"
 EXAMPLES = int(os.environ.get("KS_FUZZ_EXAMPLES", "25"))
@@ -62,19 +62,9 @@ def _encode(doc) -> bytes:
 
 
 def _load_and_check(raw: bytes, suffix=".json"):
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / f"fuzz{suffix}"
-        path.write_bytes(raw)
-        try:
-            rep = ks.load(path)
-        except ks.TraceError as e:
-            assert str(e).startswith(f"{path}: "), str(e)
-            event("TraceError: " + e.problem.split(" (")[0][:40])
-            return None
-        check_report(rep, Path(d))
+    rep = _check_one(raw, suffix)        # a Report whose views render, or a TraceError naming the file
+    if rep is not None:
         rep.roofline
-        event(f"Report with {'no' if rep.kernels.empty else 'some'} kernels")
-        return rep
 
 
 @st.composite

@@ -87,16 +87,22 @@ def _saved_notebook(lab, name, source):
     nbformat.write(nb, lab.root / name)
 
 
+def _open_without_kernel(lab, page, name):
+    """Open a saved notebook as a reader does (no kernel: the kernel dialog declined); its
+    kernelscope output area."""
+    lab.shutdown_kernels()
+    lab.open(page, name)
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("button.jp-mod-reject").click()
+    return page.locator(".jp-OutputArea-output .ks-lab-static")
+
+
 def test_saved_report_renderer_without_kernel(lab, watch):
     page = watch
     shutil.copy(HOSTILE, lab.root / "hostile.json")
     _saved_notebook(lab, "hostile_saved.ipynb", 'import kernelscope as ks\nks.load("hostile.json")')
-    lab.shutdown_kernels()
-    lab.open(page, "hostile_saved.ipynb")
-    dialog = page.locator(".jp-Dialog")
-    dialog.wait_for(timeout=30_000)
-    dialog.locator("button.jp-mod-reject").click()
-    out = page.locator(".jp-OutputArea-output .ks-lab-static")
+    out = _open_without_kernel(lab, page, "hostile_saved.ipynb")
     out.locator(".ks-root").wait_for(timeout=30_000)
     rows = out.locator(".ks-row.ks-kernel")
     assert sorted(r.get_attribute("data-name") for r in rows.all()) == _names()
@@ -199,12 +205,7 @@ def test_colours_from_a_saved_output_restyle_nothing(lab, watch):
     asked = []
     page.on("request", lambda r: asked.append(r.url) if PROBE in r.url else None)
     _crafted_notebook(lab, "crafted_colours.ipynb")
-    lab.shutdown_kernels()
-    lab.open(page, "crafted_colours.ipynb")
-    dialog = page.locator(".jp-Dialog")
-    dialog.wait_for(timeout=30_000)
-    dialog.locator("button.jp-mod-reject").click()
-    out = page.locator(".jp-OutputArea-output .ks-lab-static")
+    out = _open_without_kernel(lab, page, "crafted_colours.ipynb")
     out.locator(".ks-row.ks-kernel").first.wait_for(timeout=30_000)
 
     def check():
