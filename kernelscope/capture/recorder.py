@@ -310,7 +310,14 @@ class profile:
             if "recorded nothing" not in str(e):
                 raise
             from kernelscope.trace.model import Trace
-            trace = Trace.empty({"source": self.name, "notes": ["nothing was recorded"]})
+            # Kineto keeps one session per process: a torch.profiler started meanwhile (in
+            # another thread, say) takes it over and this one ends with nothing, its own region
+            # markers included. Say so, rather than that the region did nothing.
+            trace = Trace.empty({"source": self.name, "notes": [
+                "nothing was recorded: the profiler's session came back empty. If another "
+                "torch.profiler was started while this recording ran (in another thread, or a "
+                "library's own), it took over the session (Kineto records one per process); "
+                "record again without it"]})
         if self.lines_of is not None and len(trace.kernels):
             from kernelscope.capture.lines import line_sources, traced_file
             k = trace.kernels

@@ -349,3 +349,25 @@ def test_stop_from_another_thread_leaves_the_recording_stoppable():
     with ks.profile() as q:                       # and the next recording starts
         torch.ones(4) + 1
     assert len(q.report.ops)
+
+
+def test_a_profiler_started_in_another_thread_is_named_when_the_report_comes_back_empty():
+    """A torch.profiler run in another thread during a recording takes over Kineto's one
+    session: the report is empty, and its note says why instead of "nothing was recorded"."""
+    p = ks.profile()
+    p.start()
+    torch.mm(torch.ones(4, 4), torch.ones(4, 4))
+
+    def other():
+        with torch.profiler.profile():
+            torch.ones(3) + 1
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    rep = p.stop()
+    if len(rep.ops):
+        pytest.skip("this torch keeps the first session: nothing is lost")
+    assert any("another torch.profiler was started while this recording ran" in n for n in rep.notes), rep.notes
+    with ks.profile() as q:                       # and the next recording works
+        torch.ones(4) + 1
+    assert len(q.report.ops)
