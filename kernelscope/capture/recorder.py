@@ -221,7 +221,7 @@ class profile:
             self._event_kind = "torch"
         if self._pm is not None:
             self._pm.start()
-        if self.tuning is not False and not self.lean:
+        if self.tuning is not False:
             from kernelscope.capture.tuning import TuningWatch
             self._tuning = TuningWatch(force=self.tuning is True)
             self._tuning.start()

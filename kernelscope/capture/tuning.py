@@ -46,6 +46,9 @@ def _num(v):
 def _scalar_text(v) -> str | None:
     if isinstance(v, bool) or isinstance(v, (int, float, str)) or v is None:
         return str(v)
+    if isinstance(v, (list, tuple)) and len(v) <= 16:   # Helion's block_sizes=[64, 32]
+        parts = [_scalar_text(x) for x in v]
+        return None if None in parts else "[" + ", ".join(parts) + "]"
     name = getattr(v, "__name__", None) or getattr(v, "name", None)
     return str(name) if isinstance(name, str) else None
 
@@ -150,21 +153,32 @@ def _match_variant(variants, cfg) -> dict | None:
     """The compiled variant of a Triton Config: its kwargs among the constexprs, same warps and
     stages; None when none or several distinct ones match (never a guess)."""
     kw = getattr(cfg, "kwargs", None) or {}
+    # A Triton whose compiled kernels do not say their constexprs: warps and stages alone,
+    # accepted only where they single one out.
+    blind = not any(v["_consts"] for v in variants)
     hits = [v for v in variants
-            if all(k in v["_consts"] and v["_consts"][k] == x for k, x in kw.items())
+            if (blind or all(k in v["_consts"] and v["_consts"][k] == x for k, x in kw.items()))
             and v["num_warps"] == _num(getattr(cfg, "num_warps", None))
             and v["num_stages"] == _num(getattr(cfg, "num_stages", None))]
     keys = {(h["registers"], h["spills"], h["shared_mem_bytes"]) for h in hits}
     return hits[0] if len(keys) == 1 else None
 
 
+FAILED = "did not run: the tuner timed it as infinite (out of resources, or it failed to compile)"
+
+
+def _finite(v):
+    v = _num(v)
+    return v if v is not None and v == v and abs(v) != float("inf") else None
+
+
 def _times(t):
-    """(p50, p20, p80) ms of one candidate: Triton gives [p50, p20, p80] (or one float)."""
+    """(p50, p20, p80) ms of one candidate: Triton gives [p50, p20, p80] (or one float); an
+    infinite time (a config that could not run) is None."""
     if isinstance(t, (list, tuple)):
-        vals = [(_num(x) if _num(x) is not None else None) for x in t[:3]]
+        vals = [_finite(x) for x in t[:3]]
         return tuple(vals + [None] * (3 - len(vals)))
-    v = _num(t)
-    return (v, None, None)
+    return (_finite(t), None, None)
 
 
 class TuningWatch:
@@ -180,17 +194,19 @@ class TuningWatch:
         self.notes = []
         self.watched = []
         self._patches = []          # (owner, attribute, original)
-        self._autotuners = {}       # id -> [autotuner, keys before, timings before, bench_time before]
+        self._autotuners = {}       # id -> what _first_seen noted
         self._jits = {}             # id -> JITFunction launched in the region
         self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
         self._feedback = []         # Inductor's choices, as plain rows
         self._saver = None
+        self._helion = {}           # id of a Helion search -> its tuning number
+        self._helion_rows = []
         self._active = False
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
         self._active = True
-        for step in (self._watch_triton, self._watch_inductor):
+        for step in (self._watch_triton, self._watch_inductor, self._watch_helion):
             try:
                 step()
             except Exception as e:  # noqa: BLE001 - a watch that cannot start is a note, not a failure
@@ -276,8 +292,10 @@ class TuningWatch:
     def _first_seen(self, at) -> list:
         cache = getattr(at, "cache", None)
         timings = getattr(at, "configs_timings", None)
-        seen = [at, set(cache) if isinstance(cache, dict) else set(),
-                dict(timings) if isinstance(timings, dict) else None, getattr(at, "bench_time", None)]
+        keys = set(cache) if isinstance(cache, dict) else set()
+        # [autotuner, keys known (grows), timings before the region, bench_time, keys before the region]
+        seen = [at, keys, dict(timings) if isinstance(timings, dict) else None, getattr(at, "bench_time", None),
+                frozenset(keys)]
         self._autotuners[id(at)] = seen
         return seen
 
@@ -314,6 +332,48 @@ class TuningWatch:
         self._saver = saver
         add(saver)
         self.watched.append("inductor.max_autotune")
+
+    def _watch_helion(self) -> None:
+        bs = self._module("helion.autotuner.base_search") if ("helion" in sys.modules or self.force) else None
+        cls = getattr(bs, "BaseSearch", None)
+        if cls is None or not callable(getattr(cls, "benchmark_batch", None)):
+            if bs is not None:
+                self.notes.append("this Helion has no BaseSearch.benchmark_batch: its search not watched")
+            return
+        orig = cls.benchmark_batch
+        watch = self
+
+        def benchmark_batch(search, configs, *args, **kwargs):
+            results = orig(search, configs, *args, **kwargs)
+            if watch._active:
+                try:
+                    watch._helion_results(search, results)
+                except Exception as e:  # noqa: BLE001
+                    watch.notes.append(f"a Helion search could not be read ({type(e).__name__})")
+            return results
+        self._patches.append((cls, "benchmark_batch", orig))
+        cls.benchmark_batch = benchmark_batch
+        self.watched.append("helion.autotune")
+
+    def _helion_results(self, search, results) -> None:
+        bound = getattr(search, "kernel", None)
+        fn = getattr(getattr(bound, "kernel", bound), "fn", None)
+        name = f"_helion_{getattr(fn, '__name__', 'kernel')}"
+        tuning = self._helion.setdefault(id(search), len(self._helion))
+        for r in list(results or []):
+            cfg = getattr(r, "config", None)
+            d = dict(cfg) if hasattr(cfg, "keys") else {}
+            perf = _num(getattr(r, "perf", None))
+            self._helion_rows.append({
+                "kernel": name, "producer": "Helion", "tuner": "helion autotune", "tuning": tuning, "op": None,
+                "shape_key": None, "choice": "config",
+                "config": config_text({k: v for k, v in d.items() if k not in ("num_warps", "num_stages")}),
+                "description": str(getattr(r, "status", "") or "") or None,
+                "num_warps": _num(d.get("num_warps")), "num_stages": _num(d.get("num_stages")), "num_ctas": None,
+                "p50_ms": perf if perf is not None and perf != float("inf") else None, "p20_ms": None, "p80_ms": None,
+                "registers": None, "spills": None, "shared_mem_bytes": None, "winner": False, "cached": False,
+                "note": "Helion's own timing (one figure per config); registers not matched to its variants",
+            })
 
     def _inductor_choices(self, timings, name, input_nodes) -> None:
         try:
@@ -354,10 +414,11 @@ class TuningWatch:
                     "description": desc[:500],
                     "num_warps": _num(info.get("num_warps")) if not extern else None,
                     "num_stages": _num(info.get("num_stages")) if not extern else None,
-                    "num_ctas": None, "p50_ms": _num(t), "p20_ms": None, "p80_ms": None,
+                    "num_ctas": None, "p50_ms": _finite(t), "p20_ms": None, "p80_ms": None,
                     "registers": _num(getattr(c, "n_regs", None)), "spills": None, "shared_mem_bytes": None,
                     "winner": c is best, "cached": False,
-                    "note": None if not extern else "an extern kernel (cuBLAS/ATen): no Triton config",
+                    "note": FAILED if _finite(t) is None else None if not extern else
+                    "an extern kernel (cuBLAS/ATen): no Triton config",
                 })
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"Inductor's autotuning could not be read ({type(e).__name__}: {e})"[:300])
@@ -388,9 +449,8 @@ class TuningWatch:
                                              tuning=tuning_ids.setdefault((at_id, key), len(tuning_ids)), by_jit=by_jit))
         # Tunings from before the region (cache hits): the winner, and the timings Triton still
         # holds when only one shape was tuned then.
-        for at_id, (at, before, timings, _) in self._autotuners.items():
-            tuned_here = {k for a, k, *_ in self._tunings if a == at_id}
-            earlier = [k for k in before if k not in tuned_here]
+        for at_id, (at, _, timings, _, before) in self._autotuners.items():
+            earlier = list(before)
             for k in earlier:
                 winner = (getattr(at, "cache", None) or {}).get(k)
                 t = timings if (len(before) == 1 and timings) else {winner: None} if winner is not None else {}
@@ -401,6 +461,13 @@ class TuningWatch:
         base = len(tuning_ids)
         for r in self._feedback:
             autotune.append(dict(r, tuning=r["tuning"] + base))
+        base += len({r["tuning"] for r in self._feedback})
+        helion = [dict(r, tuning=r["tuning"] + base) for r in self._helion_rows]
+        for t in {r["tuning"] for r in helion}:
+            timed = [r for r in helion if r["tuning"] == t and r["p50_ms"] is not None]
+            if timed:
+                min(timed, key=lambda r: r["p50_ms"])["winner"] = True
+        autotune.extend(helion)
         if len(autotune) > MAX_CANDIDATES:
             self.notes.append(f"{len(autotune) - MAX_CANDIDATES} autotuning candidates beyond the first "
                               f"{MAX_CANDIDATES} were not kept")
@@ -433,7 +500,8 @@ class TuningWatch:
                 "registers": v["registers"] if v else None, "spills": v["spills"] if v else None,
                 "shared_mem_bytes": v["shared_mem_bytes"] if v else None,
                 "winner": cfg is winner or cfg == winner, "cached": bool(cached),
-                "note": note if note else (None if v else "its compiled variant could not be identified"),
+                "note": note if note else FAILED if p50 is None and t is not None else
+                (None if v else "its compiled variant could not be identified"),
             })
         return rows
 
