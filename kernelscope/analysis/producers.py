@@ -39,6 +39,7 @@ UNDOCUMENTED = "decoded from the kernel name (naming not documented)"
 # Where a kernel's config came from (the ``config_source`` column).
 FROM_TRACE = "trace (Inductor's launch event)"
 FROM_PROCESS = "process (compiled variant)"
+FROM_TUNER = "process (its tuner's candidate with this launch's warps)"
 AMBIGUOUS = "not identified: several compiled variants match this launch"
 NO_MATCH = "not identified: no compiled variant matches this launch"
 
@@ -210,6 +211,11 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
         for v in variants.to_dict("records"):
             by_name.setdefault(v["name"], []).append({c: (None if x is pd.NA or (isinstance(x, float) and np.isnan(x)) else x)
                                                       for c, x in v.items()})
+    tuned = {}
+    at = getattr(trace, "autotune", None)
+    if at is not None and len(at):
+        for r in at[["kernel", "config", "num_warps", "registers"]].to_dict("records"):
+            tuned.setdefault(r["kernel"], []).append(r)
     bx = _ints(k, "block_x")
     threads = bx * _ints(k, "block_y", 1) * _ints(k, "block_z", 1)
     regs, smem = _ints(k, "registers_per_thread"), _ints(k, "shared_mem_bytes")
@@ -223,7 +229,7 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
         got = cache.get(key)
         if got is None:
             got = cache[key] = _one(name, backend[i], bool(ind[i]), op_warps[i], op_stages[i], op_kwargs[i],
-                                    threads[i], regs[i], smem[i], by_name.get(name))
+                                    threads[i], regs[i], smem[i], by_name.get(name), tuned.get(name))
         for c, v in got.items():
             cols[c][i] = v
     k = k.copy()
@@ -239,10 +245,16 @@ def _ints(k, col, default=-1) -> np.ndarray:
     return k[col].astype("Int64").fillna(default).to_numpy(dtype=np.int64)
 
 
-def _one(name, backend, inductor_launch, warps, stages, kwargs, threads, regs, smem, variants) -> dict:
+def _one(name, backend, inductor_launch, warps, stages, kwargs, threads, regs, smem, variants, tuned=None) -> dict:
     out = {"producer": None, "num_warps": None, "num_stages": None, "num_ctas": None, "config": None,
            "config_source": None, "spills": None, "source_ops": None, "kernel_source": None, "decoded": None}
-    v, why = _variant_of(variants, threads, regs, smem)
+    if inductor_launch and kwargs is not None and variants:
+        # The trace names Inductor's config; its launcher (registers as ptxas reported them, which
+        # CUPTI may report otherwise) is the one of that config and warps.
+        v, why = _variant_of([x for x in variants if x.get("config") == _kwargs_text(kwargs)
+                              and x.get("num_warps") == warps], threads, -1, smem)
+    else:
+        v, why = _variant_of(variants, threads, regs, smem)
     out["producer"] = producer_of(name, backend, inductor_launch, v["producer"] if v else
                                   (variants[0]["producer"] if variants else None))
     if inductor_launch and (warps is not None or kwargs is not None):
@@ -252,12 +264,21 @@ def _one(name, backend, inductor_launch, warps, stages, kwargs, threads, regs, s
             if out[c] is None:
                 out[c] = v.get(c)
         if out["config"] is None:
-            out["config"] = v.get("config") or None
+            out["config"] = _as_tuned(v, tuned) or v.get("config") or None
         out["config_source"] = out["config_source"] or FROM_PROCESS
         out["spills"] = v.get("spills")
         out["kernel_source"] = v.get("source")
     elif why and out["config_source"] is None:
         out["config_source"] = why
+    if out["config"] is None and tuned and why != AMBIGUOUS:
+        # A kernel whose variants do not hold its knobs (Helion's are module constants): the
+        # tuner's candidate with these warps (and registers, where known), when only one has them.
+        hits = {r["config"] for r in tuned if r.get("config") and r.get("num_warps") is not None
+                and r["num_warps"] is not pd.NA and int(r["num_warps"]) * 32 == threads
+                and (r.get("registers") is None or r["registers"] is pd.NA or regs < 0 or int(r["registers"]) == regs)}
+        if len(hits) == 1:
+            out["config"], out["config_source"] = hits.pop(), FROM_TUNER
+            out["num_warps"] = out["num_warps"] if out["num_warps"] is not None else threads // 32
     ops = next((x.get("source_ops") for x in variants or [] if x.get("source_ops")), None)
     if ops:
         out["source_ops"] = ops
@@ -267,6 +288,17 @@ def _one(name, backend, inductor_launch, warps, stages, kwargs, threads, regs, s
     if out["producer"] not in ("Inductor", "Triton", "Helion"):
         out["decoded"] = describe_decoded(decode_name(name))
     return out
+
+
+def _as_tuned(v, tuned) -> str | None:
+    """The tuner's own text of a compiled variant's config (``BLOCK_M=64, ...``), where one of
+    its candidates has the variant's warps and every knob among the variant's constants (which
+    also hold Triton's specializations, such as a stride equal to 1)."""
+    have = {p.strip() for p in str(v.get("config") or "").split(",")}
+    hits = {r["config"] for r in tuned or [] if r.get("config") and r.get("num_warps") is not pd.NA
+            and r.get("num_warps") == v.get("num_warps")
+            and {p.strip() for p in r["config"].split(",")} <= have}
+    return hits.pop() if len(hits) == 1 else None
 
 
 def _variant_of(variants, threads, regs, smem):

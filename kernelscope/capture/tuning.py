@@ -88,6 +88,20 @@ def _fn_source(jf) -> str | None:
     return f"{code.co_filename}:{code.co_firstlineno}"
 
 
+def declared_constexprs(jf) -> set | None:
+    """The names of a JITFunction's ``tl.constexpr`` parameters (None if this Triton does not
+    say): Triton also compiles integer arguments equal to 1 as constants, which are not knobs.
+
+    >>> declared_constexprs(object()) is None
+    True
+    """
+    params = getattr(jf, "params", None)
+    if not isinstance(params, (list, tuple)) or not params:
+        return None
+    names = {getattr(p, "name", None) for p in params if getattr(p, "is_constexpr", False)}
+    return {n for n in names if isinstance(n, str)}
+
+
 def _constexprs(ck, arg_names) -> dict:
     """The constexpr arguments a CompiledKernel was compiled with, by name (ASTSource.constants:
     {(index,): value}; ``constexprs`` in other versions)."""
@@ -122,6 +136,7 @@ def compiled_variants(jf) -> list:
     if not caches:
         return []
     arg_names = list(getattr(jf, "arg_names", None) or [])
+    declared = declared_constexprs(jf)
     name, source = _fn_name(jf), _fn_source(jf)
     out = []
     try:
@@ -135,10 +150,11 @@ def compiled_variants(jf) -> list:
         for ck in list(cache.values()):
             md = getattr(ck, "metadata", None)
             consts = _constexprs(ck, arg_names)
+            knobs = {k: v for k, v in consts.items() if declared is None or k in declared}
             out.append({
                 "name": str(getattr(md, "name", None) or name), "function": name,
                 "producer": "Helion" if name.startswith("_helion_") else "Triton",
-                "config": config_text(consts), "num_warps": _num(getattr(md, "num_warps", None)),
+                "config": config_text(knobs), "num_warps": _num(getattr(md, "num_warps", None)),
                 "num_stages": _num(getattr(md, "num_stages", None)), "num_ctas": _num(getattr(md, "num_ctas", None)),
                 "registers": _num(getattr(ck, "n_regs", None)), "spills": _num(getattr(ck, "n_spills", None)),
                 "shared_mem_bytes": _num(getattr(md, "shared", None)),
@@ -164,6 +180,7 @@ def _match_variant(variants, cfg) -> dict | None:
     return hits[0] if len(keys) == 1 else None
 
 
+PRUNED_TO_ONE = "the only config left after pruning: Triton takes it without timing it"
 FAILED = "did not run: the tuner timed it as infinite (out of resources, or it failed to compile)"
 
 
@@ -295,7 +312,7 @@ class TuningWatch:
         keys = set(cache) if isinstance(cache, dict) else set()
         # [autotuner, keys known (grows), timings before the region, bench_time, keys before the region]
         seen = [at, keys, dict(timings) if isinstance(timings, dict) else None, getattr(at, "bench_time", None),
-                frozenset(keys)]
+                frozenset(keys), id(timings)]
         self._autotuners[id(at)] = seen
         return seen
 
@@ -305,14 +322,18 @@ class TuningWatch:
             new = [k for k in cache if k not in seen[1]]
             timings = getattr(at, "configs_timings", None)
             bench = getattr(at, "bench_time", None)
+            # Triton assigns a new dict at each benchmark: the same one means nothing was timed
+            # (the configs were pruned to one, which Triton takes without benchmarking).
+            fresh = isinstance(timings, dict) and id(timings) != seen[5]
             # Read from Triton's autotuning disk cache: timings were measured by an earlier process
             # (bench_time did not move).
             from_disk = bench is None or bench == seen[3]
             for k in new:
                 seen[1].add(k)
-                self._tunings.append((id(at), k, dict(timings) if isinstance(timings, dict) else None,
-                                      cache[k], not from_disk))
-            seen[3] = bench
+                self._tunings.append((id(at), k, dict(timings) if fresh else {cache[k]: None},
+                                      cache[k], fresh and not from_disk) if fresh else
+                                     (id(at), k, {cache[k]: None}, cache[k], True, PRUNED_TO_ONE))
+            seen[3], seen[5] = bench, id(timings)
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"an autotuning could not be read ({type(e).__name__}: {e})"[:300])
 
@@ -444,12 +465,13 @@ class TuningWatch:
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"Inductor's compiled kernels not read ({type(e).__name__}: {e})"[:300])
         tuning_ids = {}
-        for at_id, key, timings, winner, here in self._tunings:
+        for at_id, key, timings, winner, here, *note in self._tunings:
             autotune.extend(self._candidates(self._autotuners[at_id][0], key, timings, winner, cached=not here,
+                                             note=note[0] if note else None,
                                              tuning=tuning_ids.setdefault((at_id, key), len(tuning_ids)), by_jit=by_jit))
         # Tunings from before the region (cache hits): the winner, and the timings Triton still
         # holds when only one shape was tuned then.
-        for at_id, (at, _, timings, _, before) in self._autotuners.items():
+        for at_id, (at, _, timings, _, before, _) in self._autotuners.items():
             earlier = list(before)
             for k in earlier:
                 winner = (getattr(at, "cache", None) or {}).get(k)
@@ -530,6 +552,8 @@ class TuningWatch:
         for k, obj in found.items():
             meta = getattr(obj, "inductor_meta", None) or {}
             name = str(meta.get("kernel_name") or k)
+            if names and name not in names:
+                continue    # a template benchmarked under its placeholder name, never launched here
             for ln in list(obj.launchers):
                 cfg = getattr(ln, "config", None)
                 out.append({
