@@ -247,9 +247,9 @@ class TuningWatch:
                 pass
 
     def _module(self, name):
-        if name in sys.modules:
+        if sys.modules.get(name) is not None:
             return sys.modules[name]
-        if not self.force:
+        if not self.force or name in sys.modules:    # None in sys.modules: blocked, not installed
             return None
         import importlib
         return importlib.import_module(name)
@@ -258,7 +258,9 @@ class TuningWatch:
         autotuner = self._module("triton.runtime.autotuner")
         jit = self._module("triton.runtime.jit")
         if autotuner is None or jit is None:
-            if "triton" not in sys.modules:
+            if self.force:
+                self.notes.append("Triton could not be imported: its autotuning and compiled variants were not watched")
+            elif sys.modules.get("triton") is None:
                 self.notes.append("Triton was not imported when the region started: its autotuning and "
                                   "compiled variants were not watched (import triton first, or tuning=True)")
             return
