@@ -36,6 +36,7 @@ _TRT = re.compile(r"(_trt$|^trt_|_kernel_trt\b)")
 # Labels of where a decoded name's fields come from.
 DOCUMENTED = "the kernel name (CUTLASS's documented naming)"
 UNDOCUMENTED = "decoded from the kernel name (naming not documented)"
+MIN_RECORDED_REGISTERS = 16
 # Where a kernel's config came from (the ``config_source`` column).
 FROM_TRACE = "trace (Inductor's launch event)"
 FROM_PROCESS = "process (compiled variant)"
@@ -311,7 +312,9 @@ def _variant_of(variants, threads, regs, smem):
         if w is not None and threads > 0 and int(w) * 32 * int(v.get("num_ctas") or 1) != threads and int(w) * 32 != threads:
             continue
         r = v.get("registers")
-        if r is not None and regs >= 0 and int(r) != regs:
+        # CUPTI records at least 16 registers per thread: Triton's n_regs of 10 and 14 were
+        # recorded as 16 on the H200 (tests/data/tuning/inductor_run).
+        if r is not None and regs >= 0 and max(int(r), MIN_RECORDED_REGISTERS) != max(regs, MIN_RECORDED_REGISTERS):
             continue
         s = v.get("shared_mem_bytes")
         if s is not None and smem >= 0 and int(s) != smem:

@@ -59,6 +59,18 @@ def test_inductor_spills_from_the_process_matched_by_the_trace_config():
     assert ind["spills"].tolist() == [0, 0, 0] and set(ind["config"]) == {"XBLOCK=128"}
 
 
+def test_fewer_than_16_registers_are_recorded_as_16():
+    rep = ks.load(TUNING / "inductor_run.ksreport.json.gz")
+    v = rep.trace.variants.copy()
+    assert v["registers"].tolist() == [10]
+    # without the trace's config (as for a user's Triton kernel), the launch's 16 registers match 10
+    tr = dataclasses.replace(rep.trace, ops=rep.trace.ops.assign(kernel_kwargs=None, num_warps=pd.NA))
+    k = ks.Report(tr).kernels
+    ind = k[k["name"] == "triton_poi_fused_addmm_mul_relu_0"]
+    assert set(ind["config"]) == {"XBLOCK=128"} and set(ind["config_source"]) == {FROM_PROCESS}
+    assert set(ind["registers_per_thread"]) == {16}
+
+
 def test_triton_launches_name_their_variant(triton_rep):
     k = triton_rep.kernels
     a = triton_rep.autotune
