@@ -330,7 +330,7 @@ def _variant_of(variants, threads, regs, smem):
 
 # -- autotuning candidates ----------------------------------------------------------------------
 AUTOTUNE_VIEW_COLUMNS = (
-    "kernel", "producer", "tuner", "tuning", "shape_key", "choice", "config", "num_warps", "num_stages",
+    "kernel", "producer", "tuner", "tuning", "op", "shape_key", "choice", "config", "num_warps", "num_stages",
     "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
     "shared_mem_bytes", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
     "cached", "rank", "note")
