@@ -49,8 +49,11 @@ def test_autotuning_in_the_region_is_collected_with_variants(tmp_path):
     assert one["theoretical_occupancy"] == 0.5 and "blocks" in one["occupancy_limiter"]
     launch = rep.kernels[rep.kernels["name"] == "_copy"]
     win = a[a["winner"]].iloc[0]
-    assert launch["config"].iloc[0] == win["config"] and launch["producer"].iloc[0] == "Triton"
-    assert launch["config_source"].iloc[0] == "process (compiled variant)"
+    # every launch (the tuner's own, then the one that used the winner) names its variant; the
+    # 14-register variants were recorded by CUPTI as 16 (analysis/producers.py)
+    assert launch["config"].notna().all() and set(launch["producer"]) == {"Triton"}
+    assert set(launch["config_source"]) == {"process (compiled variant)"}
+    assert launch["config"].iloc[-1] == win["config"]
     # the in-process tables survive a save and load
     back = ks.load(rep.save(tmp_path / "t.ksreport.json.gz"))
     assert back.autotune[["config", "p50_ms", "winner"]].equals(a[["config", "p50_ms", "winner"]])
