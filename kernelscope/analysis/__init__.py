@@ -11,8 +11,10 @@ _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the kernels table with the analysis columns added, as a new frame; the launch-shapes
     table). Columns added: ``device``, ``device_type``, ``short_name``, ``backend``,
-    ``tensor_cores``, ``backend_rule``, the occupancy columns and ``shape`` (the launch's row of
-    the shapes table, :mod:`kernelscope.analysis.shapes`).
+    ``tensor_cores``, ``backend_rule``, the producer and its knobs (``producer``, ``num_warps``,
+    ``num_stages``, ``config``, ``spills``, ...: :mod:`kernelscope.analysis.producers`), the
+    occupancy columns and ``shape`` (the launch's row of the shapes table,
+    :mod:`kernelscope.analysis.shapes`).
 
     >>> k, shapes = analyze_kernels(ks.load("attention.pt.trace.json.gz").trace)   # doctest: +SKIP
     >>> k[["short_name", "backend", "theoretical_occupancy"]]                       # doctest: +SKIP
@@ -26,6 +28,8 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     # copies a column only when it is changed; older pandas needs the deep copy.
     k = annotate_devices(trace.kernels.copy(deep=not _COPY_ON_WRITE), trace.devices)
     k = annotate_backends(k, trace)
+    from kernelscope.analysis.producers import annotate_producers
+    k = annotate_producers(k, trace)
     codes, shapes = launch_shapes(k, trace.devices)
     k = annotate_occupancy(k, trace.devices, shapes=(codes, shapes))
     if "reported_occupancy" in k.columns:
@@ -58,3 +62,28 @@ def annotate_copies(trace) -> pd.DataFrame:
     """
     from kernelscope.analysis.devices import annotate_devices
     return annotate_devices(trace.copies.copy(deep=not _COPY_ON_WRITE), trace.devices)
+
+
+def annotate(trace, ncu: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(kernels, copies, shapes): every column analysis adds to a trace's launches, in one place.
+    Kernels as :func:`analyze_kernels` gives them, then Nsight Compute's measurements merged by
+    name and launch order (``ncu_*`` columns, when ``ncu`` is given) and each kernel's top warp
+    stall (when the trace holds stall samples); copies with their device label and, when the run
+    sampled PM counters, the per-copy counter columns.
+
+    >>> k, copies, shapes = annotate(ks.load("copies_streams.pt.trace.json.gz").trace)
+    >>> sorted(set(copies["device"])), int(shapes["theoretical_occupancy"].notna().sum()) > 0
+    (['cuda:0'], True)
+    """
+    kernels, shapes = analyze_kernels(trace)
+    copies = annotate_copies(trace)
+    if ncu is not None and len(ncu):
+        from kernelscope.trace.ncu.export import merge_ncu
+        kernels = merge_ncu(kernels, ncu)
+    if len(trace.counters):
+        from kernelscope.analysis.counters import annotate_counters
+        copies = annotate_counters(copies, trace.counters)
+    if len(trace.stalls):
+        from kernelscope.analysis.stalls import annotate_top_stall
+        kernels = annotate_top_stall(kernels, trace.stalls)
+    return kernels, copies, shapes

@@ -177,7 +177,7 @@ def _fused_ops_from_name(name: str) -> str | None:
 
 
 def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
-    """The kernels table with ``producer``, ``num_warps``, ``num_stages``, ``num_ctas``,
+    """``kernels`` (analysis's own frame, changed in place) with ``producer``, ``num_warps``, ``num_stages``, ``num_ctas``,
     ``config``, ``config_source``, ``registers_source``, ``spills`` (local memory: Triton's
     n_spills), ``source_ops`` (Inductor's fused ATen ops), ``kernel_source`` (the Triton
     function's file:line) and ``decoded`` (a library name's fields, one line) added.
@@ -196,16 +196,25 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
     idx = np.where(ok, np.nan_to_num(rows), 0).astype(np.int64)
 
     def from_op(col):
-        if col not in ops.columns or not len(ops):
-            return np.full(n, None, dtype=object)
-        vals = ops[col].astype(object).to_numpy()
+        """The launching op's ``col`` per launch (None where there is none)."""
         out = np.full(n, None, dtype=object)
-        out[ok] = vals[idx[ok]]
-        return np.array([None if v is pd.NA else v for v in out], dtype=object)
-    op_name = from_op("name")
-    op_warps, op_stages, op_kwargs, op_hash = (from_op(c) for c in ("num_warps", "num_stages", "kernel_kwargs", "kernel_hash"))
+        if col in ops.columns and len(ops):
+            vals = ops[col].to_numpy(dtype=object, na_value=None)
+            out[ok] = vals[idx[ok]]
+        return out
+
+    def int_from_op(col):
+        out = np.full(n, -1, dtype=np.int64)
+        if col in ops.columns and len(ops):
+            vals = ops[col].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+            out[ok] = vals[idx[ok]]
+        return out
+    op_name, op_kwargs = from_op("name"), from_op("kernel_kwargs")
+    op_warps, op_stages = int_from_op("num_warps"), int_from_op("num_stages")
     # An Inductor launch event is the op named as the kernel it launches.
-    ind = np.array([a is not None and a == b for a, b in zip(op_name, names)], dtype=bool)
+    name_codes, name_uniques = pd.factorize(names, use_na_sentinel=True)
+    op_codes = pd.Index(name_uniques).get_indexer(op_name) if n else np.zeros(0, np.int64)
+    ind = (op_codes == name_codes) & (name_codes >= 0)
     variants = getattr(trace, "variants", None)
     by_name = {}
     if variants is not None and len(variants):
@@ -220,23 +229,38 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
     bx = _ints(k, "block_x")
     threads = bx * _ints(k, "block_y", 1) * _ints(k, "block_z", 1)
     regs, smem = _ints(k, "registers_per_thread"), _ints(k, "shared_mem_bytes")
-    cols = {c: np.full(n, None, dtype=object) for c in
-            ("producer", "num_warps", "num_stages", "num_ctas", "config", "config_source", "spills",
-             "source_ops", "kernel_source", "decoded")}
-    cache = {}
-    for i in range(n):
-        name = names[i]
-        key = (name, backend[i], bool(ind[i]), op_warps[i], op_stages[i], op_kwargs[i], threads[i], regs[i], smem[i])
-        got = cache.get(key)
-        if got is None:
-            got = cache[key] = _one(name, backend[i], bool(ind[i]), op_warps[i], op_stages[i], op_kwargs[i],
-                                    threads[i], regs[i], smem[i], by_name.get(name), tuned.get(name))
-        for c, v in got.items():
-            cols[c][i] = v
-    k = k.copy()
+    # One answer per distinct (name, launch shape, launching op's knobs): a trace has millions
+    # of launches of a few hundred such keys.
+    kw_codes = pd.factorize(op_kwargs, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    back_codes = pd.factorize(backend, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    # Three int64 keys, each packing several small fields (clipped: a damaged trace's absurd
+    # values only share an answer with each other): fewer columns to group by is most of the speed.
+    def field(v, bits):
+        return np.clip(v, -1, (1 << bits) - 2) + 1
+    keys = pd.DataFrame({
+        "who": (field(name_codes, 40) << 20) | field(back_codes, 20),
+        "op": (field(kw_codes, 40) << 21) | (field(op_warps, 10) << 11) | (field(op_stages, 10) << 1) | ind,
+        "shape": (field(threads, 21) << 42) | (field(regs, 10) << 32) | field(smem, 32)})
+    codes = keys.groupby(["who", "op", "shape"], sort=False).ngroup().to_numpy() if n else np.zeros(0, np.int64)
+    firsts = np.unique(codes, return_index=True)[1]
+
+    def opt(v):
+        return None if v < 0 else int(v)
+    answers = [_one(names[i], backend[i], bool(ind[i]), opt(op_warps[i]), opt(op_stages[i]), op_kwargs[i],
+                    threads[i], regs[i], smem[i], by_name.get(names[i]), tuned.get(names[i])) for i in firsts.tolist()]
+    cols = {}
+    for c in ("producer", "num_warps", "num_stages", "num_ctas", "config", "config_source", "spills",
+              "source_ops", "kernel_source", "decoded"):
+        per = np.empty(len(answers), dtype=object)
+        per[:] = [a[c] for a in answers]
+        cols[c] = per[codes] if n else np.empty(0, dtype=object)
     for c, v in cols.items():
-        k[c] = pd.array(v, dtype="Int64") if c in ("num_warps", "num_stages", "num_ctas", "spills") else \
-            pd.Series(v, dtype=object, index=k.index)
+        if c in ("num_warps", "num_stages", "num_ctas", "spills"):
+            per = np.array([-1 if a[c] is None or a[c] is pd.NA else int(a[c]) for a in answers], dtype=np.int64)
+            vals = per[codes] if n else np.empty(0, np.int64)
+            k[c] = pd.arrays.IntegerArray(np.maximum(vals, 0), vals < 0)
+        else:
+            k[c] = pd.Series(v, dtype=object, index=k.index)
     return k
 
 
