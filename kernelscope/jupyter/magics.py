@@ -90,8 +90,12 @@ class KernelProfileMagics(Magics):
               help="With --ncu: Nsight Compute's section set (default full; basic is faster but has no "
                    "stall sampling or source view).")
     @argument("--setup", default=None, metavar="CELLS",
-              help="With --ncu: the cells to replay first, by number (e.g. 1,3-5, or none), instead of "
-                   "every earlier cell that succeeded.")
+              help="With --ncu or --stalls: the cells to replay first, by number (e.g. 1,3-5, or none), "
+                   "instead of the earlier cells this cell needs (those binding or changing the names it "
+                   "uses, found from their code).")
+    @argument("--replay-limit", dest="replay_limit", type=float, default=None, metavar="SECONDS",
+              help="With --ncu or --stalls: replay needed cells that ran up to SECONDS when they ran "
+                   "(default 60; longer ones, such as a training loop, only with --setup).")
     @line_cell_magic
     def kernelprofile(self, line, cell=None):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
@@ -99,7 +103,7 @@ class KernelProfileMagics(Magics):
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
                [--repeat N] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
                [--no-display] [--baseline NAME] [--compare NAME]
-               [--ncu [--kernels REGEX] [--launches N] [--set NAME] [--setup CELLS]]
+               [--ncu [--kernels REGEX] [--launches N] [--set NAME]] [--setup CELLS] [--replay-limit S]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
@@ -344,9 +348,15 @@ def _metrics(value):
 
 
 def _check(args):
-    ncu_only = [f"--{k}" for k in ("kernels", "launches", "set", "setup") if getattr(args, k, None) is not None]
+    ncu_only = [f"--{k}" for k in ("kernels", "launches", "set") if getattr(args, k, None) is not None]
     if ncu_only and not args.ncu:
         raise UsageError(f"{', '.join(ncu_only)} only apply with --ncu")
+    replay_only = [f"--{k.replace('_', '-')}" for k in ("setup", "replay_limit") if getattr(args, k, None) is not None]
+    if replay_only and not (args.ncu or args.stalls):
+        raise UsageError(f"{', '.join(replay_only)} only apply with --ncu or --stalls (they choose the cells "
+                         "replayed before this one)")
+    if args.replay_limit is not None and not args.replay_limit >= 0:
+        raise UsageError("--replay-limit is a number of seconds (0 or more)")
     if args.ncu:
         args.set = args.set or "full"
         if args.launches is not None and args.launches < 1:

@@ -50,13 +50,13 @@ def test_earlier_successful_cells_become_plain_python(shell):
         !echo from-the-shell
         """)
     _run(shell, "%kernelprofile last")                                 # ours: left out entirely
-    cells, notes = replay_cells(shell, None, shell.execution_count)
+    cells, notes = replay_cells(shell, None, shell.execution_count, "w = z * y\n")   # needs z, y, x
     mine = [c for c in cells if int(c.label.strip("[]")) >= start]
     assert [c.label for c in mine] == [f"[{start}]", f"[{start + 2}]", f"[{start + 3}]"]
     assert mine[1].source == "y = x * 2\n"                             # a %%kernelprofile cell's body
     assert "get_ipython().run_line_magic('time', 'z = y + 1')" in mine[2].source
     assert "get_ipython().system('echo from-the-shell')" in mine[2].source
-    assert f"left out cells that raised: [{start + 1}]" in notes
+    assert f"left out [{start + 1}]: raised when it ran" in notes
     # --setup names the cells; "none" replays only the cell
     only, _ = replay_cells(shell, f"{start},{start + 2}", shell.execution_count)
     assert [c.label for c in only] == [f"[{start}]", f"[{start + 2}]"]
