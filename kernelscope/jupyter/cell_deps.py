@@ -59,13 +59,15 @@ class CellInfo:
     syntax_error: str | None = None
 
 
-def analyse(source: str) -> CellInfo:
+def analyse(source: str, modules=frozenset()) -> CellInfo:
     """What the Python ``source`` of a cell (IPython-transformed, magics as
     ``get_ipython().run_line_magic(...)`` calls) reads, binds and changes.
 
     >>> info = analyse("import torch\\nmodel = make()\\nmodel.to('cuda')\\ny = model(x)\\n")
     >>> sorted(info.uses), sorted(info.binds), sorted(info.mutates)
     (['make', 'x'], ['model', 'torch', 'y'], ['model'])
+
+    ``modules``: names other cells bound to modules (``torch.cuda.synchronize()`` changes nothing).
     """
     info = CellInfo()
     try:
@@ -73,7 +75,7 @@ def analyse(source: str) -> CellInfo:
     except SyntaxError as e:
         info.syntax_error = f"{e.msg} (line {e.lineno})"
         return info
-    _Flow(info).run(tree.body)
+    _Flow(info, modules).run(tree.body)
     info.uses -= _BUILTINS
     info.mutates -= _BUILTINS
     return info
@@ -82,8 +84,9 @@ def analyse(source: str) -> CellInfo:
 class _Flow:
     """Walks a cell's statements in the order they run, keeping what is bound so far."""
 
-    def __init__(self, info: CellInfo):
+    def __init__(self, info: CellInfo, modules=frozenset()):
         self.info = info
+        self.modules = set(modules)
         self.bound: set = set()
         self.deferred: set = set()    # module names read inside functions (read when called)
         self.done: set = set()        # calls already looked at as statements
@@ -124,7 +127,7 @@ class _Flow:
             root = _root(node.func.value)
             if root is None:
                 return None
-            if root in self.info.imports:
+            if root in self.info.imports or (root in self.modules and root not in self.bound):
                 if statement and _SETTER.match(node.func.attr):
                     self.mutate(root)
                     if root in ("os", "sys"):
@@ -448,13 +451,15 @@ def plan_replay(cells: list, profiled: str, *, limit_s: float | None = 60.0) -> 
     """
     cells = sorted(cells, key=lambda c: c.count)
     infos = {c.count: analyse(c.source) for c in cells}
+    modules = {m for i in infos.values() for m in i.imports}
+    infos = {c.count: analyse(c.source, modules) for c in cells}
     made = {o for c in cells for o in c.outputs}            # only the notebook's kernel has these
     derived = _derived_from(cells, infos, made)
     aliases = {}
     for c in cells:
         for k, v in infos[c.count].aliases.items():
             aliases.setdefault(k, set()).update(v)
-    this = analyse(profiled)
+    this = analyse(profiled, modules)
     need = set(this.uses) | set(this.mutates)
     plan = Plan(results_used=need & derived)
     chosen = {}
@@ -477,6 +482,8 @@ def plan_replay(cells: list, profiled: str, *, limit_s: float | None = 60.0) -> 
             continue
         if limit_s is not None and c.seconds is not None and c.seconds > limit_s:
             plan.too_long.append((c, sorted(binds_needed)))
+            if binds_needed:   # the replay will not run; what it would need, for the --setup to suggest
+                need = ((need - info.kills) | info.uses | info.mutates) - derived
             continue
         why = (f"binds {', '.join(sorted(binds_needed)[:4])}" if binds_needed else
                f"changes {', '.join(sorted(changes_needed)[:4])}" if changes_needed else
