@@ -152,9 +152,13 @@ class KernelProfileMagics(Magics):
         try:
             report = prof.stop(partial=error is not None, error=error)
         except BaseException:
+            # The profiler is off again (stop() sees to that); a lost CUDA context is the user's to know.
+            _say_if_context_lost()
             if error is not None:
                 raise error from None
             raise
+        if error is not None:
+            _say_if_context_lost()
         if "repeats" in report.meta:
             report.meta["repeats"]["warmup"] = args.warmup
         if self._cell_name:
@@ -326,12 +330,24 @@ except ImportError:  # pragma: no cover
 
 
 def _start(prof):
-    """Start recording; a busy profiler is the user's to stop, so show just the message."""
+    """Start recording; a busy profiler is the user's to stop (a lost CUDA context, the kernel's
+    to restart), so show just the message."""
     from kernelscope.capture import ProfilerBusyError
+    from kernelscope.capture.recorder import CudaContextLost
     try:
         prof.start()
-    except ProfilerBusyError as e:
+    except (ProfilerBusyError, CudaContextLost) as e:
         raise UsageError(f"kernelscope: {e}") from None
+
+
+def _say_if_context_lost():
+    """After a cell failed: where a sticky CUDA error broke this process's CUDA context, say that
+    only a restart helps (the cell's own error follows)."""
+    from kernelscope.capture.recorder import RESTART, cuda_context_lost
+    lost = cuda_context_lost()
+    if lost:
+        print(f"kernelscope: the CUDA context of this kernel is lost ({lost}); the profiler was stopped. "
+              f"{RESTART[0].upper()}{RESTART[1:]}.", file=sys.stderr)
 
 
 def _title(output, count, cells=None):
