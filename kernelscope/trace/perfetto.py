@@ -17,6 +17,8 @@ import pandas as pd
 from kernelscope.errors import TraceError
 from kernelscope.trace.model import COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame
 
+# What JAX names the file (``<host>.perfetto_trace.json.gz`` where a tool prefixes the host).
+FILE_NAMES = ("perfetto_trace.json.gz", "perfetto_trace.json")
 _MARK = re.compile(rb'"name"\s*:\s*"/(device:GPU|host:CPU)')
 _DEVICE = re.compile(r"^/device:GPU:(\d+)")
 _STREAM = re.compile(r"Stream #(\d+)")
