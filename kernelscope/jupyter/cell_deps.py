@@ -375,6 +375,14 @@ def _root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _plain_root(node):
+    """The name of a chain of attributes and subscripts (``a`` of ``a.b[0]``); None where a call
+    is in it (``torch.nn.Linear(8, 8).w`` is a new object, not ``torch``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def _roots(node) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -382,11 +390,12 @@ def _roots(node) -> set:
 def _aliased(value):
     """Names whose object the value may be: ``m = model``, ``m = model.encoder``, ``layer = net[0]``."""
     if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
-        r = _root(value)
+        r = _plain_root(value)
         return {r} if r else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in IN_PLACE:
-        r = _root(value.func.value)           # ``m = model.to("cuda")`` is model itself
-        return {r} if r else None
+        r = _plain_root(value.func.value)     # ``m = model.to("cuda")`` is model itself
+        if r or isinstance(value.func.value, ast.Call):
+            return {r} if r else _aliased(value.func.value)   # ``model.half().cuda()``
     if isinstance(value, ast.Call):
         # ``opt = SGD(model.parameters())``: opt.step() changes model's weights
         owners = {_root(c.func.value) for c in ast.walk(value) if isinstance(c, ast.Call)
@@ -458,7 +467,7 @@ def plan_replay(cells: list, profiled: str, *, limit_s: float | None = 60.0) -> 
     aliases = {}
     for c in cells:
         for k, v in infos[c.count].aliases.items():
-            aliases.setdefault(k, set()).update(v)
+            aliases.setdefault(k, set()).update(v - modules)   # a module's object is not the module
     this = analyse(profiled, modules)
     need = set(this.uses) | set(this.mutates)
     plan = Plan(results_used=need & derived)

@@ -76,6 +76,9 @@ def test_changes_to_objects_are_found():
                        "for _ in range(3):\n    opt.zero_grad()\n    model(torch.ones(2, 8)).sum().backward()\n    opt.step()\n"],
                       "model(torch.ones(2, 8))\n")
     assert run == [1, 2, 3]
+    # a module's new object is not the module: changing it does not change torch
+    p, run, _ = _plan(["import torch\nmodel = torch.nn.Linear(8, 8).half().cpu()\n", "model.eval()\n"], "model(1)\n")
+    assert run == [1, 2] and p.run[1][2] == "changes model"
     # reading is not changing
     _, run, _ = _plan([base, "print(model)\nn = len(list(model.parameters()))\n"], "model(torch.ones(2, 8))\n")
     assert run == [1]
