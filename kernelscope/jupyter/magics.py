@@ -67,7 +67,7 @@ class KernelProfileMagics(Magics):
     @argument("--interval-us", dest="interval_us", type=float, default=None, metavar="US",
               help="PM sampling interval in microseconds (default 20).")
     @argument("--stalls", action="store_true",
-              help="Then replay the session's cells in a new process (as --ncu does), this cell under "
+              help="Then replay the cells this one needs in a new process (as --ncu does), this cell under "
                    "Triton's Proton PC sampling, for warp-stall reasons per kernel (report.stalls, "
                    "sampled live). The cell's side effects happen there too. Needs triton.")
     @argument("--no-display", dest="no_display", action="store_true",
@@ -80,7 +80,7 @@ class KernelProfileMagics(Magics):
     @argument("--ncu", action="store_true",
               help="Also get Nsight Compute's report of the cell's kernels (roofline, memory, stall "
                    "reasons, source hot spots, its advice), keeping this kernel's state: a new process "
-                   "under ncu replays the session's earlier successful cells, then this cell, profiling "
+                   "under ncu replays the earlier cells this one needs (see --setup), then this cell, profiling "
                    "only this cell. Needs ncu (on PATH or $KERNELSCOPE_NCU).")
     @argument("--kernels", default=None, metavar="REGEX",
               help="With --ncu: profile only kernels whose (demangled) name matches REGEX.")

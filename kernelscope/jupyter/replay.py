@@ -2,9 +2,10 @@
 restarting the kernel.
 
 ncu cannot attach to the running kernel, so the cell is replayed in a new process under ncu
-(:mod:`kernelscope.capture.ncu_run`): the session's earlier successful cells (or those
-``--setup`` names), turned into plain Python here with IPython's own transformers, then this
-cell inside an NVTX range that ncu profiles alone. The report merges onto the live profile of
+(:mod:`kernelscope.capture.ncu_run`): the earlier cells this cell needs
+(:mod:`kernelscope.jupyter.cell_deps`, from their code; or those ``--setup`` names), turned into
+plain Python here with IPython's own transformers, then this cell inside an NVTX range that ncu
+profiles alone. Which cells run again, with how long each took when it ran, is said first. The report merges onto the live profile of
 the cell; what ran again, how long it took and where the replay differed from the live run is
 said in words. Every failure leaves the live report shown.
 """
@@ -283,7 +284,7 @@ def deep_dive(shell, args, cell: str, live):
 
 
 def stall_replay(shell, args, cell: str, live):
-    """``--stalls``: replay the session's cells (as for ``--ncu``) in a new process, this cell under
+    """``--stalls``: replay the cells this one needs (as for ``--ncu``) in a new process, this cell under
     Triton's Proton PC sampling, and return the live report with the stall samples matched to its
     kernels (or ``live`` itself, after saying why). A new process because Proton is a CUPTI client
     of its own: it cannot start in a process where torch.profiler has run."""

@@ -10,9 +10,10 @@ in a process of its own (the context cannot be mended).
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
+
+from tests.jupyter.conftest import run_cell
 
 IPython = pytest.importorskip("IPython")
 torch = pytest.importorskip("torch")
@@ -24,15 +25,11 @@ ILLEGAL = "CUDA error: an illegal memory access was encountered"
 
 
 @pytest.fixture()
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-    sh = InteractiveShell.instance()
-    sh.run_line_magic("load_ext", "kernelscope")
-    return sh
+def shell(ipython_shell):
+    return ipython_shell
 
 
-def _run(sh, src):
-    return sh.run_cell(textwrap.dedent(src), store_history=True)
+_run = run_cell
 
 
 def test_a_profiler_whose_stop_fails_is_turned_off(shell, monkeypatch, capsys):
