@@ -218,7 +218,6 @@ class ReplayCell:
     source: str
     optional: bool = False
     seconds: float | None = None
-    why: str = ""
 
 
 def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0,

@@ -5,9 +5,10 @@ ncu cannot attach to the running kernel, so the cell is replayed in a new proces
 (:mod:`kernelscope.capture.ncu_run`): the earlier cells this cell needs
 (:mod:`kernelscope.jupyter.cell_deps`, from their code; or those ``--setup`` names), turned into
 plain Python here with IPython's own transformers, then this cell inside an NVTX range that ncu
-profiles alone. Which cells run again, with how long each took when it ran, is said first. The report merges onto the live profile of
-the cell; what ran again, how long it took and where the replay differed from the live run is
-said in words. Every failure leaves the live report shown.
+profiles alone. Which cells run again, with how long each took when it ran, is said first. The
+report merges onto the live profile of the cell; what ran again, how long it took and where
+the replay differed from the live run is said in words. Every failure leaves the live report
+shown.
 """
 from __future__ import annotations
 
@@ -161,8 +162,8 @@ def replay_cells(shell, setup: str | None, current: int, cell: str = "",
         groups.setdefault(why, []).append(c.count)
     for why, counts in groups.items():
         notes.append(f"left out {_span(counts)}: {why}")
-    out = [ReplayCell(f"[{c.count}]", c.source, optional=optional, seconds=c.seconds, why=why)
-           for c, optional, why in plan.run]
+    out = [ReplayCell(f"[{c.count}]", c.source, optional=optional, seconds=c.seconds)
+           for c, optional, _ in plan.run]
     return out, notes
 
 
