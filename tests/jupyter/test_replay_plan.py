@@ -210,3 +210,33 @@ def test_a_long_cell_is_not_replayed_unasked(shell, fake_proton, capsys):
     assert r.success and len(fake_proton) == count
     assert (f"no warp stalls: In [{n}] ran for 90.0 s when it ran and binds model, torch, which this cell needs" in err
             and f"--setup {n}," in err and "--replay-limit 91" in err)
+
+
+def test_ncu_after_reading_a_report_in_a_real_shell(shell, monkeypatch, tmp_path, capsys):
+    # The child really runs the cells, without ncu (no GPU here); it hands back a report ncu wrote on the H200.
+    import kernelscope.capture.ncu_run as ncu_run
+    report = os.path.join(DATA, "ncu_rep", "torch_ops.ncu-rep.xz")
+    runs = []
+
+    def replay(setup, cell, **kw):
+        out, status = run_replay_child(tmp_path, setup, cell)
+        runs.append([(c.label, c.optional) for c in setup])
+        return ncu_run.NcuRun(report, ["ncu"], 2.5, out.returncode, stderr=out.stderr, status=status)
+
+    monkeypatch.setattr(ncu_run, "replay", replay)
+    n = shell.execution_count
+    _run(shell, "import torch\nw = torch.ones(8, 8)\n")
+    _run(shell, "%%kernelprofile -o met --no-display\nv = w @ w\n")
+    _run(shell, "k = met.kernels\n")
+    _run(shell, "w.mul_(2)\nprint(k)\n")                     # changes w, but reads k: skipped in the replay
+    capsys.readouterr()
+    r = _run(shell, "%%kernelprofile --ncu -o deep --no-display\nv = w @ w\n")
+    assert r.success, r.error_in_exec
+    said = capsys.readouterr()
+    assert runs == [[(f"[{n}]", False), (f"[{n + 3}]", True)]]
+    assert f"Nsight Compute deep dive: replaying cells [{n}] (" in said.out
+    assert re.search(rf"left out [^:]*\[{n + 2}\][^:]*: reads kernelscope's results \(met\)", said.out)
+    assert f"In [{n + 3}] raised NameError: name 'k' is not defined in the replay and was skipped" in said.err
+    rep = shell.user_ns["deep"]
+    assert rep.meta["ncu_replay"]["setup"] == [f"[{n}]", f"[{n + 3}]"] and len(rep.ncu) > 0
+    assert any("was skipped" in x for x in rep.meta["notes"])
