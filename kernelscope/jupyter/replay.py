@@ -18,7 +18,7 @@ import sys
 import time
 import weakref
 
-_LOGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OUR_LINE = re.compile(r"^\s*%(load_ext|reload_ext)\s+kernelscope\b|^\s*%kernelprofile\b")
 # ``-o NAME`` of a %%kernelprofile / %kernelprofile start line: a Report only this kernel holds.
 _OUTPUT = re.compile(r"^\s*%%?kernelprofile\b.*?(?:\s-o|\s--output)(?:\s+|=)([A-Za-z_]\w*)", re.M)
