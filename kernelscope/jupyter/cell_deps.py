@@ -144,7 +144,7 @@ class _Flow:
     def magic(self, node: ast.Call) -> bool:
         """``get_ipython().run_line_magic("time", "x = f()")``: the code inside counts as the cell's."""
         f = node.func
-        if not (isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name)
+        if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name)
                 and f.value.func.id == "get_ipython"):
             return False
         args = [a.value if isinstance(a, ast.Constant) else None for a in node.args]

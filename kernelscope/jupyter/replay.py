@@ -122,7 +122,7 @@ def replay_cells(shell, setup: str | None, current: int, cell: str = "",
         counts = [n for n in parse_setup(setup) if n < current]
         chosen = [(n, hist[n] if n < len(hist) else logged.get(n, ("",))[0], False) for n in counts]
         cells = []
-        for n, raw, optional in chosen:
+        for n, raw, _optional in chosen:
             body = plain_body(raw or "")
             if body.strip():
                 cells.append(ReplayCell(f"[{n}]", shell.transform_cell(body), seconds=_seconds(logged, n)))

@@ -6,9 +6,9 @@ import re
 import shutil
 
 import pytest
+from conftest import DATA
 
 import kernelscope as ks
-from conftest import DATA
 
 pytestmark = pytest.mark.browser
 
