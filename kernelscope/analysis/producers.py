@@ -271,7 +271,7 @@ def _ints(k, col, default=-1) -> np.ndarray:
 
 
 def _one(name, backend, inductor_launch, warps, stages, kwargs, threads, regs, smem, variants, tuned=None) -> dict:
-    out = {"producer": None, "num_warps": None, "num_stages": None, "num_ctas": None, "config": None,
+    out: dict = {"producer": None, "num_warps": None, "num_stages": None, "num_ctas": None, "config": None,
            "config_source": None, "spills": None, "source_ops": None, "kernel_source": None, "decoded": None}
     if inductor_launch and kwargs is not None and variants:
         # The trace names Inductor's config; its launcher (registers as ptxas reported them, which
@@ -381,7 +381,7 @@ def autotune_table(trace) -> pd.DataFrame:
     warps = a["num_warps"].astype("Int64")
     a["threads_per_block"] = warps * 32
     occ, lim = [], []
-    memo = {}
+    memo: dict = {}
     for t, r, s in zip(a["threads_per_block"].tolist(), a["registers"].tolist(), a["shared_mem_bytes"].tolist()):
         key = (t, r, s)
         if key not in memo:

@@ -215,7 +215,7 @@ class TuningWatch:
         self._jits = {}             # id -> JITFunction launched in the region
         self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
         self._feedback = []         # Inductor's choices, as plain rows
-        self._saver = None
+        self._saver: object = None
         self._helion = {}           # id of a Helion search -> its tuning number
         self._helion_rows = []
         self._active = False
@@ -237,6 +237,12 @@ class TuningWatch:
             except Exception:  # noqa: BLE001
                 pass
         self._patches.clear()
+        for jf in self._jits.values():
+            if "run" in getattr(jf, "__dict__", {}):
+                try:
+                    del jf.run
+                except AttributeError:
+                    pass
         if self._saver is not None:
             try:
                 from torch._inductor import select_algorithm as sa
@@ -302,8 +308,14 @@ class TuningWatch:
         jits = self._jits
 
         def run(jf, *args, **kwargs):
-            if id(jf) not in jits:
-                jits[id(jf)] = jf
+            jits[id(jf)] = jf
+            # Seen once is enough: this function's later launches go straight to Triton (the
+            # instance attribute shadows the class's wrapped run), so a loop of launches pays
+            # nothing per launch; stop() takes the attribute away again.
+            try:
+                jf.run = orig.__get__(jf, type(jf))
+            except (AttributeError, TypeError):   # slotted or frozen: the wrapper stays
+                pass
             return orig(jf, *args, **kwargs)
         self._patches.append((cls, "run", orig))
         cls.run = run
@@ -597,10 +609,10 @@ def origins_of_source(text: str) -> dict:
     {'triton_poi_fused_gelu_0': 'aten.gelu'}
     """
     out = {}
-    last, pos = None, 0
+    last = None
     events = sorted([(m.start(), "aten", m[1]) for m in _ATEN_RE.finditer(text)] +
                     [(m.start(), "def", m[2]) for m in _DEF_RE.finditer(text)])
-    for pos, kind, val in events:
+    for _pos, kind, val in events:
         if kind == "aten":
             last = val.strip()
         elif last is not None:

@@ -9,8 +9,19 @@ import pandas as pd
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.producers import (AMBIGUOUS, DOCUMENTED, FROM_PROCESS, FROM_TRACE, FROM_TUNER, NO_MATCH,
-                                            UNDOCUMENTED, annotate_producers, autotune_table, decode_name, producer_of)
+from kernelscope.analysis.producers import (
+    AMBIGUOUS,
+    DOCUMENTED,
+    FROM_PROCESS,
+    FROM_TRACE,
+    FROM_TUNER,
+    NO_MATCH,
+    UNDOCUMENTED,
+    annotate_producers,
+    autotune_table,
+    decode_name,
+    producer_of,
+)
 from kernelscope.trace.model import VARIANT_COLUMNS, frame
 from tests.conftest import DATA
 
@@ -150,7 +161,8 @@ KNOWN = {
          "decoded_from": DOCUMENTED},
     "cutlass3x_sm90_tensorop_s64x256x16gemm_f16_f16_f32_void_f16_128x256x64_2x1x1_0_tnn_align8_warpspecialized_cooperative_epi_tma":
         {"cta_tile": "128x256x64", "cluster": "2x1x1", "schedule": "warpspecialized_cooperative"},
-    "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x3_tn_align8::Params)":
+    "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x3_tn_align8>"
+    "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x3_tn_align8::Params)":
         {"family": "CUTLASS 2", "arch": "sm80", "instruction": "s16816", "cta_tile": "128x64x64", "stages": 3,
          "layouts": "tn", "alignment": 8, "epilogue": "relu"},
     "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)":

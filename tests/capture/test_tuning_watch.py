@@ -99,3 +99,21 @@ def test_saved_report_keeps_the_in_process_tables(tmp_path):
     assert back.trace.variants.equals(rep.trace.variants)
     assert back.kernels["config"].equals(rep.kernels["config"]) and back.meta["tuning"] == rep.meta["tuning"]
     assert back.autotune["cached"].tolist() == [False] * 12 + [True] * 4     # the add kernel: a cache hit
+
+
+def test_a_launched_function_pays_the_watch_once():
+    """The JIT watch sees a function at its first launch and then steps aside for it (its later
+    launches call Triton's own run: nothing per launch), and stop() takes the shortcut away."""
+    triton = pytest.importorskip("triton")
+    sys.path.insert(0, str(DATA.parent.parent / "example_notebooks"))
+    from tuned_matmul import matmul_kernel
+    fn = triton.jit(matmul_kernel)
+    original = triton.runtime.jit.JITFunction.run
+    w = TuningWatch()
+    w.start()
+    with pytest.raises(Exception):   # noqa: B017 - no GPU here: Triton's own run fails after the watch saw it
+        fn.run(grid=(1,), warmup=False)
+    assert id(fn) in w._jits
+    assert vars(fn)["run"].__func__ is original        # the next launch goes straight to Triton
+    w.stop()
+    assert "run" not in vars(fn) and triton.runtime.jit.JITFunction.run is original
