@@ -18,7 +18,14 @@ from kernelscope.analysis import annotate
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.errors import TraceError
 from kernelscope.jsonable import jsonable
-from kernelscope.reports.saved import REPORT_FORMAT, REPORT_VERSION, clean_meta, table_from_json, table_to_json
+from kernelscope.reports.saved import (
+    REPORT_FORMAT,
+    REPORT_VERSION,
+    clean_meta,
+    clean_text_columns,
+    table_from_json,
+    table_to_json,
+)
 from kernelscope.trace.model import TABLES, Trace, frame
 
 
@@ -299,6 +306,9 @@ class Report:
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise TraceError(source, f"the report's tables are damaged ({e})") from None
         meta = clean_meta(d.get("meta"))
+        bad = clean_text_columns(tables, TABLES)
+        if bad:
+            meta["notes"].append(f"ignored damaged values (lists or objects where text belongs) in: {', '.join(bad)}")
         trace = Trace(**tables, meta=meta)
         from kernelscope.trace.timebase import cover_span
         cover_span(trace)   # a hand-edited span may not cover the recorded kernels

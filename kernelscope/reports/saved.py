@@ -46,6 +46,33 @@ def clean_meta(meta) -> dict:
     return meta
 
 
+# Text columns whose values are lists (an op's input shapes and dtypes): every other text column
+# of a saved report holds scalars, and a list there (a hand-edited file) breaks grouping by it.
+_LIST_COLUMNS = {("ops", "input_dims"), ("ops", "input_types")}
+
+
+def clean_text_columns(tables: dict, schemas: dict) -> list:
+    """Set to missing the lists and objects found in a saved report's scalar text columns;
+    returns the "table.column" names that held some.
+
+    >>> import pandas as pd
+    >>> t = {"kernels": pd.DataFrame({"backend": ["cuBLAS", ["x"]]})}
+    >>> clean_text_columns(t, {"kernels": {"backend": "object"}}), t["kernels"]["backend"].tolist()
+    (['kernels.backend'], ['cuBLAS', None])
+    """
+    bad = []
+    for name, df in tables.items():
+        for col, kind in schemas.get(name, {}).items():
+            if kind != "object" or (name, col) in _LIST_COLUMNS or col not in df.columns:
+                continue
+            vals = df[col].tolist()
+            hit = [isinstance(v, (list, dict)) for v in vals]
+            if any(hit):
+                df[col] = pd.Series([None if h else v for v, h in zip(vals, hit)], index=df.index, dtype=object)
+                bad.append(f"{name}.{col}")
+    return bad
+
+
 def table_to_json(df: pd.DataFrame) -> dict:
     cols = {}
     for c in df.columns:

@@ -115,3 +115,16 @@ def test_ncu_export_with_a_fractional_id(tmp_path):
 def test_load_ncu_of_something_that_is_not_a_path(arg):
     with pytest.raises(ks.TraceError, match="expected the path of an Nsight Compute report or CSV export"):
         ks.load_ncu(arg)
+
+
+def test_a_saved_report_with_a_list_where_text_belongs(tmp_path):
+    """Found by the tampered-report fuzz family: a list as a kernel's backend."""
+    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
+    d = rep.to_dict()
+    d["tables"]["kernels"]["data"]["kernel_backend"][0] = []
+    d["tables"]["kernels"]["data"]["name"][1] = {"x": 1}
+    p = tmp_path / "t.ksreport.json"
+    p.write_text(json.dumps(d))
+    back = _views(tmp_path, p.read_text(), "t.ksreport.json")
+    assert any("kernels.kernel_backend" in n and "kernels.name" in n for n in back.notes)
+    assert len(back.kernels) == len(rep.kernels)
