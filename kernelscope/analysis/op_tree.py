@@ -151,11 +151,12 @@ def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | N
                         index=ops.index)
 
 
-def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per op name, costliest host time first: ``calls``, host time (``total_us``, nested ops
     counting in their parents too; ``self_us`` without them; ``mean_us``), and the GPU time of
     the kernels launched by the op itself (``kernels``, ``gpu_us``) or by it and the ops nested
     in it (``kernels_inclusive``, ``gpu_inclusive_us``; a recursive op's kernels count once).
+    ``tree``: :func:`op_tree` of ``ops``, when already computed.
 
     >>> op_summary(rep.ops, rep.kernels).iloc[0]       # doctest: +SKIP
     """
@@ -164,7 +165,7 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     if not len(ops):
         return pd.DataFrame(columns=cols)
     ops = ops.reset_index(drop=True)
-    tree = op_tree(ops)
+    tree = op_tree(ops) if tree is None else tree.reset_index(drop=True)
     gpu = op_gpu_time(ops, kernels, tree)
     frame = pd.concat([ops[["name", "duration_us"]], tree[["self_us", "outermost_of_name"]], gpu], axis=1)
     g = frame.groupby("name", sort=False)

@@ -6,7 +6,9 @@ and gets it back as one binary buffer. It is not a synced trait on purpose: the 
 saved into the notebook with every displayed report (nbclient, nbconvert --execute, papermill,
 JupyterLab's "Save Widget State Automatically"), while the same data is already in the output's
 own MIME entry, which renders it with no kernel. The browser writes back ``selection`` (kernel
-names), and :attr:`ReportWidget.selected` turns it into the matching launch rows.
+names), and :attr:`ReportWidget.selected` turns it into the matching launch rows. A report too
+big for one view sends one window of its trace; the view's window chooser asks for another with
+a custom message (``{"type": "window", "from_us", "until_us"}``).
 
 Lifecycle: every open widget lives in the kernel, in the front end's widget manager and (when
 widget state is saved) in the notebook file, so kernelscope closes the ones nobody can see any
@@ -73,6 +75,15 @@ class ReportWidget(anywidget.AnyWidget):
         elif content.get("type") == "trace":
             name, data, error = raw_trace_bytes(self.report)
             self.send({"type": "trace", "name": name, "error": error}, buffers=[data] if data is not None else None)
+        # The window chooser asks for another part of a report too big for one view.
+        elif content.get("type") == "window":
+            ask = content.get("id")
+            try:
+                header, buf = view_model(self.report, window=(content.get("from_us"), content.get("until_us")))
+            except Exception as e:  # noqa: BLE001 - the view says it could not get the window
+                self.send({"type": "window", "id": ask, "error": f"{type(e).__name__}: {e}"})
+                return
+            self.send({"type": "window", "id": ask}, [pack(header, buf)])
         # A multi-rank report's rank selector asks for one rank's full report.
         elif content.get("type") == "rank" and hasattr(self.report, "rank"):
             rank = content.get("rank")

@@ -11,6 +11,7 @@ import { renderCompare } from "./compare.js";
 import { kernelDetail } from "./kernel.js";
 import { sortTable } from "./sorttable.js";
 import { copyText } from "./files.js";
+import { windowChooser } from "./windows.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -19,6 +20,8 @@ const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Finding
  * opts.onSelect(names): called when the kernel selection changes (the widget syncs it to Python).
  * opts.fill: an element whose height the timeline's lanes fill (a JupyterLab file tab).
  * opts.trace: { fetch() -> Promise<{ name, bytes }> }, how this host reads the raw trace (perfetto.js).
+ * opts.fetchWindow(from_us, until_us) -> Promise<model>: another window of a report too big for
+ * one view (windows.js); the report is drawn again from it, on the tab shown.
  * Returns {setSelection(names), showTab(name), table, timeline}: the table and the timeline
  * exist once their tab has been shown (showTab draws it); their APIs are at the top of
  * table.js and timeline.js.
@@ -152,7 +155,12 @@ export function renderReport(el, model, opts = {}) {
   };
   const list = head.querySelector(".ks-fixes-slot");
   if (list) list.replaceWith(fixList(hd, showEvidence, showFinding));
-  select(TABS.includes(hd.open_tab) ? hd.open_tab : "Kernels");
+  const chooser = windowChooser(hd, { fetchWindow: opts.fetchWindow,
+    // The new window replaces this view in place; callers holding `ctl` keep a working one.
+    onModel: (m) => Object.assign(ctl, renderReport(el, m, { ...opts, openTab: current })) });
+  if (chooser) head.append(chooser);
+  const first = opts.openTab || hd.open_tab;
+  select(TABS.includes(first) ? first : "Kernels");
   ctl.showEvidence = showEvidence;
   ctl.setSelection = (names) => setSelected(names || [], false);
   ctl.showTab = (name) => { if (renderTab[name]) select(name); return ctl; };
