@@ -102,11 +102,14 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
     k_all, copies_all = whole["kernels"], whole["copies"]
     span = _window_span(whole, window)
     if span is None:
-        k, copies, host = k_all, copies_all, _host_spans(rep.ops, rep.runtime, whole["depth"])
+        k, copies = k_all.reset_index(drop=True), copies_all.reset_index(drop=True)
+        host = _host_spans(rep.ops, rep.runtime, whole["depth"])
     else:
         lo, until = span
         k, copies = _within(k_all, lo, until), _within(copies_all, lo, until)
         host = _host_spans(rep.ops, rep.runtime, whole["depth"], lo, until)
+    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
+    k = k.assign(config=k["shape"] if "shape" in k.columns else 0)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
     counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and is_numeric(k[c])]
@@ -189,10 +192,8 @@ def _whole(rep) -> dict:
     if got is not None and got[0] == key:
         return got[1]
     problems = []
-    k_all = rep.kernels.reset_index(drop=True)
-    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
-    copies_all = rep.copies.reset_index(drop=True)
+    # The report's own tables (not copies: a window takes its rows from them).
+    k_all, copies_all = rep.kernels, rep.copies
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     ops = rep.ops
     # Each op's depth in its thread's call tree, for the host lanes (one tree for every window
@@ -295,8 +296,8 @@ def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool 
 
 def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | None:
     """The whole trace at a glance, for the window chooser's strip: per bin of time, the GPU's
-    busy share (kernel and copy time starting in the bin over its length, capped at 1) and the
-    launches and host spans that start in it; and the longest idle gaps."""
+    busy share (kernel and copy time in the bin over its length, capped at 1: streams overlap)
+    and the launches and host spans that start in it; and the longest idle gaps."""
     ls, hs = whole["launch_starts"], whole["host_starts"]
     if not len(ls) and not len(hs):
         return None
@@ -306,13 +307,7 @@ def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | 
     t1 = max([float(a[-1]) for a in (ls, hs) if len(a)] + ends)
     width = max((t1 - t0) / OVERVIEW_BINS, 1e-3)
     edges = t0 + width * np.arange(OVERVIEW_BINS + 1)
-    busy = np.zeros(OVERVIEW_BINS)
-    for t in (k, copies):
-        if len(t):
-            st = t["start_us"].to_numpy(float)
-            ok = ~np.isnan(st)
-            b = np.clip(((st[ok] - t0) / width).astype(np.int64), 0, OVERVIEW_BINS - 1)
-            busy += np.bincount(b, weights=np.nan_to_num(t["duration_us"].to_numpy(float)[ok]), minlength=OVERVIEW_BINS)
+    busy = np.diff(_covered(k, copies, edges)) / width
     count = lambda a: np.diff(np.searchsorted(a, edges, "left")).tolist() if len(a) else [0] * OVERVIEW_BINS  # noqa: E731
     launches, host = count(ls), count(hs)
     launches[-1] += int(len(ls) - sum(launches))    # the last row starts on the closing edge
@@ -326,8 +321,23 @@ def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | 
                          "label": f"{fmt_us(num(r.get('duration_us')) or 0)} idle at {fmt_us((num(r.get('start_us')) or t0) - t0)}"
                                   + (f" ({r['cause']})" if _str(r.get("cause")) else "")})
     return {"start_us": t0, "end_us": t1, "bin_us": width,
-            "busy": np.round(np.minimum(busy / width, 1.0), 3).tolist(), "launches": launches, "host_spans": host,
+            "busy": np.round(np.minimum(busy, 1.0), 3).tolist(), "launches": launches, "host_spans": host,
             "gaps": gaps}
+
+
+def _covered(k: pd.DataFrame, copies: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+    """At each edge t, the kernel and copy time before t (the sum over intervals of their part
+    before t): the sum over starts s < t of t - s, less that over ends e < t of t - e."""
+    st = np.concatenate([t["start_us"].to_numpy(float) for t in (k, copies) if len(t)] or [np.empty(0)])
+    en = st + np.nan_to_num(np.concatenate([t["duration_us"].to_numpy(float) for t in (k, copies) if len(t)]
+                                           or [np.empty(0)]))
+    ok = ~np.isnan(st)
+    out = np.zeros(len(edges))
+    for a, sign in ((np.sort(st[ok]), 1.0), (np.sort(en[ok]), -1.0)):
+        n = np.searchsorted(a, edges, "left")
+        before = np.r_[0.0, np.cumsum(a)][n]
+        out += sign * (n * edges - before)
+    return out
 
 
 def _window_note(w: dict) -> str:
