@@ -42,10 +42,10 @@ function render({ model, el }) {
   const pendingRanks = new Map();
   const pendingWindows = new Map();
   let windowAsks = 0;
-  const fetchWindow = (from_us, until_us) => new Promise((resolve, reject) => {
+  const fetchWindow = (from_us, until_us, kernel) => new Promise((resolve, reject) => {
     const id = ++windowAsks;
     pendingWindows.set(id, { resolve, reject });
-    model.send({ type: "window", id, from_us, until_us });
+    model.send({ type: "window", id, from_us, until_us, kernel: kernel ?? null });
   });
   const onMsg = (msg, buffers) => {
     if (msg && msg.type === "curves" && pending.has(msg.config)) {

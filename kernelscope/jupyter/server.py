@@ -55,14 +55,20 @@ def _report(os_path: str):
 
 def report_payload(os_path: str, display_path: str | None = None, window: tuple | None = None) -> dict:
     """The MIME payload of a trace or report file (what the handler answers); ``window``:
-    ``(from_us, until_us)`` of a trace too big for one view (``view_model``'s ``window``).
+    ``(from_us, until_us)`` of a trace too big for one view (``view_model``'s ``window``), or
+    ``{"kernel": name, "after_us": t}``: from the next launch of that kernel.
 
     >>> read_payload(report_payload("tests/data/attention.pt.trace.json.gz"))[0]["title"]  # doctest: +SKIP
     'attention.pt.trace.json.gz'
     """
+    from kernelscope.errors import TraceError
     from kernelscope.view.bundle import mime_payload
-    from kernelscope.view.report import view_model
+    from kernelscope.view.report import kernel_window, view_model
     rep = _report(os_path)
+    if isinstance(window, dict):
+        window = kernel_window(rep, window.get("kernel"), window.get("after_us"))
+        if window is None:
+            raise TraceError(os_path, "the report has no launch of that kernel")
     header, buf = view_model(rep, window=window)
     if display_path:
         header["title"] = os.path.basename(display_path)
@@ -101,6 +107,9 @@ def _handler_class():
             window = None
             if self.get_query_argument("window", ""):   # the window chooser: ?window=1&from_us=&until_us=
                 window = tuple(_query_us(self.get_query_argument(k, "")) for k in ("from_us", "until_us"))
+                kernel = self.get_query_argument("kernel", "")
+                if kernel:      # &kernel=NAME: from the next launch of that kernel after from_us
+                    window = {"kernel": kernel, "after_us": window[0]}
             loop = asyncio.get_running_loop()
             try:
                 payload = await loop.run_in_executor(None, report_payload, os_path, path, window)

@@ -231,6 +231,26 @@ def _whole(rep) -> dict:
     return whole
 
 
+def kernel_window(rep, name: str, after_us=None) -> tuple | None:
+    """The window (``view_model``'s ``window``) that starts at the first launch of kernel
+    ``name`` after ``after_us`` (from the trace's first launch of it when none is later), or
+    None when the report has no launch of that name.
+
+    >>> kernel_window(rep, "ampere_sgemm_128x64_tn", after_us=5e6)     # doctest: +SKIP
+    (5000123.5, None)
+    """
+    k = rep.kernels
+    if not len(k) or not isinstance(name, str):
+        return None
+    starts = k["start_us"].to_numpy(dtype=float, na_value=np.nan)[(k["name"] == name).to_numpy(dtype=bool)]
+    starts = np.sort(starts[~np.isnan(starts)])
+    if not len(starts):
+        return None
+    after = num(after_us)
+    i = int(np.searchsorted(starts, after, "right")) if after is not None else 0
+    return float(starts[i if i < len(starts) else 0]), None
+
+
 def _sorted_starts(tables) -> np.ndarray:
     starts = [pd.to_numeric(t["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
               for t in tables if len(t) and "start_us" in t.columns]

@@ -8,7 +8,8 @@ JupyterLab's "Save Widget State Automatically"), while the same data is already 
 own MIME entry, which renders it with no kernel. The browser writes back ``selection`` (kernel
 names), and :attr:`ReportWidget.selected` turns it into the matching launch rows. A report too
 big for one view sends one window of its trace; the view's window chooser asks for another with
-a custom message (``{"type": "window", "from_us", "until_us"}``).
+a custom message (``{"type": "window", "from_us", "until_us"}``, or ``"kernel"``: from the
+next launch of that kernel after ``from_us``).
 
 Lifecycle: every open widget lives in the kernel, in the front end's widget manager and (when
 widget state is saved) in the notebook file, so kernelscope closes the ones nobody can see any
@@ -26,7 +27,7 @@ import pandas as pd
 import traitlets
 
 from kernelscope.render.occupancy import config_curves
-from kernelscope.view.report import view_model
+from kernelscope.view.report import kernel_window, view_model
 from kernelscope.view.codec import pack
 
 _STATIC = pathlib.Path(__file__).parent.parent / "static"
@@ -79,7 +80,12 @@ class ReportWidget(anywidget.AnyWidget):
         elif content.get("type") == "window":
             ask = content.get("id")
             try:
-                header, buf = view_model(self.report, window=(content.get("from_us"), content.get("until_us")))
+                window = (content.get("from_us"), content.get("until_us"))
+                if content.get("kernel") is not None:   # the next launch of a kernel chosen in the table
+                    window = kernel_window(self.report, content.get("kernel"), content.get("from_us"))
+                    if window is None:
+                        raise LookupError("the report has no launch of that kernel")
+                header, buf = view_model(self.report, window=window)
             except Exception as e:  # noqa: BLE001 - the view says it could not get the window
                 self.send({"type": "window", "id": ask, "error": f"{type(e).__name__}: {e}"})
                 return

@@ -114,6 +114,16 @@ def test_the_live_widget_fetches_the_window_chosen(lab, page, monkeypatch):
     page.wait_for_function(
         "([el, s]) => { const c = el.querySelector('.ks-window'); return c && parseFloat(c.dataset.fromUs) <= s"
         " && parseFloat(c.dataset.untilUs) > s; }", arg=[out.element_handle(), gap["start_us"]], timeout=60_000)
+    # A kernel selected in the table: the window from its next launch, the kernel still selected.
+    out.locator(".ks-tab[data-tab='Kernels']").click()
+    row = out.locator(".ks-row.ks-kernel").first
+    name = row.get_attribute("data-name")
+    row.click()
+    here = _shown(out.locator(".ks-window"))[0]
+    want = view.kernel_window(rep, name, here)[0]
+    out.locator(".ks-win-kernel").click()
+    _wait_window(page, out, want)
+    assert out.locator(".ks-row.ks-kernel.ks-selected, .ks-row.ks-kernel[aria-selected='true']").count() >= 1
     assert page.errors == []
 
 

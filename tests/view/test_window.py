@@ -132,3 +132,30 @@ def test_the_file_server_answers_a_window(tmp_path, small_budget):
     # The file was read once: the second window came from the report kept.
     assert len([k for k in server._reports if k[0] == str(path)]) == 1
     assert server._query_us("12.5") == 12.5 and server._query_us("") is None and server._query_us("nan") is None
+
+
+def test_the_window_of_a_kernels_next_launch(mlp, small_budget, tmp_path):
+    name = mlp.kernels["name"].value_counts().index[0]
+    starts = np.sort(mlp.kernels.loc[mlp.kernels["name"] == name, "start_us"].to_numpy(float))
+    assert view.kernel_window(mlp, name) == (starts[0], None)
+    assert view.kernel_window(mlp, name, starts[0]) == (starts[1], None)
+    # After the last one: from the first again; a name the report lacks: None.
+    assert view.kernel_window(mlp, name, starts[-1] + 1) == (starts[0], None)
+    assert view.kernel_window(mlp, "no such kernel") is None and view.kernel_window(mlp, None) is None
+    w = ReportWidget(mlp)
+    sent = []
+    w.send = lambda content, buffers=None: sent.append((content, buffers))
+    w._on_message(w, {"type": "window", "id": 1, "from_us": starts[1], "kernel": name}, [])
+    w._on_message(w, {"type": "window", "id": 2, "from_us": None, "kernel": "no such kernel"}, [])
+    header = unpack(bytes(sent[0][1][0]))[0]
+    assert header["window"]["from_us"] == starts[2]
+    assert decode_buffer(header, unpack(bytes(sent[0][1][0]))[1])["kernels"]["name"][0] == name
+    assert sent[1][0]["id"] == 2 and "no launch of that kernel" in sent[1][0]["error"]
+    from kernelscope.errors import TraceError
+    from kernelscope.jupyter import server
+    path = tmp_path / "mlp_train.pt.trace.json.gz"
+    path.write_bytes((DATA / "mlp_train.pt.trace.json.gz").read_bytes())
+    got = read_payload(server.report_payload(str(path), None, {"kernel": name, "after_us": starts[1]}))[0]
+    assert got["window"]["from_us"] == starts[2]
+    with pytest.raises(TraceError, match="no launch of that kernel"):
+        server.report_payload(str(path), None, {"kernel": "no such kernel", "after_us": None})

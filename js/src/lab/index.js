@@ -208,8 +208,9 @@ class TraceView extends Widget {
       const isTrace = /\.json(\.gz)?$/i.test(this.path) && !/\.ksreport\.json(\.gz)?$/i.test(this.path);
       const trace = isTrace ? { fetch: () => this._fetchFile(settings) } : null;
       // Another window of a trace too big for one view: the server reads it from the same file.
-      const fetchWindow = async (from, until) => {
-        const q = `&window=1&from_us=${from ?? ""}&until_us=${until ?? ""}`;
+      const fetchWindow = async (from, until, kernel) => {
+        const q = `&window=1&from_us=${from ?? ""}&until_us=${until ?? ""}`
+          + (kernel ? `&kernel=${encodeURIComponent(kernel)}` : "");
         const r = await ServerConnection.makeRequest(url + q, {}, settings);
         const b = await r.json();
         if (!r.ok) throw new Error(b.message || r.statusText);

@@ -20,8 +20,8 @@ const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Finding
  * opts.onSelect(names): called when the kernel selection changes (the widget syncs it to Python).
  * opts.fill: an element whose height the timeline's lanes fill (a JupyterLab file tab).
  * opts.trace: { fetch() -> Promise<{ name, bytes }> }, how this host reads the raw trace (perfetto.js).
- * opts.fetchWindow(from_us, until_us) -> Promise<model>: another window of a report too big for
- * one view (windows.js); the report is drawn again from it, on the tab shown.
+ * opts.fetchWindow(from_us, until_us, kernel) -> Promise<model>: another window of a report too
+ * big for one view (windows.js); the report is drawn again from it, on the tab shown.
  * Returns {setSelection(names), showTab(name), table, timeline}: the table and the timeline
  * exist once their tab has been shown (showTab draws it); their APIs are at the top of
  * table.js and timeline.js.
@@ -155,9 +155,14 @@ export function renderReport(el, model, opts = {}) {
   };
   const list = head.querySelector(".ks-fixes-slot");
   if (list) list.replaceWith(fixList(hd, showEvidence, showFinding));
-  const chooser = windowChooser(hd, { fetchWindow: opts.fetchWindow,
-    // The new window replaces this view in place; callers holding `ctl` keep a working one.
-    onModel: (m) => Object.assign(ctl, renderReport(el, m, { ...opts, openTab: current })) });
+  const chooser = windowChooser(hd, { fetchWindow: opts.fetchWindow, selected: () => ctl.selected || [],
+    // The new window replaces this view in place (the tab and the selection kept); callers
+    // holding `ctl` keep a working one.
+    onModel: (m) => {
+      const keep = ctl.selected || [];
+      Object.assign(ctl, renderReport(el, m, { ...opts, openTab: current }));
+      if (keep.length) ctl.setSelection(keep);
+    } });
   if (chooser) head.append(chooser);
   const first = opts.openTab || hd.open_tab;
   select(TABS.includes(first) ? first : "Kernels");

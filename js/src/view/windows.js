@@ -2,7 +2,8 @@
 // what part of the trace the view holds, on an overview strip of the whole trace drawn from the
 // report's aggregates (header.window.overview, computed in Python), and a way to pick another
 // part: drag a time range on the strip (a click starts a window there), step to the previous or
-// next window, or jump to one of the longest idle gaps. `fetchWindow(from_us, until_us)` gets
+// next window, jump to one of the longest idle gaps, or to the next launch of the kernel
+// selected in the table. `fetchWindow(from_us, until_us, kernel)` gets
 // the window's view model (the live widget asks its kernel, a file tab the server); a saved
 // notebook with neither keeps showing the window it saved.
 import { h, fmtUs, fmtInt } from "./format.js";
@@ -11,7 +12,8 @@ const STRIP_H = 36;
 
 /**
  * The chooser's element, or null when the view holds the whole report.
- * opts.fetchWindow(from_us, until_us) -> Promise<model>; opts.onModel(model) shows it.
+ * opts.fetchWindow(from_us, until_us, kernel) -> Promise<model> (kernel: from the next launch of
+ * that kernel after from_us); opts.onModel(model) shows it; opts.selected() the kernels selected.
  */
 export function windowChooser(hd, opts = {}) {
   const w = hd.window;
@@ -34,7 +36,7 @@ export function windowChooser(hd, opts = {}) {
     canvas, ...marks, current, brush);
   const el = h("div", { class: "ks-window", "data-from-us": String(from), "data-until-us": String(until) });
   const buttons = [];
-  const choose = (a, b) => {
+  const choose = (a, b, kernel) => {
     if (!fetchWindow) {
       status.textContent = "This saved view keeps the window it was saved with: another window needs the live kernel "
         + "(run the cell again) or the trace file (open it in JupyterLab).";
@@ -43,7 +45,7 @@ export function windowChooser(hd, opts = {}) {
     status.textContent = "loading the window…";
     el.classList.add("ks-win-loading");
     for (const b2 of buttons) b2.disabled = true;
-    fetchWindow(a, b).then((model) => {
+    fetchWindow(a, b, kernel).then((model) => {
       if (!model) throw new Error("no data came back");
       onModel(model);
     }).catch((err) => {
@@ -69,13 +71,19 @@ export function windowChooser(hd, opts = {}) {
     } }, h("option", { value: "", text: "longest idle gaps…" }), gaps.map((g, i) => h("option", { value: String(i), text: g.label })))
     : null;
   if (gapPick) buttons.push(gapPick);
+  // The next launch of the kernel selected in the table, after this window's start.
+  const kernelNext = button("ks-win-kernel", "selected kernel ▶", "the window from the next launch of the kernel selected in the table", () => {
+    const names = opts.selected ? opts.selected() : [];
+    if (names.length !== 1) { status.textContent = "select one kernel in the table first"; return; }
+    choose(from, null, names[0]);
+  });
   el.append(
     h("div", { class: "ks-win-head" },
       h("b", { text: "Window " }),
       h("span", { class: "ks-win-range", text: `${fmtUs(from - t0)} – ${fmtUs(until - t0)} of ${fmtUs(span)}` }),
       h("span", { class: "ks-note", text: ` · ${fmtInt(w.launches)} of ${fmtInt(w.of_launches)} launches, `
         + `${fmtInt(w.host_spans)} of ${fmtInt(w.of_host_spans)} CPU ops and runtime calls` }),
-      " ", prev, " ", next, " ", gapPick, " ", status),
+      " ", prev, " ", next, " ", gapPick, " ", kernelNext, " ", status),
     strip);
   // Drag a range (or click a point) on the strip.
   let down = null;
