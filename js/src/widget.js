@@ -48,9 +48,9 @@ function render({ model, el }) {
     model.send({ type: "window", id, from_us, until_us, kernel: kernel ?? null });
   });
   const onMsg = (msg, buffers) => {
-    if (msg && msg.type === "curves" && pending.has(msg.config)) {
-      pending.get(msg.config)(msg.entry);
-      pending.delete(msg.config);
+    if (msg && msg.type === "curves" && pending.has(msg.shape)) {
+      pending.get(msg.shape)(msg.entry);
+      pending.delete(msg.shape);
     }
     if (msg && msg.type === "trace" && pendingTrace) {
       const resolve = pendingTrace;
@@ -76,9 +76,9 @@ function render({ model, el }) {
     }
   };
   model.on("msg:custom", onMsg);
-  const requestCurves = (config) => new Promise((resolve) => {
-    pending.set(config, resolve);
-    model.send({ type: "curves", config });
+  const requestCurves = (shape) => new Promise((resolve) => {
+    pending.set(shape, resolve);
+    model.send({ type: "curves", shape });
   });
   const requestRank = (rank) => new Promise((resolve) => {
     pendingRanks.set(rank, resolve);

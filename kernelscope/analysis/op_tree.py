@@ -34,8 +34,8 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     start = pd.to_numeric(ops["start_us"], errors="coerce").to_numpy(dtype=float)
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
-    from kernelscope.analysis.backends import _thread_codes   # threads told apart by their text
-    tid = _thread_codes(ops["tid"]) if "tid" in ops.columns else np.zeros(n, np.int64)
+    # Threads told apart by their text (7 and "7" are one thread).
+    tid = pd.factorize(ops["tid"].astype(str).to_numpy())[0] if "tid" in ops.columns else np.zeros(n, np.int64)
     names = pd.factorize(ops["name"].astype(str), use_na_sentinel=False)[0]
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
     # Per thread by start; at equal starts the longer op encloses the shorter.

@@ -20,7 +20,10 @@ import weakref
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.jsonable import jsonable, num
@@ -45,7 +48,7 @@ LAUNCH_COLUMNS = [
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
     ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
     ("op", "str"), ("source", "str"), ("correlation", "i32"), ("tensor_cores", "i32"),
-    ("backend_rule", "str"), ("config", "i32"),
+    ("backend_rule", "str"), ("shape", "i32"),
 ]
 COPY_COLUMNS = [
     ("name", "str"), ("kind", "str"), ("copy_kind", "str"), ("device", "str"), ("stream", "i32"),
@@ -62,8 +65,6 @@ GAP_COLUMNS = [
     ("device", "str"), ("start_us", "t32"), ("duration_us", "q32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
-# Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
-COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
 # Launches (kernels + copies) sent to the browser at most. Past this the view gets one window
@@ -108,11 +109,11 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         lo, until = span
         k, copies = _within(k_all, lo, until), _within(copies_all, lo, until)
         host = _host_spans(rep.ops, rep.runtime, whole["depth"], lo, until)
-    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k = k.assign(config=k["shape"] if "shape" in k.columns else 0)
+    if "shape" not in k.columns:     # the launch shape's code: its row of rep.shapes
+        k = k.assign(shape=0)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
-    counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and is_numeric(k[c])]
+    counter_cols = [c for c in PER_KERNEL if c in k.columns and is_numeric(k[c])]
     launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
                    + ([("top_stall", "str")] if "top_stall" in k.columns else []))
     counters = whole["counters"]
@@ -131,7 +132,7 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
                   "host_spans": int(len(host)), "of_host_spans": whole["host_rows"],
                   "budget": {"launches": VIEW_LAUNCHES, "host_spans": VIEW_HOST_SPANS},
                   "overview": whole["overview"]}
-    copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
+    copy_spec = COPY_COLUMNS + [(c, "f32") for c in PER_KERNEL if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
     if counters is not None:
@@ -155,7 +156,7 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         "backends": whole["backends"],
         "names": _name_table(k),
         "name_notes": _name_notes(k),
-        "configs": whole["configs"] if len(k) else [],
+        "shapes": whole["shapes"] if len(k) else [],
         "roofline": whole["roofline"],
         "ops": whole["ops"],
         # How many op names there are: "ops" holds the costliest TOP_OPS of them.
@@ -219,7 +220,7 @@ def _whole(rep) -> dict:
         "op_names": int(ops["name"].nunique()) if len(ops) else 0,
         "stalls": _stalls_header(rep),
         # Per launch shape of the report (rep.shapes), whichever window shows.
-        "configs": occupancy_entries(rep, k_all),
+        "shapes": occupancy_entries(rep, k_all),
         "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
         "problems": problems,
     }
@@ -530,38 +531,17 @@ def _name_notes(k: pd.DataFrame) -> list:
     return [{"about": info[n][0], "why": info[n][1]} for n in names]
 
 
-def _same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
-    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
-    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
-    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes."""
-    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
-    keys = [c for c in keys if c in pts.columns]
-    if not len(pts) or not keys:
-        return pts.assign(count=1)
-    d = pts["duration_us"].astype(float).fillna(0.0)
-    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
-    g = w.groupby(keys, dropna=False, sort=False)
-    out = g.first()
-    tot = g["_d"].sum()
-    out["duration_us"] = tot
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
-        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
-    out["count"] = g.size()
-    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
-
-
 def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
-    measured = rl["flops_source"] == "Nsight Compute"
+    measured = rl["flops_source"] == NCU_SOURCE
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     if not measured.any():
-        pts = _same_dots_once(pts)
+        pts = same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}

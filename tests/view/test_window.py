@@ -59,7 +59,7 @@ def test_a_window_holds_the_launches_that_start_in_it(mlp, small_budget):
     assert (np.asarray(cols["gaps"]["start_us"]) < until).all()
     # The whole report's figures, whichever window.
     full = view.view_model(mlp)[0]
-    for key in ("stats", "findings", "fixes", "backends", "ops", "op_names", "roofline", "configs"):
+    for key in ("stats", "findings", "fixes", "backends", "ops", "op_names", "roofline", "shapes"):
         assert header[key] == full[key], key
     assert header["notes"][-1].startswith("This view holds ") and " to " in header["notes"][-1]
 
