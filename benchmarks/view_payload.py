@@ -11,7 +11,7 @@ the view shows (summary, backends, findings), then the display bundle the notebo
 (``view_model`` + ``pack`` + the MIME entry) of the first window, then of the window after it,
 and with ``--every`` of every launch (the budget lifted). The "small" row is the same real
 recording untiled. Traces are the real H200 recordings of ``load_trace.SHAPES`` tiled with
-``tile_trace.py`` (see ``benchmarks/tiles.py``) into ``--out``, deleted after their run unless
+``tools/tile_trace.py`` (see ``benchmarks/tiles.py``) into ``--out``, deleted after their run unless
 ``--keep``.
 """
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main(argv=None):
     ap.add_argument("--every", action="store_true", help="also every launch (the budget lifted)")
     ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled traces (default benchmarks/out)")
     ap.add_argument("--keep", action="store_true", help="keep the tiled traces")
-    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE or shared/tools)")
+    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE, else tools/tile_trace.py)")
     ap.add_argument("--child", nargs=2, metavar=("PATH", "ROUNDS,EVERY"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:

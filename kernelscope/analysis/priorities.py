@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from kernelscope.units import fmt_us
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5
@@ -29,8 +29,8 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
     costs time, one finding is the item, with no time at stake: the first that says what to
     do, else the first.
 
-    >>> rep = ks.load("llama_train.pt.trace.json.gz")                        # doctest: +SKIP
-    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]          # doctest: +SKIP
+    >>> rep = ks.load("wild/llama_train.pt.trace.json.gz")
+    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]
     '78% of wall time'
     """
     items = []

@@ -3,8 +3,11 @@ as JSON columns, and the meta checks a file from elsewhere must pass."""
 from __future__ import annotations
 
 import math
+
 import pandas as pd
+
 from kernelscope.jsonable import jsonable
+
 REPORT_FORMAT = "kernelscope.report"
 REPORT_VERSION = 1
 # Types of the meta fields the library reads, for checking a saved report (a damaged or
@@ -20,6 +23,7 @@ _META_CHECKS = {
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),
     "repeats": lambda v: isinstance(v, dict), "cell": lambda v: isinstance(v, dict),
     "counters": lambda v: isinstance(v, dict), "stalls": lambda v: isinstance(v, dict),
+    "tuning": lambda v: isinstance(v, dict),
 }
 
 

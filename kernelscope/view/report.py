@@ -22,18 +22,19 @@ import pandas as pd
 
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
-from kernelscope.analysis.ncu_kernels import NCU_SOURCE
-from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.analysis.evidence import evidence_rows
+from kernelscope.analysis.kernel_detail import kernel_detail
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
-from kernelscope.analysis.kernel_detail import kernel_detail
-from kernelscope.view.codec import VIEW_VERSION
-from kernelscope.view.codec import is_numeric, pack_tables
+from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
+from kernelscope.view.tuning import tuning_payload
 from kernelscope.view.vocabulary import vocabulary
+
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
 TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
@@ -93,9 +94,9 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
     figures, findings, backends, roofline, ops, the overview) is computed once per report, so
     each window costs only its own rows.
 
-    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))   # doctest: +SKIP
-    >>> header["stats"]["launches"], len(buf)                                # doctest: +SKIP
-    (2000, 228000)
+    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))
+    >>> header["stats"]["launches"], len(buf)
+    (2000, 344056)
     >>> view_model(big, window=(5e6, None))[0]["window"]["from_us"]           # doctest: +SKIP
     5000000.0
     """
@@ -167,6 +168,8 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
         "stalls": whole["stalls"],
+        # What produced each kernel, its knobs, and its autotunings' candidates (view/tuning.py).
+        "tuning": _safe(lambda: tuning_payload(rep), None, problems, "autotuning"),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": whole["kernel_detail"],
         # Display options of %%kernelprofile (--top, --sort), when it set them.
@@ -495,7 +498,7 @@ def _stats(rep, k, copies, tl) -> dict:
 def findings_payload(rep, problems=None) -> list:
     out = []
     for f in _safe(lambda: rep.findings, [], problems, "findings"):
-        get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
+        get = (lambda a, f=f: f.get(a)) if isinstance(f, dict) else (lambda a, f=f: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
                     "detail": _str(get("detail")), "cost_us": num(get("cost_us")),
