@@ -262,16 +262,6 @@ def _sorted_starts(tables) -> np.ndarray:
     return np.sort(starts[~np.isnan(starts)])
 
 
-def view_window(kernels: pd.DataFrame, copies: pd.DataFrame, host: pd.DataFrame | None = None) -> float | None:
-    """Where the view's first window ends (``start_us`` of the first row left out), or None when
-    the launches (kernels + copies) fit :data:`VIEW_LAUNCHES` and the host spans :data:`VIEW_HOST_SPANS`.
-
-    >>> view_window(pd.DataFrame({"start_us": [3.0, 1.0, 2.0, 4.0] * 50_000}), pd.DataFrame())
-    3.0
-    """
-    return _cut(_sorted_starts([kernels, copies]), _sorted_starts([host] if host is not None else []), None)
-
-
 def _cut(launch_starts: np.ndarray, host_starts: np.ndarray, lo: float | None) -> float | None:
     """The start of the first row past the budget counting from ``lo`` (None: they all fit)."""
     cuts = []
