@@ -4,6 +4,8 @@ file's tab from the server (no kernel), and a saved notebook with no kernel keep
 saved. Each window shown is checked against ``view_model(rep, window=...)`` in this process."""
 import gzip
 import json
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -16,29 +18,15 @@ from conftest import DATA, NOTEBOOKS
 from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
+TILE = DATA.parent.parent / "tools" / "tile_trace.py"
 
 
 def _tile(source, out, copies):
-    """A real recording repeated ``copies`` times one after another (ids kept unique), as
-    tile_trace.py makes the benchmarks' big traces."""
+    """A real recording repeated ``copies`` times one after another, by the repository's
+    ``tools/tile_trace.py`` (what makes the benchmarks' big traces)."""
     with gzip.open(source, "rt") as f:
-        doc = json.load(f)
-    meta = [e for e in doc["traceEvents"] if e.get("ph") == "M"]
-    src = [e for e in doc["traceEvents"] if e.get("ph") != "M"]
-    span = max(e.get("ts", 0) + e.get("dur", 0) for e in src) - min(e["ts"] for e in src if "ts" in e) + 10.0
-    step = max([e.get("args", {}).get("correlation", 0) for e in src] + [e["id"] for e in src if isinstance(e.get("id"), int)]) + 1
-    events = list(meta)
-    for c in range(copies):
-        for e in src:
-            e2 = dict(e, ts=round(e["ts"] + c * span, 3)) if "ts" in e else dict(e)
-            if isinstance(e2.get("id"), int):
-                e2["id"] += c * step
-            if "args" in e2:
-                e2["args"] = {k: v + c * step if k in ("correlation", "External id") and isinstance(v, int) else v
-                              for k, v in e2["args"].items()}
-            events.append(e2)
-    doc["traceEvents"] = events
-    out.write_text(json.dumps(doc))
+        events = sum(e.get("ph") != "M" for e in json.load(f)["traceEvents"])
+    subprocess.run([sys.executable, str(TILE), str(source), str(out), "--events", str(copies * events)], check=True)
     return out
 
 
