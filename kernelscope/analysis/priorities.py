@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from kernelscope.analysis.findings.base import severity_for
 from kernelscope.units import fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
@@ -61,6 +62,7 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
             left = max(wall_us - listed, 0.0)
             it["within"] = (f"{fmt_us(cost - left)} of its {fmt_us(cost)} is already in the items above")
             it.update(_costs(left, wall_us))
+            it["severity"] = severity_for(left, wall_us)
             if left <= 0:
                 continue
         listed += it["cost_us"]

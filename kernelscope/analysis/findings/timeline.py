@@ -148,7 +148,8 @@ def host_findings(report, tl) -> list:
                 f"({waited:.0%}) between launches"
                 + (f", and {fmt_us(outside)} before its first or after its last work" if outside >= 1 else "")
                 + ".")
-        did = _host_did(host, outside)
+        span_clock = report.meta.get("cuda_event_us") is None
+        did = _host_did(host, outside, span_clock)
         call, interval = evidence["median_launch_call_us"], evidence["median_launch_interval_us"]
         framework = bool(call and interval and interval > 3 * call)
         pace = (f" The host issued a launch every {fmt_us(interval)} (median) while one launch call "
@@ -211,7 +212,7 @@ def host_findings(report, tl) -> list:
                    "(torch.compile(mode=\"reduce-overhead\")) so the host stops pacing the GPU; or "
                    "give each launch more work (larger batches).")
             if kind == "gpu_idle":
-                cause = _host_did(host, outside).strip() or "The host did not keep the GPU fed."
+                cause = _host_did(host, outside, span_clock).strip() or "The host did not keep the GPU fed."
                 fix_line = ("Find what the host does in the region (profile with --stack / with_stack=True "
                             "for the Python); move that work out, or give the GPU more work per call "
                             "(jit or capture the whole step, larger batches).")
@@ -240,7 +241,7 @@ def host_findings(report, tl) -> list:
     return out
 
 
-def _host_did(host, outside) -> str:
+def _host_did(host, outside, span_clock=False) -> str:
     """What the host did while the GPU idled, in one sentence: the CPU ops that fill the idle
     time, and how much of it the profiler recorded nothing for."""
     if not host["idle_us"] and not outside:
@@ -253,7 +254,9 @@ def _host_did(host, outside) -> str:
         parts.append(f"{fmt_us(host['uncovered_us'])} is not recorded by the profiler (Python, or host "
                      "code it does not trace: numpy, another framework's dispatch)")
     if outside >= 1:
-        parts.append(f"{fmt_us(outside)} lies before the first or after the last GPU work")
+        parts.append(f"{fmt_us(outside)} lies before the first or after the last GPU work"
+                     + (" (the profiler's span, taken as the wall time here, also holds the profiler's own "
+                        "start-up)" if span_clock else ""))
     return (" While the GPU idled between launches, " if host["idle_us"] else " ") + "; ".join(parts) + "."
 
 
