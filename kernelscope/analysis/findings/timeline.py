@@ -125,7 +125,7 @@ def host_findings(report, tl) -> list:
             cost = max(cost - cold_host, 0.0)   # the first-run item holds that time
         evidence = {
             "device": dev["device"], "busy_share": busy_wall, "busy_us": dev["busy_us"],
-            "wall_us": base, "window_us": dev["window_us"], "busy_share_of_window": dev["busy_share"],
+            "wall_us": base, "window_us": dev["window_us"], "window_busy_share": dev["busy_share"],
             "idle_us": idle_wall, "idle_in_window_us": idle, "idle_outside_window_us": outside,
             "idle_host_us": float(ls["idle_host_us"]), "idle_sync_us": float(ls["idle_sync_us"]),
             "idle_unknown_us": float(ls["idle_unknown_us"]),
