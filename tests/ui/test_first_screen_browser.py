@@ -143,8 +143,8 @@ def test_compare_view_sort_filter_named_sides(site, page):
     heads = page.locator(".ks-compare-table th").all_inner_texts()
     assert heads[3:5] == list(c.labels)
     rows = page.locator(".ks-compare-table tbody tr")
-    assert rows.count() == len(c.kernels) == 27                     # every row, no cap
-    assert page.locator(".ks-compare-warning").inner_text().startswith("The two runs share 3 of 27 kernels")
+    assert rows.count() == len(c.kernels) == 29                     # every row, no cap
+    assert page.locator(".ks-compare-warning").inner_text().startswith("The two runs share 3 of 29 kernels")
 
     def col(key):
         return page.locator(f".ks-compare-table tbody td[data-col='{key}']").all_inner_texts()
@@ -155,7 +155,7 @@ def test_compare_view_sort_filter_named_sides(site, page):
     assert set(col("before")) == {"–"} and set(col("ratio")) == {"–"}
     assert all(t.startswith("– → ") for t in col("launches")) and "0.0 us" not in col("after")
     page.locator(".ks-status-filter").select_option("gone")
-    assert set(col("after")) == {"–"} and rows.count() == 20
+    assert set(col("after")) == {"–"} and rows.count() == 22
     page.locator(".ks-status-filter").select_option("")
 
     # Sort by change: largest first, then smallest first.
