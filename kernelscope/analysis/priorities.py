@@ -11,6 +11,7 @@ import re
 
 from kernelscope.analysis.findings.base import severity_for
 from kernelscope.units import fmt_us
+from kernelscope.jsonable import num
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5
@@ -45,7 +46,7 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
     for i, f in enumerate(findings or []):
         if _get(f, "kind") == "analysis_error":
             continue
-        cost = _num(_get(f, "cost_us"))
+        cost = num(_get(f, "cost_us"))
         if not cost or cost <= 0:
             continue
         kernel = _kernel_of(f)
@@ -113,7 +114,7 @@ def _place(link):
     """Where a timeline link points (device and range, not its words): two copy findings that
     point at the same longest copy are about the same copies."""
     if isinstance(link, dict) and link.get("view") == "timeline":
-        return ("timeline", link.get("device"), _num(link.get("start_us")), _num(link.get("end_us")))
+        return ("timeline", link.get("device"), num(link.get("start_us")), num(link.get("end_us")))
     return None
 
 
@@ -181,10 +182,3 @@ def _kernel_link(evidence):
 def _get(f, key):
     return f.get(key) if isinstance(f, dict) else getattr(f, key, None)
 
-
-def _num(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v else None

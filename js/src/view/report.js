@@ -74,7 +74,9 @@ export function renderReport(el, model, opts = {}) {
     Kernels() {
       ctl.table = new KernelTable(model, { onSelect: (names) => setSelected(names, true), height: opts.tableHeight || 360 });
       ctl.details = h("div", { class: "ks-details" });
-      renderDetails(ctl.details, model, [], opts);
+      // A kernel picked on the timeline before this tab was drawn is selected here too.
+      if (ctl.selected && ctl.selected.length) ctl.table.setSelection(ctl.selected);
+      renderDetails(ctl.details, model, ctl.selected || [], opts);
       panels.Kernels.append(ctl.table.el, ctl.details);
     },
     Timeline() {
@@ -96,7 +98,7 @@ export function renderReport(el, model, opts = {}) {
       });
       panels.Timeline.append(ctl.timeline.el);
       if (ctl.selected && ctl.selected.length) ctl.timeline.highlight(ctl.selected);
-      if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.el.lastChild);
+      if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.wrap.nextSibling);
     },
     Backends() {
       const b = hd.backends || [];
@@ -130,8 +132,10 @@ export function renderReport(el, model, opts = {}) {
     const names = link && link.view === "kernels" ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n)) : [];
     if (link && link.view === "timeline" && Number.isFinite(link.start_us) && Number.isFinite(link.end_us)) {
       select("Timeline");
+      // Zoomed to it and marked: the span itself selected (older payloads: the range shown).
       ctl.timeline.view = [link.start_us, link.end_us];
-      ctl.timeline.draw();
+      if (Number.isFinite(link.mark_start_us) && Number.isFinite(link.mark_end_us)) ctl.timeline.select(link.mark_start_us, link.mark_end_us);
+      else ctl.timeline.select(link.start_us, link.end_us);
       panels.Timeline.scrollIntoView({ block: "nearest" });
     } else if (names.length) {
       select("Kernels");
@@ -228,7 +232,7 @@ function opsTable(ops, stats, names) {
   if (!ops.length) return h("p", { class: "ks-empty", text: "No CPU ops recorded (a --lean recording holds GPU activity only)." });
   const max = Math.max(...ops.map((o) => o.total_us || 0)) || 1;
   const gpuMax = Math.max(...ops.map((o) => o.gpu_inclusive_us ?? o.gpu_us ?? 0)) || 1;
-  const bar = (v, m, color) => h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((v / m) * 60))}px;background:${color}` });
+  const bar = (v, m, color) => h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((v / m) * 40))}px;background:${color}` });
   const incl = (o) => o.gpu_inclusive_us ?? o.gpu_us;
   const table = sortTable(ops, [
     { key: "name", label: "op", search: true, text: (o) => o.name ?? "-", tip: (o) => o.name ?? null },
@@ -363,20 +367,20 @@ function renderDetails(el, model, names, opts = {}) {
   el.append(info);
   const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
   if (deep) el.append(deep);
-  const configs = model.header.configs || [];
-  const ci = configs.findIndex((c) => c.config === k.cols.config[f]);
-  const cfg = configs[ci];
+  const shapeEntries = model.header.shapes || [];
+  const ci = shapeEntries.findIndex((c) => c.shape === k.cols.shape[f]);
+  const cfg = shapeEntries[ci];
   if (cfg && cfg.occupancy !== undefined && !cfg.curves && opts.requestCurves && !cfg.requested) {
     // Ask Python (live widget) for this launch shape's curves, then redraw the details.
     cfg.requested = true;
-    opts.requestCurves(cfg.config).then((entry) => {
-      if (entry && entry.curves) configs[ci] = entry;
+    opts.requestCurves(cfg.shape).then((entry) => {
+      if (entry && entry.curves) shapeEntries[ci] = entry;
       if (el.getAttribute("data-names") === JSON.stringify(names)) renderDetails(el, model, names, opts);
     });
   }
   el.setAttribute("data-names", JSON.stringify(names));
   const occ = occupancyBlock(cfg, k, f);
-  const shapes = new Set(idx.map((i) => k.cols.config[i]));
+  const shapes = new Set(idx.map((i) => k.cols.shape[i]));
   if (shapes.size > 1) {
     // Not one launch's numbers without saying so: the breakdown is of the first launch's shape.
     occ.insertBefore(h("p", { class: "ks-note ks-shapes-note", text: `These ${fmtInt(idx.length)} launches use ${shapes.size} launch shapes `
@@ -462,7 +466,7 @@ function ncuBlock(model, idx) {
     return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
   };
   const have = new Set(cols);
-  const cfg = (model.header.configs || []).find((c) => c.config === k.cols.config[idx[0]]) || {};
+  const cfg = (model.header.shapes || []).find((c) => c.shape === k.cols.shape[idx[0]]) || {};
   const ours = (key) => {
     if (key === "theoretical_occupancy") { const v = mean(key); return v === null ? "-" : fmtPct(v, 1); }
     if (key === "duration_us") return fmtUs(mean(key));
