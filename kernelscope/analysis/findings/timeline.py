@@ -57,7 +57,7 @@ def wall_base(dev, tl) -> float:
     >>> wall_base({"window_us": 900.0}, SimpleNamespace(window={"wall_us": 5000.0}))   # doctest: +SKIP
     5000.0
     """
-    wall = finite_or_nan((tl.window or {}).get("wall_us"))
+    wall = num((tl.window or {}).get("wall_us"))
     win = float(dev["window_us"])
     return max(wall, win) if wall else win
 
