@@ -265,8 +265,9 @@ def _cold_finding(report, cold, base, idle_wall, dev, tl) -> Finding:
     """``cold_start``: the run pays what a process pays once; profile it again."""
     cost = float(min(cold["cold_us"], base))
     share = cost / base if base else float("nan")
-    title = (f"This looks like a first run: {fmt_us(cost)} ({share:.0%} of the wall time) went to "
-             "compiling, loading and first-call setup")
+    what = ("compiling, loading and first-call setup" if cold["compile_us"] else
+            "module loading and first-call setup")
+    title = f"This looks like a first run: {fmt_us(cost)} ({share:.0%} of the wall time) went to {what}"
     detail = ("What a process pays once: " + "; ".join(cold["parts"]) + ". The second run does not pay "
               "it, so steady-state advice (CUDA graphs, fewer launches) does not apply to this recording. "
               "Profile it again, or use --warmup 1 (%%kernelprofile --warmup 1; with ks.profile(), call "
