@@ -7,8 +7,10 @@ class TraceError(ValueError):
     The message names the file and what was wrong with it, e.g.::
 
         >>> import kernelscope as ks
-        >>> ks.load("missing.json")                      # doctest: +SKIP
-        TraceError: missing.json: no such file
+        >>> ks.load("missing.json")
+        Traceback (most recent call last):
+            ...
+        kernelscope.errors.TraceError: missing.json: no such file
     """
 
     def __init__(self, source, problem):

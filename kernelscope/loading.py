@@ -15,8 +15,8 @@ import stat
 import msgspec
 
 from kernelscope.errors import TraceError
-from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.reports.report import Report
+from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.trace.decode import ForeignFormat, NotJSON
 from kernelscope.trace.files import read_bytes
 
@@ -35,8 +35,8 @@ def load(source, *, progress: bool = True):
     ``progress=False`` or ``KERNELSCOPE_PROGRESS=off`` turn it off), removed when it is done.
 
     >>> import kernelscope as ks
-    >>> rep = ks.load("launch_bound.pt.trace.json.gz")    # doctest: +SKIP
-    >>> len(rep.kernels)                                 # doctest: +SKIP
+    >>> rep = ks.load("launch_bound.pt.trace.json.gz")
+    >>> len(rep.kernels)
     2000
     """
     if hasattr(source, "export_chrome_trace") and hasattr(source, "profiler"):
@@ -95,7 +95,7 @@ def load_ncu(path, *, kernels_report=None, source=True):
     launches source hot spots and SASS are read (the slow part of reading a report; True: the 50
     longest). Reading ``.ncu-rep`` needs ``pip install "kernelscope[ncu]"``.
 
-    >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
+    >>> rep = load_ncu("ncu_triton_kernels.csv")
     >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
     (7, 62.5)
     """
@@ -146,8 +146,8 @@ def trace_paths(source) -> list:
     ``*.ksreport.json[.gz]`` files, else every ``*.json[.gz]``), a glob pattern, a path, or a
     list of those; sorted, each once.
 
-    >>> trace_paths("tests/data/ranks")                      # doctest: +SKIP
-    ['tests/data/ranks/rank0.pt.trace.json.gz', 'tests/data/ranks/rank1.pt.trace.json.gz']
+    >>> trace_paths("ranks")
+    ['ranks/rank0.pt.trace.json.gz', 'ranks/rank1.pt.trace.json.gz']
     """
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     out = []
@@ -177,7 +177,7 @@ def summarise(path):
     the TraceError that says why the file cannot be read, returned rather than raised so that
     one bad rank does not lose the others.
 
-    >>> summarise("tests/data/ranks/rank1.pt.trace.json.gz").info["rank"]   # doctest: +SKIP
+    >>> summarise("ranks/rank1.pt.trace.json.gz").info["rank"]
     1
     """
     from kernelscope.analysis.ranks import rank_summary
@@ -200,8 +200,8 @@ def load_ranks(source, client=None, *, workers=None):
     rank its file name gives, ``rank3.json``). A file that cannot be read is left out and named
     in ``rep.notes``; if none can be read, TraceError.
 
-    >>> rep = ks.load_ranks("traces/")                                   # doctest: +SKIP
-    >>> from dask.distributed import Client, LocalCluster                # doctest: +SKIP
+    >>> rep = ks.load_ranks("ranks")
+    >>> from dask.distributed import Client, LocalCluster
     >>> rep = ks.load_ranks("traces/", client=Client(LocalCluster()))   # doctest: +SKIP
     """
     from kernelscope.analysis.ranks import assign_ranks

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from kernelscope.analysis.findings.base import severity_for
-from kernelscope.units import fmt_us
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5
@@ -37,8 +37,8 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
     timeline (two rules about the same copies), and an item is cut to the wall time the items above leave, so
     the listed shares add up to at most the wall time.
 
-    >>> rep = ks.load("llama_train.pt.trace.json.gz")                        # doctest: +SKIP
-    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]          # doctest: +SKIP
+    >>> rep = ks.load("wild/llama_train.pt.trace.json.gz")
+    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]
     '78% of wall time'
     """
     items, by_kernel, by_key = [], {}, {}

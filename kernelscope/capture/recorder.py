@@ -10,15 +10,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import warnings
 import threading
+import warnings
 from contextlib import contextmanager
 
 from kernelscope.capture import cupy_events
-from kernelscope.capture.repeats import REPEAT_MARK
 from kernelscope.capture.quiet import MAX_LOG_LINES, captured_stderr, notes_from
+from kernelscope.capture.repeats import REPEAT_MARK
 from kernelscope.errors import TraceError
-
 
 _lock = threading.Lock()
 _active = None  # the profile now recording, if any: one at a time per process (CUPTI is global)
@@ -31,7 +30,7 @@ class ProfilerBusyError(RuntimeError):
 def active():
     """The :class:`profile` now recording in this process, or None.
 
-    >>> active() is None                                   # doctest: +SKIP
+    >>> active() is None
     True
     """
     return _active
@@ -295,8 +294,8 @@ class profile:
         return self.report
 
     def _build(self, cuda_us, partial, error):
-        from kernelscope.reports.report import Report
         from kernelscope.capture.live import trace_from_profiler
+        from kernelscope.reports.report import Report
         try:
             with captured_stderr(self._stderr):
                 trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
@@ -408,6 +407,7 @@ def _tag_trace(p, tag):
     """Write the rank tag into the trace header, so that a trace file saved from this recording
     (``trace_path``, or Kineto's own export) says which rank and host it came from."""
     import json
+
     from kernelscope.trace.distributed import RANK_TAG
     try:
         p.add_metadata_json(RANK_TAG, json.dumps(tag))

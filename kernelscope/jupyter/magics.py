@@ -143,7 +143,7 @@ class KernelProfileMagics(Magics):
                         run(last=i == args.repeat - 1)
             else:
                 run(last=True)
-        except BaseException as e:  # KeyboardInterrupt too: stop cleanly, show what ran, re-raise
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt too: stop cleanly, show what ran, re-raise
             error = e
         try:
             report = prof.stop(partial=error is not None, error=error)
@@ -320,7 +320,7 @@ class UsageError(Exception):
 
 
 try:  # IPython's own UsageError prints without a traceback
-    from IPython.core.error import UsageError  # noqa: F811
+    from IPython.core.error import UsageError  # type: ignore[assignment]  # noqa: F811
 except ImportError:  # pragma: no cover
     pass
 

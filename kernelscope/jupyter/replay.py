@@ -15,7 +15,7 @@ import re
 import sys
 import weakref
 
-_LOGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OUR_LINE = re.compile(r"^\s*%(load_ext|reload_ext)\s+kernelscope\b|^\s*%kernelprofile\b")
 
 

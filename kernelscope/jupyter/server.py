@@ -30,7 +30,8 @@ def _load_jupyter_server_extension(serverapp):
 def report_payload(os_path: str, display_path: str | None = None) -> dict:
     """The MIME payload of a trace or report file (what the handler answers).
 
-    >>> read_payload(report_payload("tests/data/attention.pt.trace.json.gz"))[0]["title"]  # doctest: +SKIP
+    >>> from kernelscope.view.codec import read_payload
+    >>> read_payload(report_payload("attention.pt.trace.json.gz"))[0]["title"]
     'attention.pt.trace.json.gz'
     """
     from kernelscope import load

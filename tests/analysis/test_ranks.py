@@ -19,7 +19,6 @@ import kernelscope as ks
 from kernelscope.analysis.collectives import bus_factor, collective_kind, collectives, elem_bytes, parse_nccl_kernel
 from kernelscope.analysis.ranks import assign_ranks, rank_summary
 from kernelscope.view.codec import decode_buffer, unpack
-
 from tests.conftest import DATA, written_out_union
 
 RANKS = DATA / "ranks"

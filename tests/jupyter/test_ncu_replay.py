@@ -15,7 +15,16 @@ IPython = pytest.importorskip("IPython")
 torch = pytest.importorskip("torch")
 
 import kernelscope as ks
-from kernelscope.capture.ncu_run import NCU_ENV, NcuError, NcuRun, ReplayCell, check_run, find_ncu, ncu_argv, write_replay
+from kernelscope.capture.ncu_run import (
+    NCU_ENV,
+    NcuError,
+    NcuRun,
+    ReplayCell,
+    check_run,
+    find_ncu,
+    ncu_argv,
+    write_replay,
+)
 from kernelscope.jupyter.replay import plain_body, replay_cells, replay_differences, summary
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")

@@ -8,16 +8,16 @@ The page is the standalone bundle (the same view code as the widget and JupyterL
 import json
 import re
 
-import pandas as pd
 import pytest
+from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
+from kernelscope.units import fmt_us
 from kernelscope.view.bundle import mime_payload
 from kernelscope.view.compare import compare_view_model
 from kernelscope.view.vocabulary import vocabulary
-from kernelscope.units import fmt_us
-from conftest import ARTIFACTS, DATA
-from tests.ui.test_view_page import PAGE as BASE_PAGE, serve_page
+from tests.ui.test_view_page import PAGE as BASE_PAGE
+from tests.ui.test_view_page import serve_page
 
 pytestmark = pytest.mark.browser
 LLAMA = "wild/llama_train.pt.trace.json.gz"
@@ -324,7 +324,7 @@ def test_legend_has_a_swatch_per_backend_and_copies_are_not_idle_pink(site, page
 
 
 def test_initial_range_and_a_drag_select_leave_the_lanes_where_they_are(site, page):
-    rep = show(page, site, "llama", "Timeline")
+    show(page, site, "llama", "Timeline")
     view = page.evaluate("window.ctl.timeline.view")
     assert view[0] >= 0                                   # -0.28 ms before (1% of the span)
     top = box(page, ".ks-timeline-canvas")

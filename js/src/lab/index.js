@@ -199,7 +199,7 @@ class TraceView extends Widget {
 
   async _load() {
     const settings = ServerConnection.makeSettings();
-    const url = URLExt.join(settings.baseUrl, "kernelscope", "report") + `?path=${encodeURIComponent(this.path)}`;
+    const url = `${URLExt.join(settings.baseUrl, "kernelscope", "report")}?path=${encodeURIComponent(this.path)}`;
     try {
       const resp = await ServerConnection.makeRequest(url, {}, settings);
       const body = await resp.json();

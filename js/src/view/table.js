@@ -329,7 +329,8 @@ export class KernelTable {
   _agg() {
     const { groupBy, launches } = this.state;
     if (launches) return aggregate(this.model, groupBy, launches);
-    return this.aggCache[groupBy] || (this.aggCache[groupBy] = aggregate(this.model, groupBy));
+    if (!this.aggCache[groupBy]) this.aggCache[groupBy] = aggregate(this.model, groupBy);
+    return this.aggCache[groupBy];
   }
 
   /** The aggregate rows the filters leave, sorted (before --top cuts them). */
@@ -399,7 +400,8 @@ export class KernelTable {
       c.querySelector(".ks-h-label").textContent = def.label + (col === sort ? (desc ? " ▼" : " ▲") : "");
     }
     // What the rows shown hold, of the whole report: kernel rows, launches and kernel time.
-    const allAgg = this.aggCache.none || (this.aggCache.none = aggregate(m, "none"));
+    if (!this.aggCache.none) this.aggCache.none = aggregate(m, "none");
+    const allAgg = this.aggCache.none;
     const filtered = !!(filter.trim() || backend || launches);
     let shownLaunches = 0, shownTime = 0;
     for (const a of matched) { shownLaunches += a.launches; shownTime += a.total; }

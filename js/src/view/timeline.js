@@ -271,7 +271,7 @@ export class Timeline {
     this.matchAt = -1;
     if (q) {
       let re;
-      try { re = new RegExp(q, "i"); } catch (e) { re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i"); }
+      try { re = new RegExp(q, "i"); } catch { re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i"); }
       const m = this.model;
       for (const t of ["kernels", "copies", "host"]) {
         const tab = m.tables[t];
@@ -852,7 +852,7 @@ export class Timeline {
           if (it.e < a) continue;
           const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
           const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
-          let color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
+          const color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
             : it.t === "host" ? hostColor(str(ht, "kind", it.i))
             : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
           // A highlight fades the other GPU work; the host lanes stay as context.
@@ -1009,7 +1009,7 @@ function copyColor(copyKind, kind) {
 function plural(n, one, many = `${one}s`) { return `${fmtInt(n)} ${n === 1 ? one : many}`; }
 
 function niceStep(x) {
-  const p = Math.pow(10, Math.floor(Math.log10(x || 1)));
+  const p = 10 ** Math.floor(Math.log10(x || 1));
   const m = x / p;
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }

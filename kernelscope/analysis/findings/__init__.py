@@ -21,8 +21,14 @@ import dataclasses
 from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
 from kernelscope.units import fmt_us
 from kernelscope.analysis.findings.roofline import roofline_findings
-from kernelscope.analysis.findings.timeline import (copy_findings, gpu_bound_findings, graph_findings, host_findings,
-                                                   stream_findings, sync_findings)
+from kernelscope.analysis.findings.timeline import (
+    copy_findings,
+    gpu_bound_findings,
+    graph_findings,
+    host_findings,
+    stream_findings,
+    sync_findings,
+)
 
 __all__ = ["Finding", "find_all", "severity_for"]
 
@@ -30,7 +36,7 @@ __all__ = ["Finding", "find_all", "severity_for"]
 def find_all(report) -> list:
     """All findings of a report, most costly first (``report.findings`` caches this).
 
-    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]   # doctest: +SKIP
+    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]
     ['launch_bound']
     """
     tl = report.timeline if hasattr(report, "timeline") else None
@@ -40,14 +46,14 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.counters import counter_findings
     from kernelscope.analysis.findings.empty_capture import empty_capture_findings
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
-    from kernelscope.analysis.findings.ncu import access_findings, rule_findings    # Nsight Compute's measurements
+    from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     out = []
     for rule in (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
                  graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
                  counter_findings, rule_findings, access_findings):
         try:
             out.extend(rule(report, tl))
-        except Exception as e:  # one broken rule must not hide the others or the report
+        except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others or the report
             out.append(Finding("analysis_error", "info", f"could not run {rule.__name__}: {e!r}",
                                "This is a kernelscope bug; the other findings are unaffected.",
                                {"rule": rule.__name__}))

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from kernelscope.jsonable import jsonable, num
 from kernelscope.units import fmt_us
+
 # -- thresholds (named so that a test or a reader can see what a word means) -------------------
 # Severity is the cost as a share of the device's active window: a quarter or more is the first
 # thing to fix; under 5% it is within what one change of a step usually moves.
@@ -20,8 +21,8 @@ MAX_EVIDENCE_ROWS = 20
 class Finding:
     """One thing worth knowing about a run, most costly first in ``report.findings``.
 
-    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]        # doctest: +SKIP
-    >>> f.kind, f.severity                                              # doctest: +SKIP
+    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]
+    >>> f.kind, f.severity
     ('launch_bound', 'high')
     """
 
