@@ -64,7 +64,8 @@ def cold_start(report, busy_starts=(), busy_ends=()) -> dict:
         if len(c):
             s, e = c["start_us"].astype(float), c["start_us"].astype(float) + c["duration_us"].astype(float)
             compile_us = union_length(s, e)
-            iv_s += s.tolist(); iv_e += e.tolist()
+            iv_s += s.tolist()
+            iv_e += e.tolist()
     slow_calls, allocs, handles = [], 0, 0
     if len(rt):
         names = rt["name"].astype(str)
@@ -84,7 +85,8 @@ def cold_start(report, busy_starts=(), busy_ends=()) -> dict:
                       zip(names[slow], d[slow])][:10]
     calls = _first_calls(ops)
     for c in calls:
-        iv_s.append(c["start_us"]); iv_e.append(c["start_us"] + c["first_us"])
+        iv_s.append(c["start_us"])
+        iv_e.append(c["start_us"] + c["first_us"])
     first = _first_launches(k)
     extra = float(sum(f["extra_us"] for f in first))
     ms, me = merge_intervals(iv_s, iv_e)

@@ -9,13 +9,12 @@ that side's range). Without repeats one run cannot separate noise from change, a
 """
 from __future__ import annotations
 
-from kernelscope.analysis.names import base_short_name
-
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.names import base_short_name
 from kernelscope.jsonable import jsonable
 
 KERNEL_COLUMNS = ["name", "short_name", "backend", "match", "names_before", "names_after",

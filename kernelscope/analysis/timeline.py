@@ -460,7 +460,7 @@ def host_in_gaps(ops: pd.DataFrame, gaps: pd.DataFrame, top: int = 3) -> dict:
 
     >>> host_in_gaps(rep.ops, rep.gaps)["uncovered_us"]             # doctest: +SKIP
     """
-    out = {"idle_us": 0.0, "covered_us": 0.0, "uncovered_us": 0.0, "top_ops": []}
+    out: dict = {"idle_us": 0.0, "covered_us": 0.0, "uncovered_us": 0.0, "top_ops": []}
     if gaps is None or not len(gaps):
         return out
     gs, ge = merge_intervals(gaps["start_us"], gaps["end_us"])

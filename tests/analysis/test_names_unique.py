@@ -6,7 +6,6 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.names import base_short_name, short_name, unique_short_names
-
 from tests.conftest import DATA
 
 # Real mangled names from tests/data/ncu_rep and tests/data/trust (Nsight Compute names kernels so).

@@ -9,7 +9,6 @@ import kernelscope as ks
 from kernelscope.analysis.findings.base import severity_for
 from kernelscope.analysis.priorities import FIX_COLUMNS, _kernel_of, what_to_fix
 from kernelscope.analysis.timeline import gpu_busy_share
-
 from tests.conftest import DATA
 
 TRUST = DATA / "trust"

@@ -69,7 +69,7 @@ def jax_cell(outdir):
     host = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
     with _profile(outdir, "jax_cell") as prof:
         y = x
-        for i in range(4):
+        for _ in range(4):
             y = norm(step(y, w))
             jax.block_until_ready(y)
             # host work between the steps (numpy: nothing the profiler records)

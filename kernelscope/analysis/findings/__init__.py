@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 
 from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
-from kernelscope.units import fmt_us
 from kernelscope.analysis.findings.roofline import roofline_findings
 from kernelscope.analysis.findings.timeline import (
     copy_findings,
@@ -29,6 +28,7 @@ from kernelscope.analysis.findings.timeline import (
     stream_findings,
     sync_findings,
 )
+from kernelscope.units import fmt_us
 
 __all__ = ["Finding", "find_all", "severity_for"]
 
