@@ -20,5 +20,5 @@ class TraceError(ValueError):
 
     def __reduce__(self):
         # Rebuilt from (source, problem), so that an error raised in a worker process (the
-        # process pool or a Dask cluster of ks.load_ranks) reaches the caller intact.
+        # worker process or a Dask cluster of ks.load_ranks) reaches the caller intact.
         return (type(self), (self.source, self.problem))

@@ -27,6 +27,35 @@ class ProfilerBusyError(RuntimeError):
     """Another recording is active (nested ``ks.profile``, an open torch.profiler, or CUPTI taken)."""
 
 
+class CudaContextLost(RuntimeError):
+    """A sticky CUDA error (an illegal memory access, a device-side assert) broke this process's
+    CUDA context: every later GPU call fails the same way until the process restarts."""
+
+
+RESTART = ("restart the kernel (Kernel > Restart Kernel; in a script, run it again): no GPU work can run "
+           "in this process any more")
+
+
+def cuda_context_lost(torch=None) -> str | None:
+    """The CUDA error every GPU call of this process now fails with (a sticky error broke its
+    context), or None: no CUDA context yet, or a healthy one.
+
+    >>> cuda_context_lost()                                  # doctest: +SKIP
+    'CUDA error: an illegal memory access was encountered'
+    """
+    torch = torch or sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return None
+    except Exception:  # noqa: BLE001 - a torch without CUDA
+        return None
+    try:
+        torch.cuda.synchronize()   # a sticky error comes back from every synchronize
+    except RuntimeError as e:      # torch.AcceleratorError too
+        return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+    return None
+
+
 def active():
     """The :class:`profile` now recording in this process, or None.
 
@@ -63,6 +92,13 @@ class profile:
     ``report.metrics`` holds the samples and each kernel gains ``sm_active_pct``, ``tensor_pct``,
     ``dram_pct`` and ``dram_gbps`` (:mod:`kernelscope.capture.counters`; needs
     ``kernelscope[counters]``). Anything that stops sampling leaves the profile intact with a note.
+
+    ``tuning`` (default ``"auto"``) watches, in the process, what produced the kernels and what
+    else was tried: Triton's ``@triton.autotune`` candidates with their times, the compiled
+    variants' registers and spills, Inductor's max-autotune choices
+    (:mod:`kernelscope.capture.tuning`; ``report.autotune``, the ``producer``/``config`` kernel
+    columns). ``"auto"`` watches Triton and Inductor if already imported, ``True`` imports
+    them, ``False`` watches nothing.
     """
 
     def __new__(cls, fn=None, **kwargs):
@@ -75,8 +111,13 @@ class profile:
         return self
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
-                 lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None):
+                 lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
+                 tuning="auto"):
         self.lean = lean
+        # Autotuning and compiled variants watched in the process (capture/tuning.py): "auto"
+        # watches Triton/Inductor when already imported, True imports them, False does not watch.
+        self.tuning = tuning
+        self._tuning = None
         self.metrics = metrics or None
         self.interval_us = interval_us
         self._pm = None
@@ -113,7 +154,8 @@ class profile:
         opts = dict(lean=self.lean, with_stack=self.with_stack, record_shapes=self.record_shapes,
                     with_flops=self.with_flops, lines_of=self.lines_of,
                     trace_path=self.trace_path, name=self.name, metrics=self.metrics,
-                    interval_us=self.interval_us, title=self.title or getattr(fn, "__qualname__", None))
+                    interval_us=self.interval_us, title=self.title or getattr(fn, "__qualname__", None),
+                    tuning=self.tuning)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -135,6 +177,10 @@ class profile:
             self.title = _caller_title()
         self._torch_was_imported = "torch" in sys.modules
         torch = _import_torch()
+        lost = cuda_context_lost(torch)
+        if lost:
+            raise CudaContextLost(f"the CUDA context of this process is lost after an earlier error ({lost}): "
+                                  f"{RESTART}")
         with _lock:
             if _active is not None:
                 raise ProfilerBusyError(
@@ -153,6 +199,9 @@ class profile:
         except BaseException:
             with _lock:
                 _active = None
+            if self._tuning is not None:
+                self._tuning, watch = None, self._tuning
+                watch.stop()   # the Triton functions it wrapped are put back
             if self._pm is not None:
                 self._pm, pm = None, self._pm
                 pm.collect()   # releases CUPTI's profiler again
@@ -204,6 +253,10 @@ class profile:
             self._event_kind = "torch"
         if self._pm is not None:
             self._pm.start()
+        if self.tuning is not False:
+            from kernelscope.capture.tuning import TuningWatch
+            self._tuning = TuningWatch(force=self.tuning is True)
+            self._tuning.start()
         if self.lines_of is not None and not self.lean:
             from kernelscope.capture.lines import LineMarks
             self._marks = LineMarks(self.lines_of).__enter__()
@@ -277,10 +330,10 @@ class profile:
                 # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
                 interrupted, partial = e, True
             finally:
-                with warnings.catch_warnings(), captured_stderr(self._stderr):
-                    warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-                    self.torch_profiler.stop()
+                self._stop_torch_profiler(torch)
         finally:
+            if self._tuning is not None:
+                self._tuning.stop()    # Triton's functions given back, whatever stopping raised
             try:
                 if self._pm is not None:
                     # decode after the profiler stopped; always releases CUPTI's profiler
@@ -292,6 +345,18 @@ class profile:
         if interrupted is not None:
             raise interrupted
         return self.report
+
+    def _stop_torch_profiler(self, torch):
+        """Stop torch.profiler; where its stop fails (its first step, a CUDA synchronize, raises
+        after a sticky CUDA error), turn the profiler off underneath it, so that it is not left
+        recording (every later recording would be refused), then raise."""
+        try:
+            with warnings.catch_warnings(), captured_stderr(self._stderr):
+                warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+                self.torch_profiler.stop()
+        except BaseException:
+            _force_profiler_off(torch, self._stderr)
+            raise
 
     def _build(self, cuda_us, partial, error):
         from kernelscope.capture.live import trace_from_profiler
@@ -314,6 +379,13 @@ class profile:
                            for a, b in zip(lines, k["source"].tolist())]
         meta = trace.meta
         meta.setdefault("notes", [])
+        if self._tuning is not None:
+            from kernelscope.capture.tuning import attach_tuning
+            try:
+                attach_tuning(trace, self._tuning.tables(set(trace.kernels["name"].dropna().astype(str))))
+            except Exception as e:  # noqa: BLE001 - the profile stands without the tuning tables
+                meta["notes"].append(f"autotuning not collected ({type(e).__name__}: {e})"[:300])
+            self._tuning = None
         pm_notes = self._attach_counters(trace) if self._pm is not None else []
         meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes + notes_from(self._stderr)
         if self._stderr:
@@ -434,6 +506,24 @@ def _torch_profiler_enabled(torch) -> bool:
     except AttributeError:
         pass
     return any(bool(f) for f in flags)
+
+
+def _force_profiler_off(torch, log: list) -> None:
+    """Turn off torch's profiler (Kineto's session and torch's Python-side flag), whatever state
+    a failed ``stop()`` left them in; what Kineto says goes to ``log``."""
+    with captured_stderr(log):
+        try:
+            if torch._C._autograd._profiler_enabled():
+                torch._C._autograd._disable_profiler()
+        except Exception:  # noqa: BLE001 - already off, or failing with the context: the flag below still goes
+            pass
+    try:
+        torch.autograd.profiler._run_on_profiler_stop()
+    except Exception:  # noqa: BLE001
+        try:
+            torch.autograd.profiler._is_profiler_enabled = False
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _visible_streams(torch):

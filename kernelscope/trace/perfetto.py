@@ -27,6 +27,8 @@ from kernelscope.trace.model import (
     frame,
 )
 
+# What JAX names the file (``<host>.perfetto_trace.json.gz`` where a tool prefixes the host).
+FILE_NAMES = ("perfetto_trace.json.gz", "perfetto_trace.json")
 _MARK = re.compile(rb'"name"\s*:\s*"/(device:GPU|host:CPU)')
 _DEVICE = re.compile(r"^/device:GPU:(\d+)")
 _STREAM = re.compile(r"Stream #(\d+)")
