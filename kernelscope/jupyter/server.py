@@ -74,7 +74,7 @@ def file_pattern() -> str:
     return r"(^|\.)(" + "|".join(re.escape(s) for s in ends) + ")$"
 
 
-def report_payload(os_path: str, display_path: str | None = None, window: tuple | None = None) -> dict:
+def report_payload(os_path: str, display_path: str | None = None, window: tuple | dict | None = None) -> dict:
     """The MIME payload of a trace or report file (what the handler answers); ``window``:
     ``(from_us, until_us)`` of a trace too big for one view (``view_model``'s ``window``), or
     ``{"kernel": name, "after_us": t}``: from the next launch of that kernel.

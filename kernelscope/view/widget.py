@@ -27,9 +27,8 @@ import pandas as pd
 import traitlets
 
 from kernelscope.render.occupancy import shape_details
-from kernelscope.view.report import kernel_window, view_model
 from kernelscope.view.codec import pack
-from kernelscope.view.report import view_model
+from kernelscope.view.report import kernel_window, view_model
 
 _STATIC = pathlib.Path(__file__).parent.parent / "static"
 

@@ -9,13 +9,13 @@ import sys
 
 import nbformat
 import pytest
+from conftest import DATA, NOTEBOOKS
 from nbclient import NotebookClient
+from test_widget_browser import run_cell, wait_idle
 
 import kernelscope as ks
 from kernelscope.view import report as view
 from kernelscope.view.codec import read_payload
-from conftest import DATA, NOTEBOOKS
-from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
 TILE = DATA.parent.parent / "tools" / "tile_trace.py"
@@ -142,7 +142,6 @@ def test_a_trace_file_tab_fetches_the_window_from_the_server(lab, page):
 def test_a_saved_notebook_keeps_its_window_without_a_kernel(lab, page, tmp_path):
     """Run, saved and opened by a reader with no kernel: the report shows the window it was
     saved with, and choosing another says what it needs."""
-    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz", progress=False)
     nb = nbformat.read(NOTEBOOKS / "windowed_report.ipynb", as_version=4)
     (tmp_path / "mlp_train.pt.trace.json.gz").write_bytes((DATA / "mlp_train.pt.trace.json.gz").read_bytes())
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
