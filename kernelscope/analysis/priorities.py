@@ -19,14 +19,15 @@ LINE_MAX = 220
 _ADVICE = re.compile(r"^(Fix:|Consider|Try|Use|Reduce|Increase|Avoid|Pad|Check|Give|Replay|Move|Keep)\b")
 
 
-def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
+def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "wall time") -> list:
     """The first screen's list: findings that cost time, most first, as plain dicts.
 
     Each item: ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``, ``cost_text``,
     ``share_of_wall`` (``None`` without a wall time), ``share_text``, ``cause``, ``fix``,
     ``link`` (or ``None``) and ``finding`` (its index in ``findings``). With no finding that
     costs time, one finding is the item, with no time at stake: the first that says what to
-    do, else the first.
+    do, else the first. ``of`` names what ``wall_us`` is (``Report.time_base``: an Nsight
+    Compute replay's shares are of its kernel time).
 
     >>> rep = ks.load("llama_train.pt.trace.json.gz")                        # doctest: +SKIP
     >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]          # doctest: +SKIP
@@ -38,7 +39,7 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
             continue
         cost = _num(_get(f, "cost_us"))
         if cost and cost > 0:
-            items.append(_item(f, i, cost, wall_us))
+            items.append(_item(f, i, cost, wall_us, of))
         if len(items) >= top:
             break
     if not items:
@@ -47,20 +48,20 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
         usable = [i for i, f in enumerate(findings or []) if _get(f, "kind") != "analysis_error"]
         first = next((i for i in usable if _get(findings[i], "fix")), usable[0] if usable else None)
         if first is not None:
-            items.append(_item(findings[first], first, None, wall_us))
+            items.append(_item(findings[first], first, None, wall_us, of))
     for n, it in enumerate(items, 1):
         it["rank"] = n
     return items
 
 
-def _item(f, index, cost, wall_us) -> dict:
+def _item(f, index, cost, wall_us, of="wall time") -> dict:
     detail = _get(f, "detail") or ""
     share = cost / wall_us if cost is not None and wall_us else None
     return {
         "rank": 0, "kind": _get(f, "kind"), "severity": _get(f, "severity"), "title": _get(f, "title"),
         "cost_us": cost, "cost_text": fmt_us(cost) if cost is not None else "",
         "share_of_wall": share,
-        "share_text": f"{_pct(share)} of wall time" if share is not None else "",
+        "share_text": f"{_pct(share)} of {of}" if share is not None else "",
         "cause": _line(_get(f, "cause")) or _line(_first_sentence(detail)),
         "fix": _line(_get(f, "fix")) or _line(_advice(detail)),
         "link": _get(f, "link") or _kernel_link(_get(f, "evidence")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.replay import capabilities
 from kernelscope.units import fmt_us
 
 # Inline styles (notebook sanitizers and GitHub drop <style> blocks), kept short: every cell of
@@ -88,10 +89,13 @@ def report_html(rep, top: int = 20) -> str:
                   "</p>")
 
     clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
+    caps = capabilities(rep.meta)
     stats = [(f"wall time{clock}", fmt_us(rep.wall_time_us)), ("GPU busy", _pct(busy)),
              ("kernel launches", f"{len(k):,}"),
              ("kernels", f"{k['name'].nunique():,}" if len(k) else "0"), ("GPU kernel time", fmt_us(rep.gpu_time_us)),
              ("copies + memsets", f"{len(rep.copies):,}")]
+    # The tiles a replay can fill (analysis/replay.py), as the interactive view shows them.
+    stats = [(n, v) for n, v in stats if n.split(" (")[0] in caps["tiles"]]
     tiles = " &nbsp; ".join(f"<span><b>{v}</b> <span style='{_MUTED}'>{n}</span></span>" for n, v in stats)
     devs = ", ".join(f"{_e(d.name)} (sm_{d.compute_major}{d.compute_minor}, {d.num_sms} SMs)"
                      for d in rep.devices.itertuples())
@@ -129,7 +133,8 @@ def _busy(rep):
 def _findings(rep) -> str:
     """What to fix first: the first screen's list (analysis/priorities.py), as the view shows it."""
     try:
-        items = what_to_fix(rep.findings, rep.wall_time_us)
+        base_us, of = rep.time_base
+        items = what_to_fix(rep.findings, base_us, of=of)
     except Exception:  # noqa: BLE001
         return ""
     if not items:

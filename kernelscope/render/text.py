@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.replay import capabilities
 from kernelscope.units import fmt_us
 
 __all__ = ["fmt_us", "report_text"]
@@ -29,10 +30,15 @@ def report_text(rep, top: int = 10) -> str:
     if len(devs):
         lines.append("  devices: " + ", ".join(
             f"{r.name} (sm_{r.compute_major}{r.compute_minor}, {r.num_sms} SMs)" for r in devs.itertuples()))
-    clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
-    lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k)} launches of "
-                 f"{k['name'].nunique()} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
-                 f"   copies + memsets: {len(rep.copies)}")
+    caps = capabilities(rep.meta)
+    if caps["kind"] == "replay":
+        lines.append(f"  Nsight Compute replay: {len(k)} launches of {k['name'].nunique()} kernels   "
+                     f"kernel time: {fmt_us(rep.gpu_time_us)} ({caps['durations']})")
+    else:
+        clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
+        lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k)} launches of "
+                     f"{k['name'].nunique()} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
+                     f"   copies + memsets: {len(rep.copies)}")
     for note in rep.notes:
         lines.append(f"  note: {note}")
     if len(k):
@@ -46,10 +52,11 @@ def report_text(rep, top: int = 10) -> str:
         if more > 0:
             lines.append(f"  … and {more} more kernels (rep.summary() has them all)")
         lines += _measured_lines(rep, s["name"].tolist()[:5])
-    fixes = what_to_fix(rep.findings, rep.wall_time_us)
+    base_us, of = rep.time_base
+    fixes = what_to_fix(rep.findings, base_us, of=of)
     if fixes:
         lines.append("")
-        lines.append("  what to fix first (time at stake, share of wall time):" if fixes[0]["cost_us"] is not None
+        lines.append(f"  what to fix first (time at stake, share of {of}):" if fixes[0]["cost_us"] is not None
                      else "  findings:")
         for x in fixes:
             cost = f" {x['cost_text']}, {x['share_text']}:" if x["cost_text"] else ""

@@ -132,7 +132,11 @@ class Report:
     @property
     def wall_time_us(self) -> float | None:
         """The region's wall time: CUDA events if recorded, else the profiler's span
-        (:attr:`wall_time_clock` says which)."""
+        (:attr:`wall_time_clock` says which). None for an Nsight Compute replay, which ran its
+        launches one at a time and has no wall time (:attr:`time_base` is its kernel time)."""
+        from kernelscope.analysis.replay import is_replay
+        if is_replay(self.meta):
+            return None
         for key in ("cuda_event_us", "span_us"):
             v = self.meta.get(key)
             if v is not None:
@@ -141,6 +145,17 @@ class Report:
         if not len(t):
             return None
         return float((t["start_us"] + t["duration_us"]).max() - t["start_us"].min())
+
+    @property
+    def time_base(self) -> tuple:
+        """(microseconds, words) that the time at stake is a share of: the wall time of a run, the
+        kernel time of an Nsight Compute replay (``analysis/replay.py``).
+
+        >>> ks.load_ncu("tests/data/ncu_mlp_train.csv").time_base[1]   # doctest: +SKIP
+        'kernel time'
+        """
+        from kernelscope.analysis.replay import time_base
+        return time_base(self.meta, self.wall_time_us, self.gpu_time_us)
 
     @property
     def wall_time_clock(self) -> str | None:

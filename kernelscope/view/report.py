@@ -22,6 +22,7 @@ import pandas as pd
 from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.replay import capabilities, is_replay
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
@@ -126,8 +127,11 @@ def view_model(rep) -> tuple[dict, bytes]:
         "devices": records(rep.devices),
         "findings": findings_payload(rep, problems),
         # The first screen: what to fix first, ranked by the time at stake (analysis/priorities.py).
-        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.wall_time_us)),
+        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.time_base[0], of=rep.time_base[1])),
                        [], problems, "what to fix"),
+        # What this report can show: a run's timeline, or an Nsight Compute replay's kernels only
+        # (its tabs, tiles, who measured the durations; analysis/replay.py).
+        "capabilities": capabilities(rep.meta),
         # The tab a report opens on: CPU ops when the run recorded no GPU work.
         "open_tab": "CPU ops" if not len(k) and not len(copies) and len(rep.ops) else "Kernels",
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
@@ -284,7 +288,8 @@ def _title(rep) -> str:
 
 
 def _stats(rep, k, copies, tl) -> dict:
-    busy = _safe(lambda: tl.device(), {}) if tl is not None else {}
+    # A replay's launches ran back to back by construction: its "busy" share would read 100%.
+    busy = _safe(lambda: tl.device(), {}) if tl is not None and not is_replay(rep.meta) else {}
     return {
         "wall_us": num(rep.wall_time_us),
         # Which clock the wall time read (CUDA events, the profiler's span, first to last event).
@@ -403,7 +408,10 @@ def _roofline(rep, k, problems=None) -> dict | None:
                 "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
-    return {"points": points, "ceilings": jsonable(ceilings), "note": note}
+    # The axis says what the note says: measured bytes, or bytes counted from the op's shapes.
+    x_label = ("arithmetic intensity (FLOP/byte at DRAM, measured by Nsight Compute)" if measured.any()
+               else "arithmetic intensity (FLOP/byte, counted from op shapes)")
+    return {"points": points, "ceilings": jsonable(ceilings), "note": note, "x_label": x_label}
 
 
 def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
