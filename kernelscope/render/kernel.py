@@ -29,8 +29,7 @@ def kernel_detail_text(rep, top: int = 5) -> str:
             dram = next((p for p in roof["points"] if p["level"] == "dram"), None)
             if dram and dram["flops_per_s"]:
                 lines.append(f"    roofline: {roof['label']} {dram['flops_per_s'] / 1e12:.2f} TFLOP/s of "
-                             f"{(roof['peak_flops_per_s'] or 0) / 1e12:.0f}, {dram['intensity']:.2f} FLOP/byte at DRAM, "
-                             f"{roof['bound'] or '-'}-bound, {_pct(roof['roof_share'])} of the attainable roof")
+                             f"{(roof['peak_flops_per_s'] or 0) / 1e12:.2f}; {roof.get('verdict') or ''}")
         mem = e["memory"]
         lines.append(f"    memory: DRAM {_num(mem['dram_pct'])}% of peak, L1 hit {_num(mem['l1_hit_pct'])}%, "
                      f"L2 hit {_num(mem['l2_hit_pct'])}%, global load {_num(mem.get('load_sectors_per_request'))} "

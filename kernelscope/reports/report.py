@@ -61,6 +61,12 @@ class Report:
         if ncu is not None and len(ncu):
             from kernelscope.trace.ncu.export import merge_ncu
             self.kernels = merge_ncu(self.kernels, ncu)
+            from kernelscope.analysis.shapes import CARVEOUT, annotate_occupancy, launch_shapes
+            if CARVEOUT in self.kernels.columns and self.kernels[CARVEOUT].notna().any():
+                # Nsight Compute measured the carveout the driver chose: the occupancy of those
+                # launches is computed with it, so that every block limit shown is ncu's.
+                codes, self.shapes = launch_shapes(self.kernels, trace.devices)
+                self.kernels = annotate_occupancy(self.kernels, trace.devices, shapes=(codes, self.shapes))
         if len(trace.counters):
             from kernelscope.analysis.counters import annotate_counters
             self.copies = annotate_counters(self.copies, trace.counters)

@@ -28,6 +28,7 @@ from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
 from kernelscope.analysis.kernel_detail import kernel_detail
+from kernelscope.analysis.ncu_kernels import PRECISION_LABELS
 from kernelscope.view.codec import VIEW_VERSION
 from kernelscope.view.codec import is_numeric, pack_tables
 from kernelscope.view.vocabulary import vocabulary
@@ -394,6 +395,8 @@ def _roofline(rep, k, problems=None) -> dict | None:
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if num(r["peak_tflops"]) and num(r["peak_gbps"]):
             src = _str(r["peaks_source"]) or "datasheet"
+            # The deep dive's names for Nsight Compute's precisions ("FP16 tensor"), one name each.
+            prec = PRECISION_LABELS.get(prec, prec) if measured.any() else prec
             # The chart prints these as they are: the numbers and their source are said here, once.
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
                              "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"]),
