@@ -23,6 +23,7 @@ from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.analysis.replay import capabilities, is_replay
+from kernelscope.analysis.roofline import above_roof_note
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
@@ -389,7 +390,10 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
                "intensity": num(r["intensity"]), "flops_per_s": num(r["achieved_tflops"] * 1e12),
                "duration_us": num(r["duration_us"]), "roof_share": num(r["roof_share"]),
-               "bound": _str(r["bound"]), "count": int(r.get("count", 1))} for _, r in pts.iterrows()]
+               "bound": _str(r["bound"]), "count": int(r.get("count", 1)),
+               # Why a dot is above its roof (analysis/roofline.py), said where it is drawn.
+               "note": above_roof_note(r["bound"], r["roof_share"])}
+              for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
@@ -411,6 +415,10 @@ def _roofline(rep, k, problems=None) -> dict | None:
                 "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
+    above = sum(1 for p in points if p["note"])
+    if above:
+        note += (f" {above} dot(s) sit above their roof, each marked with why (data kept in L2 or cache, "
+                 "or a faster precision than the inputs').")
     # The axis says what the note says: measured bytes, or bytes counted from the op's shapes.
     x_label = ("arithmetic intensity (FLOP/byte at DRAM, measured by Nsight Compute)" if measured.any()
                else "arithmetic intensity (FLOP/byte, counted from op shapes)")

@@ -325,7 +325,8 @@ export function rooflineChart(el, roof, color, { named = 3 } = {}) {
     tip: (d) => [d.name, `${d.op ?? "-"} · ${d.backend ?? "-"} · ${d.precision ?? "-"}`,
       `${si(d.intensity)} FLOP/byte · ${si(d.flops_per_s)}FLOP/s · ${fmtUs(d.duration_us)}`,
       `${fmtPct(d.roof_share)} of attainable (${d.bound ?? "-"}-bound)`,
-      d.count > 1 ? `${d.count.toLocaleString()} calls with this shape (time summed)` : null].filter(Boolean).join("\n"),
+      d.count > 1 ? `${d.count.toLocaleString()} calls with this shape (time summed)` : null,
+      d.note || null].filter(Boolean).join("\n"),
     // As wide as the panel allows (readable labels), within reason.
     xDomain: [lo, hi], yDomain: [ylo, yhi], width: Math.max(520, Math.min(900, el.clientWidth || 600)), height: 360,
     xLabel: roof.x_label || "arithmetic intensity (FLOP/byte, counted from op shapes)", yLabel: "achieved FLOP/s",
