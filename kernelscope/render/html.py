@@ -61,7 +61,7 @@ def report_html(rep, top: int = 20) -> str:
         bar = f"<span style='display:inline-block;height:8px;width:{max(1, round(r.share * 60))}px;background:#4e79a7'></span>"
         rows.append(
             f"{_TR}<td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
-            f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches}</td>"
+            f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches:,}</td>"
             f"<td style='{_NUM}'>{fmt_us(r.total_us)}</td><td style='{_NUM}'>{fmt_us(r.mean_us)}</td>"
             f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
             f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td>"
@@ -159,7 +159,7 @@ def _backends(rep) -> str:
         return ""
     rows = "".join(
         f"{_TR}<td style='{_CELL}'>{_e(r.get('device'))}</td><td style='{_CELL}'>{_e(r.get('backend'))}</td>"
-        f"<td style='{_NUM}'>{r.get('launches')}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
+        f"<td style='{_NUM}'>{r.get('launches'):,}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
         f"<td style='{_NUM}'>{_pct(r.get('share'))}</td></tr>"
         for r in b.to_dict("records"))
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in ("device", "backend", "launches", "GPU time", "share"))

@@ -46,7 +46,7 @@ def report_text(rep, top: int = 10) -> str:
         lines.append("")
         lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'share':>6}")
         for r in s.itertuples():
-            lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8} "
+            lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8,} "
                          f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {r.share:>6.1%}")
         more = k["name"].nunique() - len(s)
         if more > 0:
