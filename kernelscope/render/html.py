@@ -63,7 +63,8 @@ def report_html(rep, top: int = 20) -> str:
             f"{_TR}<td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
             f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches:,}</td>"
             f"<td style='{_NUM}'>{fmt_us(r.total_us)}</td><td style='{_NUM}'>{fmt_us(r.mean_us)}</td>"
-            f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
+            + "".join(f"<td style='{_NUM}'>{fmt_us(v)}</td>" for v in (r.median_us, r.min_us, r.max_us, r.std_us))
+            + f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
             f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td>"
             + "".join(f"<td style='{_NUM}'>{_pct100(kc.loc[r.name, c] if kc is not None and r.name in kc.index else None)}</td>"
                       for c in measured)
@@ -73,7 +74,7 @@ def report_html(rep, top: int = 20) -> str:
     more = k["name"].nunique() - len(s) if len(k) else 0
     labels = {"sm_active_pct": "SMs active", "tensor_pct": "tensor", "dram_pct": "DRAM"}
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
-                   ("kernel", "backend", "launches", "total", "mean", "share", "occupancy",
+                   ("kernel", "backend", "launches", "total", "mean", "median", "min", "max", "std dev", "share", "occupancy",
                     *[labels[c] for c in measured], *(["top stall"] if stall else [])))
     table = (f"<table style='{_TABLE}margin:6px 0'><thead>{_TR}{head}</tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>" if rows else "<p>No GPU kernels were recorded.</p>")
@@ -160,8 +161,9 @@ def _backends(rep) -> str:
     rows = "".join(
         f"{_TR}<td style='{_CELL}'>{_e(r.get('device'))}</td><td style='{_CELL}'>{_e(r.get('backend'))}</td>"
         f"<td style='{_NUM}'>{r.get('launches'):,}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
-        f"<td style='{_NUM}'>{_pct(r.get('share'))}</td></tr>"
+        f"<td style='{_NUM}'>{_pct(r.get('share'))}</td><td style='{_NUM}'>{_pct(r.get('kernel_share'))}</td></tr>"
         for r in b.to_dict("records"))
-    head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in ("device", "backend", "launches", "GPU time", "share"))
+    head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
+                   ("device", "backend", "launches", "GPU time", "share of GPU time", "share of kernel time"))
     return (f"<details><summary>Backends</summary><table style='{_TABLE}'>"
             f"<thead>{_TR}{head}</tr></thead><tbody>{rows}</tbody></table></details>")

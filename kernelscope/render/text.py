@@ -44,10 +44,13 @@ def report_text(rep, top: int = 10) -> str:
     if len(k):
         s = rep.summary().head(top)
         lines.append("")
-        lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'share':>6}")
+        # The columns of rep.summary() and of the view's kernel table (its "statistics" columns).
+        lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'median':>10} "
+                     f"{'min':>10} {'max':>10} {'std dev':>10} {'share':>6}")
         for r in s.itertuples():
             lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8,} "
-                         f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {r.share:>6.1%}")
+                         f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {fmt_us(r.median_us):>10} "
+                         f"{fmt_us(r.min_us):>10} {fmt_us(r.max_us):>10} {fmt_us(r.std_us):>10} {r.share:>6.1%}")
         more = k["name"].nunique() - len(s)
         if more > 0:
             lines.append(f"  … and {more} more kernels (rep.summary() has them all)")

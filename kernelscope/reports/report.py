@@ -189,7 +189,8 @@ class Report:
 
     def summary(self, by: str = "name") -> pd.DataFrame:
         """One row per kernel (``by`` a kernels column): launches, total/mean/median/min/max
-        duration in us and share of kernel time, largest total first.
+        duration and its standard deviation in us (``std_us``, as Nsight Systems' kernel summary)
+        and share of kernel time, largest total first.
 
         >>> rep.summary().columns.tolist()[:4]                   # doctest: +SKIP
         ['name', 'short_name', 'backend', 'launches']

@@ -294,7 +294,7 @@ export function backendChart(el, backends, color, durationSource = "CUPTI") {
     text: (b) => `${fmtUs(b.gpu_time_us)} · ${fmtPct(b.share)}`,
     axisLabel: `GPU time (ms, ${durationSource})`,
     tip: (b) => `${b.device ?? "-"} ${b.backend ?? "-"}: ${fmtInt(b.launches)} launches, ${fmtUs(b.gpu_time_us)}, `
-      + `${fmtPct(b.share)} of kernel time`,
+      + `${fmtPct(b.share)} of GPU time${b.kernel_share != null ? `, ${fmtPct(b.kernel_share)} of kernel time` : ""}`,
   });
 }
 

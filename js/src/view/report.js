@@ -216,7 +216,10 @@ function backendTables(rows, stats, caps = {}) {
       { key: "backend", label: "backend", search: true, text: (r) => r.backend ?? "-", cell: swatch },
       { key: "launches", label: "launches", num: true, title: "kernel launches, copies and memsets on the GPU", text: (r) => fmtInt(r.launches) },
       { key: "gpu_time_us", label: "GPU time", num: true, title: `sum of durations measured by ${caps.duration_source || "CUPTI"}`, text: (r) => fmtUs(r.gpu_time_us) },
-      { key: "share", label: "share", num: true, title: "share of all GPU time", text: (r) => fmtPct(r.share) },
+      { key: "share", label: "share", num: true, title: "share of all GPU time: kernels, copies and memsets", text: (r) => fmtPct(r.share) },
+      // Share of kernel time alone: the number the kernel table's backend groups show (Python's kernel_share).
+      { key: "kernel_share", label: "of kernel time", num: true, title: "share of kernel time (copies and memsets left out), as the kernel table's backend groups",
+        text: (r) => (r.kernel_share == null ? "-" : fmtPct(r.kernel_share)) },
     ], { sort: "gpu_time_us", cls: "ks-backends-gpu" }).el);
   }
   if (cpu.length) {
