@@ -298,34 +298,40 @@ def roofline_verdict(sol: dict, dot: dict | None, label: str = "") -> str | None
     whose DRAM intensity is past the ridge while L1 runs at 85% of peak), the sentence says why
     instead of giving a second verdict.
 
-    >>> sol = {"bound": "memory", "verdict": "memory-bound: ...", "compute_pct": 44.3, "memory_pct": 69.2,
-    ...        "dram_pct": 12.7, "l2_pct": 24.7, "l1_pct": 84.6}
+    >>> sol = {"bound": "memory", "compute_pct": 44.3, "memory_pct": 69.2, "dram_pct": 12.7, "l2_pct": 24.7,
+    ...        "l1_pct": 84.6}
     >>> dot = {"intensity": 349.7, "ridge": 200.8, "roof_share": 0.222, "bound": "compute"}
-    >>> roofline_verdict(sol, dot, "FP16 tensor")[:96]
-    'at DRAM: 349.7 FLOP/byte, right of the ridge (200.8): 22.2% of the attainable FP16 tensor roof. '
+    >>> print(roofline_verdict(sol, dot, "FP16 tensor"))
+    memory-bound (speed of light: memory at 69% of peak, L1/TEX the busiest at 85%). At DRAM: 349.7 FLOP/byte, right of the ridge (200.8), 22.2% of the attainable FP16 tensor roof: the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side.
     """
     if not dot or dot.get("intensity") is None or dot["intensity"] != dot["intensity"]:
         return None
-    inten, ridge = dot["intensity"], dot.get("ridge")
-    side = "right" if ridge == ridge and ridge is not None and inten >= ridge else "left"
-    share = dot.get("roof_share")
-    text = (f"at DRAM: {inten:,.1f} FLOP/byte, {side} of the ridge ({ridge:,.1f})"
-            + (f": {share:.1%} of the attainable {label} roof" if share == share and share is not None else "") + ". ")
-    bound = (sol or {}).get("bound")
-    model = dot.get("bound")
-    if bound in ("compute", "memory") and model and model != bound:
-        units = {"DRAM": sol.get("dram_pct"), "L2": sol.get("l2_pct"), "L1/TEX": sol.get("l1_pct")}
-        units = {k: v for k, v in units.items() if v == v and v is not None}
-        busiest = max(units, key=units.get) if units else None
-        why = (f"the DRAM roofline counts DRAM bytes only, while {busiest} runs at {units[busiest]:.0f}% of its peak"
-               if bound == "memory" and busiest else
-               "its DRAM traffic would allow more, but the SM's pipes are the busiest unit")
-        text += f"Speed of light decides: {bound}-bound ({why})."
-    elif bound in ("compute", "memory", "latency"):
-        text += f"Speed of light: {bound}-bound."
+    sol = sol or {}
+    inten, ridge, share = dot["intensity"], dot.get("ridge"), dot.get("roof_share")
+    side = "right" if ridge is not None and ridge == ridge and inten >= ridge else "left"
+    bound, model = sol.get("bound"), dot.get("bound")
+    units = {"DRAM": sol.get("dram_pct"), "L2": sol.get("l2_pct"), "L1/TEX": sol.get("l1_pct")}
+    units = {k: v for k, v in units.items() if v is not None and v == v}
+    busiest = max(units, key=units.get) if units else None
+    if bound == "memory" and busiest:
+        head = (f"memory-bound (speed of light: memory at {sol.get('memory_pct', float('nan')):.0f}% of peak, "
+                f"{busiest} the busiest at {units[busiest]:.0f}%)")
+    elif bound == "compute":
+        head = f"compute-bound (speed of light: compute at {sol.get('compute_pct', float('nan')):.0f}% of peak)"
+    elif bound == "latency":
+        head = "latency-bound (speed of light: no unit near its peak)"
+    elif bound == "balanced":
+        head = "no unit saturated (speed of light)"
     else:
-        text += "Speed of light: no unit is saturated."
-    return text
+        head = f"{model}-bound at DRAM (no speed-of-light figures)" if model else "-"
+    text = (f"{head}. At DRAM: {inten:,.1f} FLOP/byte, {side} of the ridge"
+            + (f" ({ridge:,.1f})" if ridge is not None and ridge == ridge else "")
+            + (f", {share:.1%} of the attainable {label} roof" if share is not None and share == share else ""))
+    if bound in ("compute", "memory") and model and model != bound:
+        text += (": the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side"
+                 if model == "compute" else
+                 ": its DRAM traffic alone would bound it, but the SM's pipes are the busiest unit")
+    return text + "."
 
 
 # -- source hot spots -----------------------------------------------------------------------------

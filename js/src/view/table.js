@@ -545,7 +545,9 @@ export class KernelTable {
     const cells = {
       expand: h("div", { class: "ks-cell" }),
       // Start, stream and CPU op in the wide name column: the narrow ones hold numbers only.
-      short: h("div", { class: "ks-cell ks-left", text: `@ ${fmtUs(k.cols.start_us[i])}  ${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`
+      // A replay's start times are not a timeline (header.capabilities): no "@ time" for its launches.
+      short: h("div", { class: "ks-cell ks-left", text: `${(this.model.header.capabilities || {}).timeline === false ? ""
+        : `@ ${fmtUs(k.cols.start_us[i])}  `}${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`
         + `  ·  ${op || "(no CPU op)"}`, title: [op ? `CPU op: ${op}` : null, str(k, "source", i)].filter(Boolean).join("\n") || null }),
       backend: h("div", { class: "ks-cell" }),
       launches: h("div", { class: "ks-cell" }),
