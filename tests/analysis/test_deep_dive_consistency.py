@@ -43,6 +43,22 @@ def test_conv_has_one_verdict(resnet, header):
     assert "speed of light: memory-bound" in conv and roof["verdict"] in conv and "compute-bound" not in conv
 
 
+@pytest.mark.parametrize("source", ["ncu_rep/resnet50_full.ncu-rep.xz", "trust/ncu_conv.ncu-rep.xz",
+                                    "ncu_rep/torch_ops.ncu-rep.xz"])
+def test_every_launch_has_one_bound(source):
+    hd = view_model(ks.load_ncu(DATA / source))[0]
+    peaks = {}
+    for e in hd["kernel_detail"]["launches"].values():
+        roof = e["roofline"]
+        if not roof:
+            continue
+        assert roof["bound"] == (e["sol"]["bound"] or roof["dram_side"])
+        other = {"compute": "memory", "memory": "compute"}.get(roof["bound"])
+        assert not other or f"{other}-bound" not in roof["verdict"]
+        peaks.setdefault(roof["precision"], set()).add(roof["peak_flops_per_s"])
+    assert peaks and all(len(v) == 1 for v in peaks.values())      # one peak per precision
+
+
 def test_one_peak_per_precision(header):
     tab = {c["label"]: c["peak_flops_per_s"] for c in header["roofline"]["ceilings"]}
     tensor = tab["cuda:0 FP16 tensor peak"]

@@ -23,9 +23,21 @@ def test_fill_does_no_flops():
     assert max(p["roof_share"] for p in pts) <= 1.0
 
 
-@pytest.mark.parametrize("name", ["torch_libs", "vit_compiled"])
+def test_l2_resident_elementwise():
+    # issue 28's recording: pow, mul and fill_ on a 16 MB fp32 tensor, which stays in the H200's L2
+    rep = ks.load(DATA / "trust" / "l2_elementwise.pt.trace.json.gz", progress=False)
+    rl = rep.roofline
+    assert rl.loc[rl["op"] == "aten::fill_", "flops"].isna().all()
+    pw = rl[rl["op"] == "aten::pow"]
+    assert (pw["achieved_gbps"] > pw["peak_gbps"]).all() and (pw["roof_note"] == ABOVE_MEMORY_ROOF).all()
+    pts = view_model(rep)[0]["roofline"]["points"]
+    assert {p["op"] for p in pts} == {"aten::pow", "aten::mul"}
+    assert all(p["note"] == ABOVE_MEMORY_ROOF for p in pts)
+
+
+@pytest.mark.parametrize("name", ["wild/torch_libs", "wild/vit_compiled", "trust/l2_elementwise"])
 def test_points_above_a_roof_say_why(name):
-    rep = ks.load(WILD / f"{name}.pt.trace.json.gz", progress=False)
+    rep = ks.load(DATA / f"{name}.pt.trace.json.gz", progress=False)
     roof = view_model(rep)[0]["roofline"]
     above = [p for p in roof["points"] if p["roof_share"] > 1]
     assert above, "these recordings have dots above their roof"

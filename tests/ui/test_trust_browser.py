@@ -50,6 +50,8 @@ def test_ncu_report_is_drawn_as_a_replay(site, page):
     assert "share of the kernel time" in head and "wall time" not in head
     first = page.locator(".ks-fix-share").first.inner_text()
     assert first.endswith("of kernel time")
+    assert "measured by Nsight Compute" in page.locator(".ks-head .ks-h-total").get_attribute("title")
+    assert "CUPTI" not in page.locator(".ks-head .ks-h-mean").get_attribute("title")
     page.locator(".ks-tab[data-tab='Roofline']").click()
     chart = page.locator("[data-panel='Roofline'] svg").first
     assert "FLOP/byte at DRAM, measured by Nsight Compute" in chart.text_content()

@@ -253,10 +253,13 @@ export class KernelTable {
     this.head.style.cssText = `grid-template-columns:${this.template};min-width:${minWidth}px`;
     this.body.style.minWidth = `${minWidth}px`;
     this.head.textContent = "";
+    // Who measured the durations (CUPTI, or Nsight Compute for a replay): header.capabilities.
+    const by = (this.model.header.capabilities || {}).duration_source || "CUPTI";
     for (const c of cols) {
       const cell = h("div", { class: `ks-cell ks-h-${c.key}${c.align === "left" ? " ks-left" : ""}`, role: "columnheader",
         "data-col": c.key,
-        title: [c.title, c.sortable === false ? null : "click to sort"].filter(Boolean).join(" · ") || null });
+        title: [c.title && ["total", "mean"].includes(c.key) ? c.title.replace("CUPTI", by) : c.title,
+          c.sortable === false ? null : "click to sort"].filter(Boolean).join(" · ") || null });
       cell.append(h("span", { class: "ks-h-label", text: c.label }));
       if (c.sortable !== false) cell.addEventListener("click", () => this.sortBy(c.key));
       if (c.flex) cell.append(this._resizer(cell));
@@ -551,7 +554,7 @@ export class KernelTable {
         + `  ·  ${op || "(no CPU op)"}`, title: [op ? `CPU op: ${op}` : null, str(k, "source", i)].filter(Boolean).join("\n") || null }),
       backend: h("div", { class: "ks-cell" }),
       launches: h("div", { class: "ks-cell" }),
-      total: h("div", { class: "ks-cell", text: fmtUs(dur), title: "this launch's duration (CUPTI)" }),
+      total: h("div", { class: "ks-cell", text: fmtUs(dur), title: `this launch's duration (${(this.model.header.capabilities || {}).duration_source || "CUPTI"})` }),
       mean: h("div", { class: "ks-cell" }),
       // "Share" means one thing on every row: of all kernel time (the rows' total); of its kernel in the title.
       share: h("div", { class: "ks-cell", text: this.aggTotal ? fmtPct(dur / this.aggTotal) : "",
