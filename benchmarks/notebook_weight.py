@@ -19,7 +19,7 @@ Side by side in one run, for this checkout and (``--baseline``) an earlier kerne
 A baseline tree is an earlier commit with its front end built, run by this Python through
 PYTHONPATH (and JUPYTER_PATH for its JupyterLab extension)::
 
-    git archive COMMIT kernelscope magics js install.json | tar -x -C DIR
+    git archive COMMIT kernelscope js install.json | tar -x -C DIR   # add magics before 9df6bbf
     (cd DIR/js && npm install && node esbuild.config.mjs && npm run build:lab)
 
 Prints tables and writes benchmarks/out/notebook_weight.json.
@@ -73,6 +73,7 @@ nbformat.write(nb, out)
 def environment(baseline: pathlib.Path | None, tmp: pathlib.Path) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if baseline is not None:
+        # (a baseline from before the layout step keeps its IPython layer in magics/)
         env["PYTHONPATH"] = os.pathsep.join([str(baseline), str(baseline / "magics")])
         share = tmp / "baseline-share" / "labextensions"
         share.mkdir(parents=True, exist_ok=True)

@@ -69,3 +69,57 @@ def test_js_formats_numbers_as_python_does():
     js_us, js_sizes = json.loads(out)
     assert js_us == [fmt_us(x) for x in us]
     assert js_sizes == [fmt_bytes(x) for x in sizes]
+
+
+def test_a_colour_names_one_thing():
+    """No two backends, copy directions, causes or host span kinds share a colour (FlashInfer and
+    memcpy once did, so the timeline could not tell a FlashInfer kernel from a copy). A copy
+    colour may be its backend's own (host-to-device copies are memcpy's, memsets memset's)."""
+    owners: dict[str, list] = {}
+    for label, colour in BACKENDS.items():
+        owners.setdefault(colour.lower(), []).append(f"backend {label}")
+    for kind, colour in COPY_COLORS.items():
+        if BACKENDS.get({"HtoD": "memcpy"}.get(kind, kind), "").lower() != colour.lower():
+            owners.setdefault(colour.lower(), []).append(f"copy {kind}")
+    for cause, c in CAUSES.items():
+        owners.setdefault(c.solid.lower(), []).append(f"cause {cause}")
+    for kind, colour in HOST_COLORS.items():
+        if kind != "sync" or colour.lower() != CAUSES["sync"].solid.lower():   # one thing: a sync
+            owners.setdefault(colour.lower(), []).append(f"host {kind}")
+    shared = {c: who for c, who in owners.items() if len(who) > 1}
+    assert not shared, f"colours that name two things: {shared}"
+
+
+# The modules that own a colour of the vocabulary; every other module refers to them by name.
+# (trace/counters.py owns the counter strip's colours, render/compare.py a comparison's statuses:
+# vocabularies of their own.)
+_COLOUR_OWNERS = {"analysis/backend_rules.py", "analysis/timeline.py", "view/vocabulary.py",
+                  "trace/counters.py", "render/compare.py"}
+
+
+def test_python_holds_no_second_copy_of_a_colour():
+    """A vocabulary colour typed again in another module (render/ranks.py once had the backend
+    colours of its lanes) drifts the day the vocabulary changes: refer to the owner's table."""
+    colours = {c.lower() for c in (*BACKENDS.values(), *COPY_COLORS.values(), *HOST_COLORS.values())}
+    colours |= {c.solid.lower() for c in CAUSES.values()} | {c.color.lower() for c in CAUSES.values()}
+    found = []
+    for path in sorted((ROOT / "kernelscope").rglob("*.py")):
+        rel = path.relative_to(ROOT / "kernelscope").as_posix()
+        if rel in _COLOUR_OWNERS:
+            continue
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            if line.lstrip().startswith((">>>", "...", "(", "[", "'")):   # doctest output
+                continue
+            for hexa in re.findall(r"#[0-9a-fA-F]{6}(?:[0-9a-fA-F]{2})?\b", line):
+                if hexa.lower() in colours:
+                    found.append(f"{rel}:{line_no}: {hexa}")
+    assert not found, "vocabulary colours typed outside their owner:\n" + "\n".join(found)
+
+
+def test_the_js_names_no_backend():
+    """The JS draws backends by the labels the payload holds; it never tests for one by name
+    (the words that are also ordinary prose in its help texts aside)."""
+    js = _js_text()
+    prose = {"other", "memcpy", "memset", "NCCL"}
+    named = [label for label in BACKENDS if label not in prose and re.search(rf"\b{re.escape(label)}\b", js)]
+    assert not named, f"backend labels in js/src: {named}"

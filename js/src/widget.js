@@ -41,9 +41,9 @@ function render({ model, el }) {
   const pending = new Map();
   const pendingRanks = new Map();
   const onMsg = (msg, buffers) => {
-    if (msg && msg.type === "curves" && pending.has(msg.config)) {
-      pending.get(msg.config)(msg.entry);
-      pending.delete(msg.config);
+    if (msg && msg.type === "curves" && pending.has(msg.shape)) {
+      pending.get(msg.shape)(msg.entry);
+      pending.delete(msg.shape);
     }
     if (msg && msg.type === "trace" && pendingTrace) {
       const resolve = pendingTrace;
@@ -61,9 +61,9 @@ function render({ model, el }) {
     }
   };
   model.on("msg:custom", onMsg);
-  const requestCurves = (config) => new Promise((resolve) => {
-    pending.set(config, resolve);
-    model.send({ type: "curves", config });
+  const requestCurves = (shape) => new Promise((resolve) => {
+    pending.set(shape, resolve);
+    model.send({ type: "curves", shape });
   });
   const requestRank = (rank) => new Promise((resolve) => {
     pendingRanks.set(rank, resolve);

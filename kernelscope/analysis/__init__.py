@@ -58,3 +58,34 @@ def annotate_copies(trace) -> pd.DataFrame:
     """
     from kernelscope.analysis.devices import annotate_devices
     return annotate_devices(trace.copies.copy(deep=not _COPY_ON_WRITE), trace.devices)
+
+
+def annotate(trace, ncu: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(kernels, copies, shapes): every column analysis adds to a trace's launches, in one place.
+    Kernels as :func:`analyze_kernels` gives them, then Nsight Compute's measurements merged by
+    name and launch order (``ncu_*`` columns, when ``ncu`` is given) and each kernel's top warp
+    stall (when the trace holds stall samples); copies with their device label and, when the run
+    sampled PM counters, the per-copy counter columns.
+
+    >>> k, copies, shapes = annotate(ks.load("copies_streams.pt.trace.json.gz").trace)
+    >>> sorted(set(copies["device"])), int(shapes["theoretical_occupancy"].notna().sum()) > 0
+    (['cuda:0'], True)
+    """
+    kernels, shapes = analyze_kernels(trace)
+    copies = annotate_copies(trace)
+    if ncu is not None and len(ncu):
+        from kernelscope.trace.ncu.export import merge_ncu
+        kernels = merge_ncu(kernels, ncu)
+        from kernelscope.analysis.shapes import CARVEOUT, annotate_occupancy, launch_shapes
+        if CARVEOUT in kernels.columns and kernels[CARVEOUT].notna().any():
+            # Nsight Compute measured the carveout the driver chose: those launches' occupancy is
+            # computed with it, so that every shared-memory block limit shown is ncu's.
+            codes, shapes = launch_shapes(kernels, trace.devices)
+            kernels = annotate_occupancy(kernels, trace.devices, shapes=(codes, shapes))
+    if len(trace.counters):
+        from kernelscope.analysis.counters import annotate_counters
+        copies = annotate_counters(copies, trace.counters)
+    if len(trace.stalls):
+        from kernelscope.analysis.stalls import annotate_top_stall
+        kernels = annotate_top_stall(kernels, trace.stalls)
+    return kernels, copies, shapes

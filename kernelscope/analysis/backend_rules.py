@@ -14,6 +14,7 @@ with ``tc_by_name`` the name hints below (:data:`TENSOR_CORE_HINTS`) decide firs
 """
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 NO_OP = r"^$"
@@ -36,16 +37,17 @@ LINALG_OPS = (r"^aten::(_?linalg_(qr|svd|svdvals|eig\w*|cholesky\w*|lu\w*|solve\
 # The one backend vocabulary: every label a rule may give, in display order, with the colour
 # every view draws it in (tables, charts, the timeline; the browser gets this table in the view's
 # payload). ``other`` means "no rule matched". Adding a backend is one line here
-# (tests/test_backends.py checks that every rule's label is listed).
+# (tests/test_backends.py checks that every rule's label is listed; tests/test_vocabulary.py that
+# no two labels share a colour, so a colour names one backend, copy direction or cause).
 BACKENDS: dict[str, str] = {
     "cuBLAS": "#4e79a7", "cuDNN": "#f28e2b", "CUTLASS": "#59a14f", "Triton": "#e15759",
     "Helion": "#c44e52", "CuPy": "#76b7b2", "ATen": "#edc948", "NCCL": "#b07aa1",
-    "FlashAttention": "#ff9da7", "FlashInfer": "#d37295", "cuFFT": "#9c755f", "cuRAND": "#bab0ac",
+    "FlashAttention": "#ff9da7", "FlashInfer": "#a55194", "cuFFT": "#9c755f", "cuRAND": "#bab0ac",
     "CUB": "#8cd17d", "cuSOLVER": "#2f5d87", "cuSPARSE": "#7f9fc7", "MAGMA": "#1f3b57",
     "XLA": "#8e6c8a", "TensorRT": "#76b900", "TensorRT-LLM": "#4d7a00", "TransformerEngine": "#9acd32",
-    "FBGEMM": "#d4a6c8", "Apex": "#b6992d", "DeepSpeed": "#17becf", "vLLM": "#30a2da", "Liger": "#f1ce63", "Numba": "#86bcb6",
-    "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#4e79a7", "hipBLASLt": "#a0cbe8",
-    "MIOpen": "#ffbe7d", "CK": "#499894", "other": "#9d9d9d",
+    "FBGEMM": "#d4a6c8", "Apex": "#9c9c3a", "DeepSpeed": "#17becf", "vLLM": "#30a2da", "Liger": "#f1ce63", "Numba": "#86bcb6",
+    "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#6b8fbf", "hipBLASLt": "#a0cbe8",
+    "MIOpen": "#ffbe7d", "CK": "#2f7f7a", "other": "#9d9d9d",
 }
 # Copies on the timeline: memcpy by direction, and memset.
 COPY_COLORS: dict[str, str] = {"HtoD": BACKENDS["memcpy"], "DtoH": "#b6992d", "DtoD": "#499894",
@@ -311,3 +313,21 @@ TENSOR_CORE_HINTS: tuple[tuple[str, bool], ...] = (
      r"s161616|i8816|i8832|i16832|tf32|bf16|_f16|f16f16|fp16|_fp8|e4m3|e5m2|_MI\d+x\d+|xdl|mfma|"
      r"flash_fprop|flash_bprop|gtcx", True),
 )
+
+
+def cpu_op_backend(name: str, kernel_backend: str = "") -> str:
+    """The framework a CPU op belongs to (the CPU rows of ``rep.backends``), by the same patterns
+    the kernel rules use for the ops that launch kernels (``COMM_OPS`` for collectives).
+
+    >>> cpu_op_backend("aten::mm"), cpu_op_backend("record_param_comms"), cpu_op_backend("nccl:all_reduce")
+    ('ATen', 'NCCL', 'NCCL')
+    >>> cpu_op_backend("triton_poi_fused_add_0", "triton"), cpu_op_backend("MyModule.forward")
+    ('Triton', 'other')
+    """
+    if kernel_backend.lower() == "triton":
+        return "Triton"
+    if re.match(COMM_OPS, name):
+        return "NCCL"
+    if name.startswith("aten::"):
+        return "ATen"
+    return "other"

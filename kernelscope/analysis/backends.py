@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS
+from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
 from kernelscope.analysis.names import short_name
 
@@ -266,16 +266,6 @@ def nearest_enclosing(end: np.ndarray, group: np.ndarray, eps: float = 1e-6) -> 
     return cand
 
 
-def _cpu_backend(name: str, kernel_backend) -> str:
-    if _text(kernel_backend).lower() == "triton":
-        return "Triton"
-    if name.startswith("aten::"):
-        return "ATen"
-    if re.match(r"nccl:|c10d::", name):
-        return "NCCL"
-    return "other"
-
-
 def backend_breakdown(report) -> pd.DataFrame:
     """GPU time by device and backend, then CPU op time by framework.
 
@@ -318,7 +308,7 @@ def backend_breakdown(report) -> pd.DataFrame:
         names, kbs = ops["name"].to_numpy(object)[keep], ops["kernel_backend"].to_numpy(object)[keep]
         # Classify each distinct (name, kernel_backend) once: op names repeat heavily.
         codes, first = distinct_rows([names, kbs])
-        labels = np.array([_cpu_backend(_text(names[i]), kbs[i]) for i in first], dtype=object)[codes]
+        labels = np.array([cpu_op_backend(_text(names[i]), _text(kbs[i])) for i in first], dtype=object)[codes]
         times = ops.loc[keep, ["tid", "start_us", "duration_us"]] if not keep.all() else ops
         cpu = pd.DataFrame({"backend": pd.Series(labels, dtype=object), "self_us": op_self_time(times)})
         grp = cpu.groupby("backend", sort=False)["self_us"]

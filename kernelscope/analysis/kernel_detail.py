@@ -9,9 +9,9 @@ carries where it came from; the words come from :mod:`kernelscope.analysis`, com
 """
 from __future__ import annotations
 
-import math
 
 import pandas as pd
+from kernelscope.jsonable import num, whole
 
 # The costliest launches get a deep dive in the view (each is ~15 KB of JSON with its SASS).
 DETAIL_LAUNCHES = 60
@@ -26,7 +26,7 @@ def kernel_detail(rep) -> dict | None:
     >>> d["launches"]["1"]["stalls"][0]["reason"]                                          # doctest: +SKIP
     'mio_throttle'
     """
-    from kernelscope.analysis.ncu_kernels import PRECISION_LABELS, hotspot_sass, measured_roofline, memory_access, speed_of_light, stall_bars
+    from kernelscope.analysis.ncu_kernels import LEVEL_LABELS, PRECISION_LABELS, hotspot_sass, measured_roofline, memory_access, speed_of_light, stall_bars
     from kernelscope.analysis.stalls import explain
     ncu = getattr(rep, "ncu", None)
     if ncu is None or not len(ncu) or "fp32_flops_per_s" not in ncu.columns:
@@ -48,7 +48,7 @@ def kernel_detail(rep) -> dict | None:
         entry["sol"] = {k: v if k in ("verdict", "bound") else _n(v) for k, v in sol.items()}
         entry["sol"]["metrics"] = {k: metric_of(c) for k, c in _SOL_COLUMNS.items()}
         entry["roofline"] = _roofline(rl[rl["id"] == lid], PRECISION_LABELS, sol)
-        entry["occupancy"] = _occupancy(r, devices.get(_i(r.get("device"))))
+        entry["occupancy"] = _occupancy(r, devices.get(whole(r.get("device"))))
         entry["memory"] = _memory(r, mem.loc[lid] if mem is not None and lid in mem.index else None)
         entry["stalls"] = {"bars": stall_bars(rep.stalls, lid), "samples": _stall_samples(rep.stalls, lid),
                            "source": f"{MEASURED} (warp-state PC samples)"}
@@ -58,7 +58,7 @@ def kernel_detail(rep) -> dict | None:
     note = None
     if len(ncu) > len(t):
         note = f"deep dive for the {len(t)} longest of {len(ncu)} profiled launches"
-    return {"launches": out, "note": note, "levels": {"dram": "DRAM", "l2": "L2", "l1": "L1"}}
+    return {"launches": out, "note": note, "levels": dict(LEVEL_LABELS)}
 
 
 # The speed-of-light figures and the launch-table columns (ncu metrics) they come from.
@@ -123,9 +123,9 @@ def _occupancy(r: dict, dev) -> dict:
     try:
         from kernelscope.analysis.occupancy import occupancy
         cc = tuple(int(x) for x in str(r.get("cc")).split("."))
-        smem = _i(r.get("static_shared_memory_per_block_bytes")) + _i(r.get("dynamic_shared_memory_per_block_bytes"))
-        o = occupancy(cc, _i(r.get("block_size")), _i(r.get("registers_per_thread")), smem,
-                      shared_mem_config_bytes=_i(r.get("shared_memory_configuration_size_bytes")) or None,
+        smem = whole(r.get("static_shared_memory_per_block_bytes")) + whole(r.get("dynamic_shared_memory_per_block_bytes"))
+        o = occupancy(cc, whole(r.get("block_size")), whole(r.get("registers_per_thread")), smem,
+                      shared_mem_config_bytes=whole(r.get("shared_memory_configuration_size_bytes")) or None,
                       device=dev)
     except (TypeError, ValueError, KeyError):
         return out
@@ -165,8 +165,8 @@ def _hotspots(hot, sass, lid, explain, hotspot_sass) -> list:
     out = []
     for h in rows.to_dict("records"):
         top = _s(h.get("top_stall"))
-        out.append({"rank": _i(h["rank"]), "location": _s(h["location"]), "file": _s(h.get("file")),
-                    "line": _i(h.get("line")), "samples": _n(h["samples"]), "share": _n(h["share"]),
+        out.append({"rank": whole(h["rank"]), "location": _s(h["location"]), "file": _s(h.get("file")),
+                    "line": whole(h.get("line")), "samples": _n(h["samples"]), "share": _n(h["share"]),
                     "top_stall": top, "top_stall_title": explain(top).title if top else None,
                     "top_stall_share": _n(h.get("top_stall_share")), "text": _s(h.get("text")),
                     "sass": hotspot_sass(sass, h)})
@@ -188,16 +188,8 @@ def _advice(rules, lid) -> list:
 
 
 def _n(v, scale=1.0):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) or math.isinf(v) else v * scale
-
-
-def _i(v):
-    f = _n(v)
-    return None if f is None else int(f)
+    f = num(v)
+    return None if f is None else f * scale
 
 
 def _s(v):

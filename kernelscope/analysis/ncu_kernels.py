@@ -15,9 +15,11 @@ import os
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.peaks import attainable
 from kernelscope.analysis.stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
 
-STALL_SOURCE = "Nsight Compute"
+# The source every figure read from an Nsight Compute report names (stall rows, roofline FLOPs).
+NCU_SOURCE = "Nsight Compute"
 # A warp load uses what it fetches when its 32-byte sectors are full: below half the bytes
 # used (16 of 32) the access is strided or scattered.
 COALESCED_MIN_EFFICIENCY = 0.5
@@ -48,7 +50,7 @@ def stalls_table(stall_counts: pd.DataFrame) -> pd.DataFrame:
     if stall_counts is None or not len(stall_counts):
         return empty_stalls()
     counts = stall_counts.rename(columns={"id": "launch", "kernel_name": "name"})
-    return stall_shares(counts, keys=["name", "launch"], source=STALL_SOURCE)
+    return stall_shares(counts, keys=["name", "launch"], source=NCU_SOURCE)
 
 
 def stall_bars(stalls: pd.DataFrame, launch, n: int = 8) -> list[dict]:
@@ -105,8 +107,10 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
                 bps, bw = _f(r.get(f"{level}_bytes_per_s")), dev_peaks.get(f"{level}_peak_bytes_per_s", np.nan)
                 inten = flops / bps if bps > 0 else np.nan
                 ridge = peak / bw if peak > 0 and bw > 0 else np.nan
-                attain = min(peak, inten * bw) if inten == inten and peak == peak and bw == bw else np.nan
-                bound = None if inten != inten or ridge != ridge else ("memory" if inten < ridge else "compute")
+                attain, bound = np.nan, None      # no bytes at this level, or no peaks: no point on its roof
+                if ridge == ridge and inten == inten:
+                    a, b = attainable(inten, peak, bw)
+                    attain, bound = float(a), str(b)
                 rows.append({"id": r["id"], "kernel_name": r["kernel_name"], "precision": p, "level": level,
                              "flops_per_s": flops, "peak_flops_per_s": peak, "bytes_per_s": bps,
                              "peak_bytes_per_s": bw, "bytes": _f(r.get(f"{level}_bytes")), "intensity": inten,
@@ -195,7 +199,7 @@ def roofline_rows(report) -> list[dict]:
             "op": kr.get("op"), "op_index": None if op_index is None or op_index is pd.NA else op_index,
             "kernel": kr.get("name"), "short_name": kr.get("short_name"), "device": kr.get("device"),
             "precision": r["precision"], "kernels": 1, "duration_us": d,
-            "flops": r["flops_per_s"] * d * 1e-6, "bytes": r["bytes"], "flops_source": STALL_SOURCE,
+            "flops": r["flops_per_s"] * d * 1e-6, "bytes": r["bytes"], "flops_source": NCU_SOURCE,
             "intensity": r["intensity"], "achieved_tflops": r["flops_per_s"] / 1e12,
             "achieved_gbps": r["bytes_per_s"] / 1e9, "peak_tflops": r["peak_flops_per_s"] / 1e12,
             "peak_gbps": r["peak_bytes_per_s"] / 1e9,

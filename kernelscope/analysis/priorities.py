@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from kernelscope.units import fmt_us
+from kernelscope.jsonable import num
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5
@@ -37,7 +38,7 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "w
     for i, f in enumerate(findings or []):
         if _get(f, "kind") == "analysis_error":
             continue
-        cost = _num(_get(f, "cost_us"))
+        cost = num(_get(f, "cost_us"))
         if cost and cost > 0:
             items.append(_item(f, i, cost, wall_us, of))
         if len(items) >= top:
@@ -104,10 +105,3 @@ def _kernel_link(evidence):
 def _get(f, key):
     return f.get(key) if isinstance(f, dict) else getattr(f, key, None)
 
-
-def _num(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v else None

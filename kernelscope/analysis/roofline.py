@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.peaks import device_peaks
+from kernelscope.analysis.peaks import attainable, device_peaks
 
 # Bytes per element of the dtype names torch.profiler records in "Input type".
 DTYPE_BYTES = {
@@ -208,12 +208,11 @@ def _counted_roofline(report) -> pd.DataFrame:
         ach_t = flops / sec / 1e12
         ach_b = nbytes / sec / 1e9
         inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
-        mem_roof = inten * peak_b / 1e3  # TFLOP/s the memory roof allows
         by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
-        attain = np.where(by_roof, np.where(mem_roof < peak_t, mem_roof, peak_t), np.nan)
+        attain, roof_bound = attainable(inten, peak_t, peak_b, per=1e3)     # TFLOP/s against GB/s
+        attain = np.where(by_roof, attain, np.nan)
         share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
-    bound = np.where(by_roof, np.where(peak_t <= mem_roof, "compute", "memory"),
-                     np.where(peak_b > 0, "memory", None)).astype(object)
+    bound = np.where(by_roof, roof_bound, np.where(peak_b > 0, "memory", None)).astype(object)
     bound[bound == "None"] = None
     with np.errstate(invalid="ignore"):
         above = np.nan_to_num(share, nan=0.0) > 1.0 + 1e-9
@@ -235,8 +234,7 @@ def _counted_roofline(report) -> pd.DataFrame:
         "flops": flops_obj.tolist(), "bytes": nbytes,
         "flops_source": _as_rows(_objects([c[3] for c in per])[codes]), "intensity": inten,
         "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_obj.tolist(),
-        # The attainable roof is the peak itself (as the table holds it) where memory allows it.
-        "attainable_tflops": np.where(by_roof & ~(mem_roof < peak_t), peak_t, attain),
+        "attainable_tflops": attain,
         "peak_gbps": peak_b_obj.tolist(), "roof_share": share,
         "bound": _as_rows(bound), "peaks_source": _as_rows(peak_src), "roof_note": _as_rows(note),
     }, columns=ROOFLINE_COLUMNS)
@@ -262,3 +260,29 @@ def _objects(values) -> np.ndarray:
     arr = np.empty(len(values), dtype=object)
     arr[:] = values
     return arr
+
+
+def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
+    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
+    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
+    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes.
+
+    >>> pts = roofline(ks.load("launch_bound.pt.trace.json.gz"))
+    >>> len(pts), len(same_dots_once(pts)), int(same_dots_once(pts)["count"].sum()) == len(pts)
+    (2000, 2, True)
+    """
+    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
+    keys = [c for c in keys if c in pts.columns]
+    if not len(pts) or not keys:
+        return pts.assign(count=1)
+    d = pts["duration_us"].astype(float).fillna(0.0)
+    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(keys, dropna=False, sort=False)
+    out = g.first()
+    tot = g["_d"].sum()
+    out["duration_us"] = tot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+    out["count"] = g.size()
+    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])

@@ -22,25 +22,34 @@ from kernelscope.analysis.devices import annotate_devices
 
 class Cause(NamedTuple):
     """An idle gap's cause: what it means, the word the timeline's legend uses (None: not in
-    the legend) and the colour of its idle spans."""
+    the legend) and the colour of its idle spans (``#rrggbbaa``: drawn see-through over the lanes).
+
+    >>> CAUSES["host"].color, CAUSES["host"].solid
+    ('#d6272859', '#d62728')
+    """
 
     text: str
     legend: str | None
     color: str
+
+    @property
+    def solid(self) -> str:
+        """The colour without its transparency (a chart's legend swatch)."""
+        return self.color[:7]
 
 
 # Causes of an idle gap (the ``cause`` column of the gaps table). The browser gets this table
 # in the view's payload.
 CAUSES = {
     "host": Cause("waiting on the host: the next launch came after the GPU went idle",
-                  "host", "rgba(214,39,40,0.35)"),
+                  "host", "#d6272859"),
     "sync": Cause("the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
-                  "sync", "rgba(148,103,189,0.45)"),
+                  "sync", "#9467bd73"),
     "streams": Cause("the next work was queued on another stream, waiting on a cross-stream dependency",
-                     "another stream", "rgba(255,127,14,0.4)"),
+                     "another stream", "#ff7f0e66"),
     "queued": Cause("the next work was already queued on the same stream (GPU-side launch latency)",
-                    "queued", "rgba(127,127,127,0.3)"),
-    "unknown": Cause("the next activity's launch call is not in the trace", None, "rgba(127,127,127,0.2)"),
+                    "queued", "#7f7f7f4d"),
+    "unknown": Cause("the next activity's launch call is not in the trace", None, "#b0b0b033"),
 }
 
 # Host-blocking copy calls: with pageable host memory cudaMemcpyAsync is synchronous for the host

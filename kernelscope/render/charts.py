@@ -14,10 +14,10 @@ offline (see :func:`_use_offline_renderer`). The report view in the browser draw
 """
 from __future__ import annotations
 
-import math
 import sys
 
 import pandas as pd
+from kernelscope.jsonable import num
 
 KINDS = ("backends", "kernels", "timeline", "occupancy")
 # The Vega-Lite JupyterLab 4 renders (its vega5-extension knows v3 to v5, not altair 6's v6).
@@ -85,6 +85,27 @@ def comparison_chart(cmp, *, top: int = 20):
 
 
 # -- the charts --------------------------------------------------------------------------------
+def colors(values) -> tuple[list, list]:
+    """(domain, range) of a colour scale for ``values``: each backend, copy direction and idle
+    cause in the colour the report view draws it with (the one vocabulary,
+    :func:`kernelscope.view.vocabulary.vocabulary`), so a chart and the widget agree. Values the
+    vocabulary has no colour for get the ``other`` backend's grey.
+
+    >>> colors(["cuBLAS", "HtoD", "idle: host", "ATen"])
+    (['ATen', 'HtoD', 'cuBLAS', 'idle: host'], ['#edc948', '#d37295', '#4e79a7', '#d62728'])
+    """
+    from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS
+    from kernelscope.analysis.timeline import CAUSES
+    table = {**BACKENDS, **COPY_COLORS, **{f"idle: {c}": x.solid for c, x in CAUSES.items()}}
+    domain = sorted({str(v) for v in values})
+    return domain, [table.get(v, BACKENDS["other"]) for v in domain]
+
+
+def _scale(alt, values):
+    domain, range_ = colors(values)
+    return alt.Scale(domain=domain, range=range_)
+
+
 def _backends(alt, rep, **_):
     b = rep.backends
     b = b[b["gpu_time_us"].fillna(0) > 0].copy()
@@ -93,7 +114,7 @@ def _backends(alt, rep, **_):
     chart = alt.Chart(b).mark_bar().encode(
         x=alt.X("gpu_time_ms:Q", title="GPU time (ms, CUPTI)"),
         y=alt.Y("backend:N", sort="-x", title=None),
-        color=alt.Color("backend:N", legend=None),
+        color=alt.Color("backend:N", legend=None, scale=_scale(alt, b["backend"])),
         tooltip=["device", "backend", "launches", alt.Tooltip("gpu_time_ms:Q", format=".3f", title="GPU time (ms)"),
                  alt.Tooltip("share:Q", format=".1%")])
     if several:
@@ -108,12 +129,12 @@ def _kernels(alt, rep, *, top, **_):
         "kernel": s["short_name"].astype(str), "name": s["name"].astype(str), "backend": s["backend"].astype(str),
         "launches": s["launches"].astype(int), "total_ms": s["total_us"] / 1e3, "mean_us": s["mean_us"],
         "share": s["share"],
-        "occupancy": [_num(first.at[n, "theoretical_occupancy"]) if n in first.index else None for n in s["name"]],
+        "occupancy": [num(first.at[n, "theoretical_occupancy"]) if n in first.index else None for n in s["name"]],
     })
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("total_ms:Q", title="total GPU time (ms, CUPTI)"),
         y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260)),
-        color=alt.Color("backend:N"),
+        color=alt.Color("backend:N", scale=_scale(alt, df["backend"])),
         tooltip=["name", "backend", "launches", alt.Tooltip("total_ms:Q", format=".3f"),
                  alt.Tooltip("mean_us:Q", format=".1f", title="mean (us)"), alt.Tooltip("share:Q", format=".1%"),
                  alt.Tooltip("occupancy:Q", format=".0%", title="theoretical occupancy (computed)")],
@@ -129,7 +150,8 @@ def _timeline(alt, rep, **_):
                                    "what": k["backend"].astype(str), "name": k["short_name"].astype(str)}))
     if len(c):
         kind = c["copy_kind"] if "copy_kind" in c.columns else c["kind"]
-        parts.append(pd.DataFrame({"lane": "cuda:" + c["device_index"].astype(str) + " s" + c["stream"].astype(str),
+        # the device label analysis gave the copies (analysis/devices.py), as for the kernels
+        parts.append(pd.DataFrame({"lane": c["device"].astype(str) + " s" + c["stream"].astype(str),
                                    "start_us": c["start_us"], "end_us": c["start_us"] + c["duration_us"],
                                    "what": kind.fillna("copy").astype(str), "name": c["name"].astype(str)}))
     gaps = _safe_gaps(rep)
@@ -143,7 +165,8 @@ def _timeline(alt, rep, **_):
         df = _merge_close(pd.concat(parts, ignore_index=True))
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("start_ms:Q", title="time (ms from the first activity, CUPTI)"), x2="end_ms:Q",
-        y=alt.Y("lane:N", title=None), color=alt.Color("what:N", title="backend / copy / idle cause"),
+        y=alt.Y("lane:N", title=None),
+        color=alt.Color("what:N", title="backend / copy / idle cause", scale=_scale(alt, df["what"])),
         tooltip=["lane", "name", "what", "launches", alt.Tooltip("start_ms:Q", format=".4f"),
                  alt.Tooltip("end_ms:Q", format=".4f")],
     ).properties(title="Timeline", width=640)
@@ -168,7 +191,7 @@ def _merge_close(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _occupancy(alt, rep, *, kernel, **_):
-    from kernelscope.render.occupancy import config_curves
+    from kernelscope.render.occupancy import shape_details
     k = rep.kernels.reset_index(drop=True)
     if not len(k):
         raise ValueError("the report has no kernels")
@@ -180,7 +203,7 @@ def _occupancy(alt, rep, *, kernel, **_):
     if not len(rows):
         raise ValueError(f"no kernel named {kernel!r} in this report")
     row = int(rows[0])
-    entry = config_curves(rep, int(k.at[row, "shape"]))
+    entry = shape_details(rep, int(k.at[row, "shape"]))
     name = str(k.at[row, "short_name"])
     if "curves" not in entry:
         raise ValueError(f"{name}: occupancy is unknown (launch shape or device properties not recorded)")
@@ -194,7 +217,7 @@ def _occupancy(alt, rep, *, kernel, **_):
                                                  scale=alt.Scale(domain=[0, 1]), title="theoretical occupancy"),
             tooltip=[alt.Tooltip("x:Q", title=field), alt.Tooltip("occupancy:Q", format=".1%")])
         here = alt.Chart(pd.DataFrame({"x": [x], "occupancy": [entry["occupancy"]]})).mark_point(
-            filled=True, size=80, color="#d62728").encode(x="x:Q", y="occupancy:Q",
+            filled=True, size=80, color="black").encode(x="x:Q", y="occupancy:Q",
                                                            tooltip=[alt.Tooltip("occupancy:Q", format=".1%", title="this launch")])
         panels.append(alt.layer(line, here).properties(title=title, width=200, height=140))
     lim = ", ".join(entry.get("limiters") or []) or "-"
@@ -240,10 +263,3 @@ def _safe_gaps(rep) -> pd.DataFrame:
     except Exception:  # noqa: BLE001 - a timeline without the idle lane rather than none
         return pd.DataFrame()
 
-
-def _num(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v

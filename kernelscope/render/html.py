@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from kernelscope.analysis.backend_rules import BACKENDS
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.analysis.replay import capabilities
 from kernelscope.units import fmt_us
@@ -58,7 +59,9 @@ def report_html(rep, top: int = 20) -> str:
             if o is not None and o == o:
                 occ = f"{o:.0%}"
                 lim = f.get("occupancy_limiter") or ""
-        bar = f"<span style='display:inline-block;height:8px;width:{max(1, round(r.share * 60))}px;background:#4e79a7'></span>"
+        # the share bar in the kernel's backend colour, as the widget draws it
+        colour = BACKENDS.get(str(r.backend), BACKENDS["other"])
+        bar = f"<span style='display:inline-block;height:8px;width:{max(1, round(r.share * 60))}px;background:{colour}'></span>"
         rows.append(
             f"{_TR}<td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
             f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches:,}</td>"

@@ -31,8 +31,8 @@ def kernel_detail_text(rep, top: int = 5) -> str:
                 lines.append(f"    roofline: {roof['label']} {dram['flops_per_s'] / 1e12:.2f} TFLOP/s of "
                              f"{(roof['peak_flops_per_s'] or 0) / 1e12:.2f}; {roof.get('verdict') or ''}")
         mem = e["memory"]
-        lines.append(f"    memory: DRAM {_num(mem['dram_pct'])}% of peak, L1 hit {_num(mem['l1_hit_pct'])}%, "
-                     f"L2 hit {_num(mem['l2_hit_pct'])}%, global load {_num(mem.get('load_sectors_per_request'))} "
+        lines.append(f"    memory: DRAM {_one_decimal(mem['dram_pct'])}% of peak, L1 hit {_one_decimal(mem['l1_hit_pct'])}%, "
+                     f"L2 hit {_one_decimal(mem['l2_hit_pct'])}%, global load {_one_decimal(mem.get('load_sectors_per_request'))} "
                      f"sectors/request")
         if mem.get("verdict"):
             lines.append(f"    {mem['verdict']}")
@@ -57,7 +57,7 @@ def _pct(x) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
-def _num(x) -> str:
+def _one_decimal(x) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 

@@ -1,7 +1,7 @@
 """The occupancy entry of a launch shape as the views draw it: the calculator's breakdown, its
 limiters and advice, and the occupancy curves (block size, registers, shared memory) as steps.
 
-The widget's details panel (``js/src/view/kernel.js``, through the payload's ``configs``) and
+The widget's details panel (``js/src/view/kernel.js``, through the payload's ``shapes``) and
 ``rep.chart("occupancy")`` both read these entries, so the two cannot disagree.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ CURVE_KERNELS = 3
 def occupancy_entries(rep, k: pd.DataFrame) -> list:
     """Per launch shape (a row of ``rep.shapes``, the analysis's launch-shapes table): the
     calculator's breakdown and advice; for the costliest shapes also the curves (the live widget
-    asks for the others when one is selected: :func:`config_curves`)."""
+    asks for the others when one is selected: :func:`shape_details`)."""
     shapes = _shapes(rep, k)
     if not len(k) or shapes is None or not len(shapes):
         return []
@@ -28,17 +28,17 @@ def occupancy_entries(rep, k: pd.DataFrame) -> list:
     return [shape_entry(r, rep.devices, r["shape"] in with_curves) for r in shapes.to_dict("records")]
 
 
-def config_curves(rep, config: int) -> dict:
-    """Occupancy breakdown, advice and curves of one launch shape (a ``config`` code of the
-    view: the ``shape`` column of ``rep.kernels``).
+def shape_details(rep, shape: int) -> dict:
+    """Occupancy breakdown, advice and curves of one launch shape (a ``shape`` code of the
+    view: the ``shape`` column of ``rep.kernels``), curves included.
 
-    >>> config_curves(rep, 0)["curves"]["block"][:2]   # doctest: +SKIP
+    >>> shape_details(rep, 0)["curves"]["block"][:2]   # doctest: +SKIP
     [[32, 0.5], [64, 1.0]]
     """
     shapes = _shapes(rep, rep.kernels)
-    rows = shapes[shapes["shape"] == int(config)] if shapes is not None else []
+    rows = shapes[shapes["shape"] == int(shape)] if shapes is not None else []
     if not len(rows):
-        return {"config": int(config)}
+        return {"shape": int(shape)}
     return shape_entry(rows.iloc[0].to_dict(), rep.devices, True)
 
 
@@ -55,7 +55,7 @@ _SHAPE_FIELDS = ("active_blocks_per_sm", "block_limit_registers", "block_limit_s
 
 
 def shape_entry(shape: dict, devices: pd.DataFrame, with_curves: bool) -> dict:
-    entry = {"config": int(shape["shape"])}
+    entry = {"shape": int(shape["shape"])}
     occ = num(shape.get("theoretical_occupancy"))
     if occ is None:
         return entry   # a damaged header (no compute capability) leaves occupancy unknown

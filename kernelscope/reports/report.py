@@ -14,7 +14,7 @@ from functools import cached_property
 import msgspec
 import pandas as pd
 
-from kernelscope.analysis import analyze_kernels, annotate_copies
+from kernelscope.analysis import annotate
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.errors import TraceError
 from kernelscope.jsonable import jsonable
@@ -46,8 +46,8 @@ class Report:
             if len(old) and len(stalls):
                 old = old[~old["source"].isin(set(stalls["source"].dropna()))]
             elif len(old):
-                from kernelscope.analysis.ncu_kernels import STALL_SOURCE
-                old = old[old["source"] != STALL_SOURCE]
+                from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+                old = old[old["source"] != NCU_SOURCE]
             trace = dataclasses.replace(trace, stalls=stalls if not len(old) else
                                         pd.concat([old, stalls], ignore_index=True))
         self.trace = trace
@@ -56,23 +56,7 @@ class Report:
         # Nsight Compute's rules, source hot spots and SASS of a full .ncu-rep report
         # (``rules``, ``hotspots``, ``sass``).
         self.ncu_detail = dict(ncu_detail or {})
-        self.kernels, self.shapes = analyze_kernels(trace)
-        self.copies = annotate_copies(trace)
-        if ncu is not None and len(ncu):
-            from kernelscope.trace.ncu.export import merge_ncu
-            self.kernels = merge_ncu(self.kernels, ncu)
-            from kernelscope.analysis.shapes import CARVEOUT, annotate_occupancy, launch_shapes
-            if CARVEOUT in self.kernels.columns and self.kernels[CARVEOUT].notna().any():
-                # Nsight Compute measured the carveout the driver chose: the occupancy of those
-                # launches is computed with it, so that every block limit shown is ncu's.
-                codes, self.shapes = launch_shapes(self.kernels, trace.devices)
-                self.kernels = annotate_occupancy(self.kernels, trace.devices, shapes=(codes, self.shapes))
-        if len(trace.counters):
-            from kernelscope.analysis.counters import annotate_counters
-            self.copies = annotate_counters(self.copies, trace.counters)
-        if len(trace.stalls):
-            from kernelscope.analysis.stalls import annotate_top_stall
-            self.kernels = annotate_top_stall(self.kernels, trace.stalls)
+        self.kernels, self.copies, self.shapes = annotate(trace, ncu)
 
     # -- tables (kernels, copies and shapes are set on construction; copies gain the counter
     # columns of metrics, time-weighted over each copy, when the run sampled them) ------------

@@ -19,6 +19,7 @@ import pandas as pd
 
 from kernelscope.errors import TraceError
 from kernelscope.trace.demangle import demangle
+from kernelscope.jsonable import num
 
 
 def read_hatchet(source, *, name=None) -> pd.DataFrame:
@@ -80,11 +81,8 @@ def _sum_metrics(node) -> dict:
 
 
 def _num(v) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return 0.0
-    return f if f == f else 0.0
+    # a sample count: what is not a finite number counts none
+    return num(v) or 0.0
 
 
 def _int(v):

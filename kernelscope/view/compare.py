@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from kernelscope.analysis.diff import MATCHES, STATUSES
-from kernelscope.jsonable import jsonable
+from kernelscope.jsonable import jsonable, num
 from kernelscope.units import fmt_us
 from kernelscope.render.compare import ABSENT, BAR_COLORS, fmt_change, fmt_launches, fmt_ratio, kernel_ratio, metric_change, metric_text
 from kernelscope.view.codec import VIEW_VERSION
@@ -35,23 +35,23 @@ def compare_view_model(c) -> tuple[dict, bytes]:
         kernels.append({
             "name": str(r.name), "short_name": str(r.short_name), "backend": str(r.backend),
             "names": names, "match": str(r.match), "status": str(r.status),
-            "launches_before": _num(r.launches_before) if on_b else None,
-            "launches_after": _num(r.launches_after) if on_a else None,
-            "total_before_us": _num(r.total_before_us) if on_b else None,
-            "total_after_us": _num(r.total_after_us) if on_a else None,
-            "change_us": _num(r.change_us), "ratio": _num(r.ratio) if on_a and on_b else None,
-            "noise_us": _num(r.noise_us),
+            "launches_before": num(r.launches_before) if on_b else None,
+            "launches_after": num(r.launches_after) if on_a else None,
+            "total_before_us": num(r.total_before_us) if on_b else None,
+            "total_after_us": num(r.total_after_us) if on_a else None,
+            "change_us": num(r.change_us), "ratio": num(r.ratio) if on_a and on_b else None,
+            "noise_us": num(r.noise_us),
             "launches_text": fmt_launches(r), "before_text": fmt_us(r.total_before_us) if on_b else ABSENT,
             "after_text": fmt_us(r.total_after_us) if on_a else ABSENT,
             "change_text": fmt_change(r.change_us), "ratio_text": kernel_ratio(r),
         })
-    overall = [{"metric": str(r.metric), "label": str(r.label), "before": _num(r.before), "after": _num(r.after),
-                "change": _num(r.change), "ratio": _num(r.ratio),
+    overall = [{"metric": str(r.metric), "label": str(r.label), "before": num(r.before), "after": num(r.after),
+                "change": num(r.change), "ratio": num(r.ratio),
                 "before_text": metric_text(r.metric, r.before), "after_text": metric_text(r.metric, r.after),
                 "change_text": metric_change(r.metric, r.change), "ratio_text": fmt_ratio(r.ratio),
                 "noise_text": _noise_text(r)} for r in c.overall.itertuples()]
-    backends = [{"backend": str(r.backend), "total_before_us": _num(r.total_before_us),
-                 "total_after_us": _num(r.total_after_us), "change_us": _num(r.change_us), "ratio": _num(r.ratio),
+    backends = [{"backend": str(r.backend), "total_before_us": num(r.total_before_us),
+                 "total_after_us": num(r.total_after_us), "change_us": num(r.change_us), "ratio": num(r.ratio),
                  "before_text": fmt_us(r.total_before_us) if r.total_before_us else ABSENT,
                  "after_text": fmt_us(r.total_after_us) if r.total_after_us else ABSENT,
                  "change_text": fmt_change(r.change_us),
@@ -81,10 +81,3 @@ def _noise_text(r) -> str:
         return ""
     return f"noise {metric_text(r.metric, r.noise)}" + ("" if bool(sig) else ": within noise")
 
-
-def _num(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None

@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from kernelscope.view.codec import VIEW_VERSION
+
+from kernelscope.analysis.backend_rules import BACKENDS
 from kernelscope.jsonable import num
-from kernelscope.view.report import findings_payload, records
-from kernelscope.view.codec import pack_tables
 from kernelscope.render.ranks import KERNELS_PER_RANK, SOURCES
+from kernelscope.view.codec import VIEW_VERSION, pack_tables
+from kernelscope.view.report import findings_payload, records
+
 LANE_COLUMNS = [("rank", "i32"), ("kind", "str"), ("start_us", "f64"), ("end_us", "f64")]
 # The lanes' kinds as the view draws them: one band each per rank (colours: NCCL's and memcpy's
-# backend colours for communication and copies).
+# backend colours for communication and copies, from the one backend vocabulary; compute, a
+# union of every other backend, has its own).
 LANE_KINDS = [
-    {"kind": "compute", "label": "compute", "color": "#4e79a7",
+    {"kind": "compute", "label": "compute", "color": "#5778a4",
      "title": "kernels other than NCCL's (union), measured by CUPTI"},
-    {"kind": "comm", "label": "communication", "color": "#b07aa1",
+    {"kind": "comm", "label": "communication", "color": BACKENDS["NCCL"],
      "title": "NCCL kernels (CUPTI) or host spans of gloo/MPI calls (union)"},
-    {"kind": "copy", "label": "copies", "color": "#d37295", "title": "memcpy and memset (union), measured by CUPTI"},
+    {"kind": "copy", "label": "copies", "color": BACKENDS["memcpy"], "title": "memcpy and memset (union), measured by CUPTI"},
 ]
 
 

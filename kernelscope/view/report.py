@@ -19,7 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.analysis.replay import capabilities, is_replay
@@ -47,7 +50,7 @@ LAUNCH_COLUMNS = [
     ("registers_per_thread", "i32"), ("shared_mem_bytes", "i32"),
     ("theoretical_occupancy", "f32"), ("occupancy_limiter", "str"), ("waves", "f32"),
     ("op", "str"), ("source", "str"), ("correlation", "i32"), ("tensor_cores", "i32"),
-    ("backend_rule", "str"), ("config", "i32"),
+    ("backend_rule", "str"), ("shape", "i32"),
 ]
 COPY_COLUMNS = [
     ("name", "str"), ("kind", "str"), ("copy_kind", "str"), ("device", "str"), ("stream", "i32"),
@@ -64,8 +67,6 @@ GAP_COLUMNS = [
     ("device", "str"), ("start_us", "t32"), ("duration_us", "q32"), ("cause", "str"), ("after_op", "str"),
     ("blocking_call", "str"),
 ]
-# Per-kernel counter columns (kernelscope.analysis.counters.PER_KERNEL) sent with launches/copies.
-COUNTER_KERNEL_COLUMNS = ("sm_active_pct", "tensor_pct", "dram_pct", "dram_gbps", "counter_samples")
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
 # Launches (kernels + copies) sent to the browser at most. Past this the view gets the launches
@@ -86,8 +87,8 @@ def view_model(rep) -> tuple[dict, bytes]:
     (2000, 228000)
     """
     k_all = rep.kernels.reset_index(drop=True)
-    # The launch shape's code: its row of rep.shapes (the analysis's launch-shapes table).
-    k_all = k_all.assign(config=k_all["shape"] if "shape" in k_all.columns else 0)
+    if "shape" not in k_all.columns:     # the launch shape's code: its row of rep.shapes
+        k_all = k_all.assign(shape=0)
     copies_all = rep.copies.reset_index(drop=True)
     host_all = _host_spans(rep.ops, rep.runtime)
     until = view_window(k_all, copies_all, host_all)
@@ -95,7 +96,7 @@ def view_model(rep) -> tuple[dict, bytes]:
                        if until is not None else (k_all, copies_all, host_all))
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
-    counter_cols = [c for c in COUNTER_KERNEL_COLUMNS if c in k.columns and is_numeric(k[c])]
+    counter_cols = [c for c in PER_KERNEL if c in k.columns and is_numeric(k[c])]
     launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
                    + ([("top_stall", "str")] if "top_stall" in k.columns else []))
     counters = _counter_samples(rep)
@@ -111,7 +112,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
                   "copies": int(len(copies)), "of_copies": int(len(copies_all)),
                   "host_spans": int(len(host)), "of_host_spans": int(len(host_all))}
-    copy_spec = COPY_COLUMNS + [(c, "f32") for c in COUNTER_KERNEL_COLUMNS if c in copies.columns]
+    copy_spec = COPY_COLUMNS + [(c, "f32") for c in PER_KERNEL if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
     if counters is not None:
@@ -139,7 +140,7 @@ def view_model(rep) -> tuple[dict, bytes]:
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "names": _name_table(k),
         "name_notes": _name_notes(k),
-        "configs": occupancy_entries(rep, k),
+        "shapes": occupancy_entries(rep, k),
         "roofline": _roofline(rep, k_all, problems),
         "ops": _op_summary(rep.ops, k_all),
         # How many op names there are: "ops" holds the costliest TOP_OPS of them.
@@ -351,38 +352,17 @@ def _name_notes(k: pd.DataFrame) -> list:
     return [{"about": info[n][0], "why": info[n][1]} for n in names]
 
 
-def _same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
-    """Op instances that would draw the same dot (same kernel, op, precision and intensity: a loop's
-    2,000 identical adds) as one dot: their time summed, FLOP/s and roof share time-weighted, and
-    ``count`` saying how many. The chart sizes dots by time, so nothing it shows changes but bytes."""
-    keys = ["kernel", "short_name", "op", "precision", "intensity", "device"]
-    keys = [c for c in keys if c in pts.columns]
-    if not len(pts) or not keys:
-        return pts.assign(count=1)
-    d = pts["duration_us"].astype(float).fillna(0.0)
-    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
-    g = w.groupby(keys, dropna=False, sort=False)
-    out = g.first()
-    tot = g["_d"].sum()
-    out["duration_us"] = tot
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
-        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
-    out["count"] = g.size()
-    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
-
-
 def _roofline(rep, k, problems=None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
-    measured = rl["flops_source"] == "Nsight Compute"
+    measured = rl["flops_source"] == NCU_SOURCE
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     if not measured.any():
-        pts = _same_dots_once(pts)
+        pts = same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
     first = k.drop_duplicates("name") if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}

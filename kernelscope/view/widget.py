@@ -23,7 +23,7 @@ import anywidget
 import pandas as pd
 import traitlets
 
-from kernelscope.render.occupancy import config_curves
+from kernelscope.render.occupancy import shape_details
 from kernelscope.view.report import view_model
 from kernelscope.view.codec import pack
 
@@ -67,8 +67,8 @@ class ReportWidget(anywidget.AnyWidget):
             self.send({"type": "data"}, buffers=[self._packed])
         # The browser asks for the occupancy curves of a launch shape it has none for.
         elif content.get("type") == "curves":
-            entry = config_curves(self.report, int(content.get("config", -1)))
-            self.send({"type": "curves", "config": entry["config"], "entry": entry})
+            entry = shape_details(self.report, int(content.get("shape", -1)))
+            self.send({"type": "curves", "shape": entry["shape"], "entry": entry})
         # "Perfetto" asks for the raw Chrome trace the report was read from (or --trace wrote).
         elif content.get("type") == "trace":
             name, data, error = raw_trace_bytes(self.report)

@@ -81,7 +81,7 @@ def test_one_shared_memory_block_limit(source):
     assert (k["block_limit_shared_mem"] == k["ncu_block_limit_shared_mem_blocks"]).all()
     assert (abs(k["theoretical_occupancy"] * 100 - k["ncu_theoretical_occupancy_pct"]) < 0.01).all()
     hd = view_model(rep)[0]
-    configs = {c["config"]: c for c in hd["configs"]}
+    configs = {c["shape"]: c for c in hd["shapes"]}
     for row in k.to_dict("records"):
         assert configs[row["shape"]]["block_limit_shared_mem"] == row["ncu_block_limit_shared_mem_blocks"]
     detail = kernel_detail(rep)

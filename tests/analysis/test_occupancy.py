@@ -323,8 +323,8 @@ def test_one_launch_shapes_table_feeds_every_view():
     assert (k["occupancy_limiter"].to_numpy() == shapes.loc[k["shape"], "occupancy_limiter"].to_numpy()).all()
     assert shapes["launches"].sum() == len(k)
     header, buf = view_model(rep)
-    codes = decode_buffer(header, buf)["kernels"]["config"]
+    codes = decode_buffer(header, buf)["kernels"]["shape"]
     assert codes.tolist() == k["shape"].tolist()
-    for c in header["configs"]:
-        row = shapes.loc[c["config"]]
+    for c in header["shapes"]:
+        row = shapes.loc[c["shape"]]
         assert c["occupancy"] == row["theoretical_occupancy"] and c["hints"] == list(row["advice"])

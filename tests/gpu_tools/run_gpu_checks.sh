@@ -12,7 +12,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 NCU_PY=$(ls -d /opt/nvidia/nsight-compute/*/extras/python | head -1)
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false KERNELSCOPE_CUPTI_PATH=/tmp/cupti_site
 # cupti-python's libcupti (13.4) first on the path, so torch loads it too (README, Hardware counters)
-export PYTHONPATH=/tmp/cupti_site:/tmp/site:$PWD:$PWD/magics:$NCU_PY
+export PYTHONPATH=/tmp/cupti_site:/tmp/site:$PWD:$NCU_PY
 run() { local t=$1; shift; echo "== $* (limit ${t}s)"; local s=$(date +%s); timeout "$t" "$@"; echo "== rc=$? in $(( $(date +%s) - s ))s: $*"; }
 python3 -c "import ncu_report, cupti, IPython, kernelscope; print('imports ok', ncu_report.__file__)" 2>&1 | tail -1 || true
 

@@ -67,12 +67,12 @@ def test_timeline_of_many_launches_merges_what_one_pixel_holds():
 
 
 def test_occupancy_chart_marks_the_launch(mlp):
-    from kernelscope.render.occupancy import config_curves
+    from kernelscope.render.occupancy import shape_details
     chart = mlp.chart("occupancy", kernel="nvjet")
     spec = chart.to_dict()
     k = mlp.kernels.reset_index(drop=True)
     row = int(k.index[k["name"].str.contains("nvjet")][0])
-    entry = config_curves(mlp, int(k.at[row, "shape"]))
+    entry = shape_details(mlp, int(k.at[row, "shape"]))
     title = spec["title"]["text"] if isinstance(spec["title"], dict) else spec["title"]
     assert f"{entry['occupancy']:.0%} theoretical occupancy" in title
     points = [pd.DataFrame(v) for v in spec["datasets"].values()]
@@ -123,3 +123,34 @@ def test_importing_kernelscope_does_not_import_altair():
     import sys
     code = "import sys, kernelscope; print('altair' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_charts_colour_each_backend_as_the_widget_does(mlp):
+    """rep.chart(...) colours come from the one vocabulary the widget gets in its payload
+    (altair's default palette once gave ATen another colour than the widget did)."""
+    from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS
+    from kernelscope.analysis.timeline import CAUSES
+    want = {**BACKENDS, **COPY_COLORS, **{f"idle: {c}": x.solid for c, x in CAUSES.items()}}
+    for kind, field in (("backends", "backend"), ("kernels", "backend"), ("timeline", "what")):
+        spec = mlp.chart(kind).to_dict()
+        scale = spec["encoding"]["color"]["scale"]
+        assert scale["domain"], kind
+        assert dict(zip(scale["domain"], scale["range"])) == {d: want.get(d, BACKENDS["other"]) for d in scale["domain"]}, kind
+        assert set(scale["domain"]) - {"copy"} <= set(want), kind
+        _, (df,) = _data(mlp.chart(kind))
+        assert set(df[field]) <= set(scale["domain"]), kind
+
+
+def test_rocm_copies_share_their_kernels_lane():
+    """On ROCm a stream's copies are drawn in the lane of its kernels (``rocm:0 s7``), labelled by
+    the one device labeller: they once landed on ``cuda:0`` beside ``rocm:0``."""
+    rep = ks.load(DATA / "copies_streams.pt.trace.json.gz")
+    trace = rep.trace
+    trace.devices["device_type"] = "ROCm"
+    rocm = ks.Report(trace)
+    assert set(rocm.copies["device"]) == {"rocm:0"} and set(rocm.kernels["device"]) == {"rocm:0"}
+    _, (df,) = _data(rocm.chart("timeline"))
+    lanes = set(df["lane"])
+    assert lanes and all(lane.startswith("rocm:0") for lane in lanes), lanes
+    copy_lanes = set(df.loc[df["what"].isin(["HtoD", "DtoH"]), "lane"])
+    assert copy_lanes and copy_lanes <= {f"rocm:0 s{s}" for s in set(rocm.kernels["stream"]) | set(rocm.copies["stream"])}

@@ -72,7 +72,7 @@ def main():
 
     # A report past the view's launch budget (lowered so that a real recording passes it).
     windowed = notebook([
-        'import kernelscope as ks\nfrom kernelscope.render import view\nview.VIEW_LAUNCHES = 40\n'
+        'import kernelscope as ks\nfrom kernelscope.view import report as view\nview.VIEW_LAUNCHES = 40\n'
         'rep = ks.load("mlp_train.pt.trace.json.gz")\nrep',
     ])
     nbformat.write(windowed, OUT / "windowed_report.ipynb")

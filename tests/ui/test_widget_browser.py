@@ -117,8 +117,8 @@ def test_live_widget_tabs(lab, page):
     rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
     header, buf = view_model(rep)
     cols = decode_buffer(header, buf)["kernels"]
-    no_curves = {c["config"] for c in header["configs"] if "curves" not in c and "occupancy" in c}
-    name = next(n for n, c in zip(cols["name"], cols["config"]) if c in no_curves)
+    no_curves = {c["shape"] for c in header["shapes"] if "curves" not in c and "occupancy" in c}
+    name = next(n for n, c in zip(cols["name"], cols["shape"]) if c in no_curves)
     lab.open(page, "live_report.ipynb")
     wait_idle(page)
     out0 = run_cell(page, 0).locator(".jp-OutputArea-output")

@@ -136,8 +136,8 @@ def test_occupancy_panel_data_matches_the_calculator(attention):
     header, buf = view_model(attention)
     k = attention.kernels
     flash = k[k["name"].str.contains("flash")].iloc[0]
-    code = decode_buffer(header, buf)["kernels"]["config"][flash.name]
-    cfg = next(c for c in header["configs"] if c["config"] == code)
+    code = decode_buffer(header, buf)["kernels"]["shape"][flash.name]
+    cfg = next(c for c in header["shapes"] if c["shape"] == code)
     assert cfg["occupancy"] == pytest.approx(flash["theoretical_occupancy"]) == pytest.approx(0.1875)
     assert cfg["active_blocks_per_sm"] == 1
     assert set(cfg["limiters"]) == {"registers", "shared_mem"}
@@ -158,7 +158,7 @@ def test_occupancy_hints_name_what_raises_it(mlp):
 
     from kernelscope.analysis.occupancy import occupancy
     header, _ = view_model(mlp)
-    hinted = [c for c in header["configs"] if c.get("hints")]
+    hinted = [c for c in header["shapes"] if c.get("hints")]
     # layer_norm's 39 registers per thread cap it at 75%; 32 would give 100% (calculator).
     assert any(h.startswith("registers: 39/thread") and h.endswith("use <= 32 registers/thread for 16 blocks "
                                                                    "(100% occupancy)")
@@ -312,13 +312,13 @@ def test_empty_report_renders():
 
 
 def test_curves_on_request_match_the_saved_ones(mlp):
-    from kernelscope.render.occupancy import config_curves
+    from kernelscope.render.occupancy import shape_details
     header, _ = view_model(mlp)
-    saved = [c for c in header["configs"] if "curves" in c]
-    missing = [c for c in header["configs"] if "curves" not in c and "occupancy" in c]
+    saved = [c for c in header["shapes"] if "curves" in c]
+    missing = [c for c in header["shapes"] if "curves" not in c and "occupancy" in c]
     assert len(saved) == 3 and missing            # only the costliest shapes carry curves
-    assert config_curves(mlp, saved[0]["config"]) == saved[0]
-    entry = config_curves(mlp, missing[0]["config"])
+    assert shape_details(mlp, saved[0]["shape"]) == saved[0]
+    entry = shape_details(mlp, missing[0]["shape"])
     assert entry["curves"]["registers"] and entry["occupancy"] == missing[0]["occupancy"]
 
 
@@ -334,11 +334,11 @@ def test_widget_sends_its_report_when_a_view_asks(mlp):
 
 def test_widget_answers_a_curves_request(mlp):
     w = ReportWidget(mlp)
-    code = next(c["config"] for c in w.header["configs"] if "curves" not in c and "occupancy" in c)
+    code = next(c["shape"] for c in w.header["shapes"] if "curves" not in c and "occupancy" in c)
     sent = []
     w.send = sent.append            # capture what would go over the comm
-    w._on_message(w, {"type": "curves", "config": code}, [])
-    assert sent[0]["type"] == "curves" and sent[0]["config"] == code
+    w._on_message(w, {"type": "curves", "shape": code}, [])
+    assert sent[0]["type"] == "curves" and sent[0]["shape"] == code
     assert set(sent[0]["entry"]["curves"]) == {"block", "registers", "smem"}
 
 

@@ -40,6 +40,9 @@ export function decodeBuffer(header, buffer, base = 0) {
     }
     tables[tname] = { rows: t.rows, cols, strings };
   }
+  // Notebooks saved before the launch shape was called a shape name it "config".
+  if (!header.shapes && header.configs) header.shapes = header.configs.map((c) => ({ ...c, shape: c.config }));
+  if (tables.kernels && !tables.kernels.cols.shape && tables.kernels.cols.config) tables.kernels.cols.shape = tables.kernels.cols.config;
   return { header, tables };
 }
 

@@ -373,20 +373,20 @@ function renderDetails(el, model, names, opts = {}) {
   el.append(info);
   const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
   if (deep) el.append(deep);
-  const configs = model.header.configs || [];
-  const ci = configs.findIndex((c) => c.config === k.cols.config[f]);
-  const cfg = configs[ci];
+  const shapeEntries = model.header.shapes || [];
+  const ci = shapeEntries.findIndex((c) => c.shape === k.cols.shape[f]);
+  const cfg = shapeEntries[ci];
   if (cfg && cfg.occupancy !== undefined && !cfg.curves && opts.requestCurves && !cfg.requested) {
     // Ask Python (live widget) for this launch shape's curves, then redraw the details.
     cfg.requested = true;
-    opts.requestCurves(cfg.config).then((entry) => {
-      if (entry && entry.curves) configs[ci] = entry;
+    opts.requestCurves(cfg.shape).then((entry) => {
+      if (entry && entry.curves) shapeEntries[ci] = entry;
       if (el.getAttribute("data-names") === JSON.stringify(names)) renderDetails(el, model, names, opts);
     });
   }
   el.setAttribute("data-names", JSON.stringify(names));
   const occ = occupancyBlock(cfg, k, f);
-  const shapes = new Set(idx.map((i) => k.cols.config[i]));
+  const shapes = new Set(idx.map((i) => k.cols.shape[i]));
   if (shapes.size > 1) {
     // Not one launch's numbers without saying so: the breakdown is of the first launch's shape.
     occ.insertBefore(h("p", { class: "ks-note ks-shapes-note", text: `These ${fmtInt(idx.length)} launches use ${shapes.size} launch shapes `
@@ -472,7 +472,7 @@ function ncuBlock(model, idx) {
     return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
   };
   const have = new Set(cols);
-  const cfg = (model.header.configs || []).find((c) => c.config === k.cols.config[idx[0]]) || {};
+  const cfg = (model.header.shapes || []).find((c) => c.shape === k.cols.shape[idx[0]]) || {};
   const ours = (key) => {
     if (key === "theoretical_occupancy") { const v = mean(key); return v === null ? "-" : fmtPct(v, 1); }
     if (key === "duration_us") return fmtUs(mean(key));

@@ -101,7 +101,7 @@ export function aggregate(model, groupBy, mask = null) {
     const f = a.first;
     if (!a.gridVaries && (c.grid_x[i] !== c.grid_x[f] || c.grid_y[i] !== c.grid_y[f] || c.grid_z[i] !== c.grid_z[f])) a.gridVaries = true;
     if (!a.blockVaries && (c.block_x[i] !== c.block_x[f] || c.block_y[i] !== c.block_y[f] || c.block_z[i] !== c.block_z[f])) a.blockVaries = true;
-    if (!a.cfgVaries && c.config[i] !== c.config[f]) a.cfgVaries = true;
+    if (!a.cfgVaries && c.shape[i] !== c.shape[f]) a.cfgVaries = true;
     const gx = int(k, "grid_x", i);
     if (gx !== null) minMax(a, "blocks", gx * (int(k, "grid_y", i) ?? 1) * (int(k, "grid_z", i) ?? 1));
     minMax(a, "regs", int(k, "registers_per_thread", i));

@@ -3,7 +3,8 @@ active window, and the evidence links (a range of the timeline, a gap, kernels o
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from kernelscope.jsonable import jsonable
+
+from kernelscope.jsonable import jsonable, num
 from kernelscope.units import fmt_us
 # -- thresholds (named so that a test or a reader can see what a word means) -------------------
 # Severity is the cost as a share of the device's active window: a quarter or more is the first
@@ -65,7 +66,7 @@ def severity_for(cost_us: float, window_us: float | None) -> str:
 
 def range_link(device, start, end, what) -> dict | None:
     """A timeline range showing one span (``what``) with its own length of context either side."""
-    start, end = finite_or_nan(start), finite_or_nan(end)
+    start, end = num(start), num(end)
     if start is None or end is None:
         return None
     d = max(end - start, 0.0)
@@ -102,13 +103,5 @@ def kernel_link(names, label) -> dict:
 
 def safe_ratio(a, b):
     """a / b as a float, NaN when b is 0 or missing (durations can be 0 in damaged input)."""
-    a, b = finite_or_nan(a), finite_or_nan(b)
+    a, b = num(a), num(b)
     return a / b if a is not None and b else float("nan")
-
-
-def finite_or_nan(x):
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if x != x else x

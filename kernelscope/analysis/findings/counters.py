@@ -14,6 +14,7 @@ from kernelscope.units import fmt_us
 from kernelscope.analysis.counters import kernel_counters, region_means
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.timeline import covered_length, merge_intervals
+from kernelscope.jsonable import num
 
 # A kernel name must hold 5% of kernel time to be worth a finding...
 COUNTER_MIN_SHARE = 0.05
@@ -88,14 +89,11 @@ def _name(r) -> str:
     return str(r["short_name"]) if "short_name" in r and r["short_name"] == r["short_name"] else str(r["name"])
 
 
-def _num(v):
-    return float(v) if v is not None and v == v else None
-
 
 def _latency_bound(kc, total, window) -> list:
     out = []
     for _, r in kc.iterrows():
-        dram, tensor, active = _num(r.get("dram_pct")), _num(r.get("tensor_pct")), _num(r.get("sm_active_pct"))
+        dram, tensor, active = num(r.get("dram_pct")), num(r.get("tensor_pct")), num(r.get("sm_active_pct"))
         if dram is None or tensor is None or dram >= LATENCY_MAX_DRAM_PCT or tensor >= LATENCY_MAX_TENSOR_PCT:
             continue
         if r.get("tensor_cores") is True and tensor < GEMM_LOW_TENSOR_PCT:
@@ -139,7 +137,7 @@ def _gemm_below_peak(kc, total, window) -> list:
         return []
     out = []
     for _, r in kc[kc["tensor_cores"] == True].iterrows():  # noqa: E712 - a nullable column
-        tensor, dram, active = _num(r.get("tensor_pct")), _num(r.get("dram_pct")), _num(r.get("sm_active_pct"))
+        tensor, dram, active = num(r.get("tensor_pct")), num(r.get("dram_pct")), num(r.get("sm_active_pct"))
         if tensor is None or tensor >= GEMM_LOW_TENSOR_PCT:
             continue
         cost = float(r["total_us"]) * (1.0 - tensor / 100.0)

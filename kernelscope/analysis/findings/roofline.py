@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from kernelscope.units import fmt_us
-from kernelscope.analysis.findings.base import Finding, finite_or_nan, kernel_link, severity_for
+from kernelscope.analysis.findings.base import Finding, kernel_link, severity_for
+from kernelscope.jsonable import num
 # Roofline: flag a kernel that holds at least 5% of kernel time, runs long enough (5 us) for a
 # fixed launch latency of a few us not to dominate, and reaches under 30% of its attainable roof.
 ROOF_MIN_SHARE = 0.05
@@ -65,8 +66,8 @@ def roofline_findings(report, tl) -> list:
             "it low; check its occupancy and waves.",
             {"op": op, "kernel": kernel, "launches": n, "time_us": dur, "roof_share": share,
              "ideal_us": ideal, "precision": r["precision"], "bound": r["bound"],
-             "achieved_tflops": finite_or_nan(r["achieved_tflops"]), "achieved_gbps": finite_or_nan(r["achieved_gbps"]),
-             "peak_tflops": finite_or_nan(r["peak_tflops"]), "peak_gbps": finite_or_nan(r["peak_gbps"])},
+             "achieved_tflops": num(r["achieved_tflops"]), "achieved_gbps": num(r["achieved_gbps"]),
+             "peak_tflops": num(r["peak_tflops"]), "peak_gbps": num(r["peak_gbps"])},
             cost,
             cause=f"{r['short_name']} reaches {share:.0%} of its roof: {roof}.",
             fix="Check its occupancy and waves (small grids) and its shapes; try torch.compile's max-autotune.",

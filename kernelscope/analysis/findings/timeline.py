@@ -12,7 +12,8 @@ from kernelscope.units import fmt_bytes, fmt_us
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
-from kernelscope.analysis.findings.base import Finding, MAX_EVIDENCE_ROWS, finite_or_nan, gap_link, kernel_link, range_link, safe_ratio, severity_for, span_link
+from kernelscope.analysis.findings.base import Finding, MAX_EVIDENCE_ROWS, gap_link, kernel_link, range_link, safe_ratio, severity_for, span_link
+from kernelscope.jsonable import num
 
 # A GPU busy less than half of its active window is waiting more than it works.
 HOST_BOUND_MAX_BUSY = 0.5
@@ -91,8 +92,8 @@ def host_findings(report, tl) -> list:
             "launches_per_ms": launches / (dev["window_us"] / 1e3) if dev["window_us"] else float("nan"),
             "median_kernel_us": float(ls["median_kernel_us"]),
             "median_gap_us": float(ls["median_gap_us"]),
-            "median_launch_call_us": finite_or_nan(ls["median_launch_call_us"]),
-            "median_launch_interval_us": finite_or_nan(ls["median_launch_interval_us"]),
+            "median_launch_call_us": num(ls["median_launch_call_us"]),
+            "median_launch_interval_us": num(ls["median_launch_interval_us"]),
             "graph_kernels": int(ls["graph_kernels"]), "graph_launches": int(ls["graph_launches"]),
             "longest_waits_before": top_ops, "sync_calls": dict(sync_calls),
         }
@@ -346,7 +347,7 @@ def stream_findings(report, tl) -> list:
         side = [int(s) for s in b["stream"] if int(s) != main]
         ov = tl.overlap[tl.overlap["device"] == dev["device"]]
         pairs = [{"streams": [int(r.stream_a), int(r.stream_b)], "overlap_us": float(r.overlap_us),
-                  "share_of_a": finite_or_nan(r.share_of_a), "share_of_b": finite_or_nan(r.share_of_b)}
+                  "share_of_a": num(r.share_of_a), "share_of_b": num(r.share_of_b)}
                  for r in ov.itertuples()]
         any_ov = [p for p in pairs if p["overlap_us"] > 0]
         none_ov = [p for p in pairs if p["overlap_us"] <= 0]
