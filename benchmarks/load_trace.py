@@ -19,7 +19,7 @@ is timed:
   answer the same questions: time per kernel, busy/idle, idle by cause);
 * json: ``json.load`` of the file, the floor of any reader built on Python's json.
 
-The trace is made with the shared ``tile_trace.py`` from a real H200 recording (see
+The trace is made with ``tools/tile_trace.py`` from a real H200 recording (see
 ``benchmarks/tiles.py`` for where it is looked for) and cached in benchmarks/out/ (``--out``:
 another folder).
 """
@@ -80,10 +80,15 @@ def _child(tool: str, path: str) -> dict:
         if tool == "kernelscope-1":
             os.environ["KERNELSCOPE_READ_WORKERS"] = "0"    # one process (no split reader)
         import kernelscope as ks
+
         # ``import kernelscope`` is light (its report side is imported on first use): import
         # what the timed steps use before the clock starts, as HTA's import does for HTA.
-        import kernelscope.analysis.backends, kernelscope.analysis.findings, kernelscope.loading  # noqa: F401,E401
-        import kernelscope.reports.report, kernelscope.trace.kineto, kernelscope.trace.split  # noqa: F401,E401
+        import kernelscope.analysis.backends  # noqa: F401,E401
+        import kernelscope.analysis.findings
+        import kernelscope.loading
+        import kernelscope.reports.report  # noqa: F401,E401
+        import kernelscope.trace.kineto
+        import kernelscope.trace.split
         base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
         t0 = t = time.perf_counter()
         rep = ks.load(path)
@@ -119,9 +124,9 @@ def _child(tool: str, path: str) -> dict:
         steps["load"], t = time.perf_counter() - t, time.perf_counter()
         kernel_type, kernels = ta.get_gpu_kernel_breakdown(visualize=False)
         steps["kernel_breakdown"], t = time.perf_counter() - t, time.perf_counter()
-        temporal = ta.get_temporal_breakdown(visualize=False)
+        ta.get_temporal_breakdown(visualize=False)
         steps["temporal"], t = time.perf_counter() - t, time.perf_counter()
-        idle = ta.get_idle_time_breakdown(visualize=False)
+        ta.get_idle_time_breakdown(visualize=False)
         steps["idle_time"] = time.perf_counter() - t
         wall = time.perf_counter() - t0
         info = {"kernel_rows": int(len(kernels))}
@@ -180,7 +185,7 @@ def main(argv=None):
     ap.add_argument("--source", type=pathlib.Path, default=ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz")
     ap.add_argument("--trace", type=pathlib.Path, help="an existing trace to read instead of a tiled one")
     ap.add_argument("--gzip", action="store_true", help="tile to .json.gz instead of .json")
-    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE or shared/tools)")
+    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE, else tools/tile_trace.py)")
     ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled trace (default benchmarks/out; "
                                                      "5M events is 1.5 GB, 10M 3.1 GB: /tmp is a good place)")
     ap.add_argument("--skip-hta", action="store_true")

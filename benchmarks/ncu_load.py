@@ -78,8 +78,9 @@ def main(argv=None):
     path = unpacked()
     size = path.stat().st_size / 1e6
     tools = ["kernelscope", "kernelscope_metrics_only", "ncu_report_all_metrics", "kernelscope_from_xz"]
-    import ncu_report  # noqa: F401 - fail early when the reader is missing
     from importlib.metadata import version
+
+    import ncu_report  # noqa: F401 - fail early when the reader is missing
     print(f"report: {path.name}, {size:.1f} MB ({SOURCE.stat().st_size / 1e6:.1f} MB as .xz); ncu-report "
           f"{version('ncu-report')}; Python {sys.version.split()[0]}; {a.rounds} rounds, a fresh process each")
     times = {t: [] for t in tools}

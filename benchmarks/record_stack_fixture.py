@@ -1,6 +1,10 @@
 """Record tests/data/kernelprofile_stack.pt.trace.json.gz through %%kernelprofile --stack in a real IPython shell."""
-import os, sys, textwrap
+import os
+import sys
+import textwrap
+
 from IPython.core.interactiveshell import InteractiveShell
+
 out = sys.argv[1]
 sh = InteractiveShell.instance()
 sh.run_line_magic("load_ext", "kernelscope")
@@ -33,6 +37,7 @@ print("KERNELS", len(k), "with source", int(k["source"].notna().sum()))
 for (op, src), g in k.groupby([k["op"].astype(str), k["source"].astype(str)], sort=False):
     print(f"  {len(g):3d}  {op[:40]:40s} {src}")
 rep.save(os.path.join(out, "kernelprofile_stack.ksreport.json.gz"))
-import kernelscope as ks
+import kernelscope as ks  # noqa: E402 - after the recording, as a reader would
+
 back = ks.load(path)
 print("RELOADED", len(back.kernels), "frames", len(back.trace.frames), "sources(reader)", back.kernels["source"].dropna().unique()[:8].tolist())

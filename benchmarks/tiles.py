@@ -1,9 +1,8 @@
-"""Big traces for the benchmarks: a real recording tiled with the shared ``tile_trace.py``.
+"""Big traces for the benchmarks: a real recording tiled with ``tools/tile_trace.py``.
 
-Where the tool lives: ``--tile-tool PATH`` (scripts that take it), else the environment variable
-``KERNELSCOPE_TILE_TRACE``, else ``shared/tools/tile_trace.py`` in the nearest folder above this
-checkout that has one (``/work/main`` finds ``/work/shared``, and so does a worktree deeper down).
-Tiled traces are cached in ``benchmarks/out/``.
+The tool is the repository's own (``tools/tile_trace.py``), so a clone reproduces every figure;
+``--tile-tool PATH`` (scripts that take it) or the environment variable ``KERNELSCOPE_TILE_TRACE``
+name another. Tiled traces are cached in ``benchmarks/out/``.
 """
 from __future__ import annotations
 
@@ -19,10 +18,10 @@ ENV = "KERNELSCOPE_TILE_TRACE"
 
 
 def tile_tool(path=None) -> pathlib.Path:
-    """The tiling script: ``path``, ``$KERNELSCOPE_TILE_TRACE``, or the nearest ``shared/tools``.
+    """The tiling script: ``path``, ``$KERNELSCOPE_TILE_TRACE``, or the repository's own.
 
-    >>> tile_tool().name
-    'tile_trace.py'
+    >>> tile_tool().relative_to(ROOT).as_posix()
+    'tools/tile_trace.py'
     """
     given = path or os.environ.get(ENV)
     if given:
@@ -30,12 +29,7 @@ def tile_tool(path=None) -> pathlib.Path:
         if not p.is_file():
             sys.exit(f"tile_trace.py not found at {p} (from {'--tile-tool' if path else ENV})")
         return p
-    for d in (ROOT, *ROOT.parents):
-        p = d / "shared" / "tools" / "tile_trace.py"
-        if p.is_file():
-            return p
-    sys.exit(f"tile_trace.py not found: pass --tile-tool PATH or set {ENV} "
-             f"(looked for shared/tools/tile_trace.py above {ROOT})")
+    return ROOT / "tools" / "tile_trace.py"
 
 
 def make_trace(source: pathlib.Path, events: int, name: str | None = None, tool=None, out=None) -> pathlib.Path:

@@ -5,7 +5,7 @@ sends) against every launch, in one run.
     python benchmarks/view_payload.py --launches 300000 --out /tmp
 
 The real H200 CUDA-graph recording (``tests/data/graphs.pt.trace.json.gz``: 2,000 kernels in
-4,070 events, two events per launch) is tiled with the shared ``tile_trace.py`` to about
+4,070 events, two events per launch) is tiled with ``tools/tile_trace.py`` to about
 ``--launches`` kernel launches (``--out``: where the tiled trace goes, default benchmarks/out/;
 it is about 0.7 GB at a million launches). For each way: the launch, host-span and column rows
 sent, the column buffer's bytes, the packed blob the widget sends, its base64 text in a saved
@@ -44,7 +44,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--launches", type=int, default=1_000_000)
     ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled trace (default benchmarks/out)")
-    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE or shared/tools)")
+    ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE, else tools/tile_trace.py)")
     a = ap.parse_args(argv)
     events = math.ceil(a.launches / LAUNCHES_PER_COPY) * EVENTS_PER_COPY
     name = f"graphs_{a.launches}_launches.json"

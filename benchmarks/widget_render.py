@@ -5,7 +5,7 @@
     python benchmarks/widget_render.py --baseline-js OLD/report.js   # also an earlier build
 
 
-Traces are the real H200 MLP step (74 launches) tiled with the shared tile_trace.py (benchmarks/tiles.py) and
+Traces are the real H200 MLP step (74 launches) tiled with tools/tile_trace.py (benchmarks/tiles.py) and
 cached in benchmarks/out/. For each size, side by side in one run:
 
 * ours: the MIME payload (JSON header + gzip/base64 typed-array columns) -> ``JSON.parse`` ->
@@ -42,6 +42,7 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 from tiles import tile_tool  # noqa: E402  (where tile_trace.py is)
+
 SOURCE = ROOT / "tests" / "data" / "mlp_train.pt.trace.json.gz"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

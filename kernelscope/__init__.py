@@ -56,8 +56,12 @@ def profile(*args, **kwargs):
 def load_ranks(source, client=None, **kwargs):
     """Open the per-rank traces of a distributed run as one report across ranks.
 
-    >>> rep = ks.load_ranks("traces/")          # doctest: +SKIP
-    >>> rep.stragglers                          # doctest: +SKIP
+    >>> rep = ks.load_ranks("ranks")
+    >>> rep.stragglers[["step", "slowest_rank", "lag_us"]]
+                 step  slowest_rank      lag_us
+    0  ProfilerStep#1             1  52885.9142
+    1  ProfilerStep#2             1  52945.0616
+    2  ProfilerStep#3             1  53545.9175
     """
     from kernelscope.loading import load_ranks as _load_ranks
     return _load_ranks(source, client=client, **kwargs)
@@ -67,12 +71,19 @@ def compare(before, after, **kwargs):
     """Compare two reports (Reports, or paths ``ks.load`` opens): per-kernel time change, new
     and gone kernels, per-backend and overall totals, all per run.
 
-    >>> ks.compare(ks.load("before.json.gz"), "after.json.gz")   # doctest: +SKIP
+    >>> ks.compare(ks.load("launch_bound.pt.trace.json.gz"), "graphs.pt.trace.json.gz")
+    kernelscope comparison: launch_bound.pt.trace.json.gz -> graphs.pt.trace.json.gz
+      GPU kernel time       1.84 ms ->    2.20 ms     +362.8 us   x1.20
+      copy/memset time       0.0 us ->     0.0 us       ±0.0 us       –
+      GPU busy (union)      1.84 ms ->    2.20 ms     +362.8 us   x1.20
+      GPU active window    25.77 ms ->    2.37 ms     -23.40 ms   x0.09
+      wall time            28.49 ms ->    5.50 ms     -22.99 ms   x0.19
+    ...
     """
     import os
 
-    from kernelscope.reports.comparison import compare as _compare
     from kernelscope.loading import load
+    from kernelscope.reports.comparison import compare as _compare
     before, after = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (before, after))
     return _compare(before, after, **kwargs)
 

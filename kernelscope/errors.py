@@ -7,8 +7,10 @@ class TraceError(ValueError):
     The message names the file and what was wrong with it, e.g.::
 
         >>> import kernelscope as ks
-        >>> ks.load("missing.json")                      # doctest: +SKIP
-        TraceError: missing.json: no such file
+        >>> ks.load("missing.json")
+        Traceback (most recent call last):
+            ...
+        kernelscope.errors.TraceError: missing.json: no such file
     """
 
     def __init__(self, source, problem):
@@ -18,5 +20,5 @@ class TraceError(ValueError):
 
     def __reduce__(self):
         # Rebuilt from (source, problem), so that an error raised in a worker process (the
-        # process pool or a Dask cluster of ks.load_ranks) reaches the caller intact.
+        # worker process or a Dask cluster of ks.load_ranks) reaches the caller intact.
         return (type(self), (self.source, self.problem))

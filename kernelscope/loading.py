@@ -1,7 +1,7 @@
 """Opening recordings: Kineto traces, our own report files, live profilers, ncu exports, and the
 traces of every rank of a distributed run (``load_ranks``).
 
-``load_ranks``: Each trace is read and summarised where it is processed (a worker of a local process pool, or
+``load_ranks``: Each trace is read and summarised where it is processed (a local worker process, or
 of a Dask cluster when a client is given); only the summary (a few small tables) comes back, so
 the notebook's memory holds summaries, not 64 ranks' launches. The same function
 (:func:`summarise`) runs in both places.
@@ -15,8 +15,8 @@ import stat
 import msgspec
 
 from kernelscope.errors import TraceError
-from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.reports.report import Report
+from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.trace.decode import ForeignFormat, NotJSON
 from kernelscope.trace.files import read_bytes
 
@@ -35,8 +35,8 @@ def load(source, *, progress: bool = True):
     ``progress=False`` or ``KERNELSCOPE_PROGRESS=off`` turn it off), removed when it is done.
 
     >>> import kernelscope as ks
-    >>> rep = ks.load("launch_bound.pt.trace.json.gz")    # doctest: +SKIP
-    >>> len(rep.kernels)                                 # doctest: +SKIP
+    >>> rep = ks.load("launch_bound.pt.trace.json.gz")
+    >>> len(rep.kernels)
     2000
     """
     if hasattr(source, "export_chrome_trace") and hasattr(source, "profiler"):
@@ -95,7 +95,7 @@ def load_ncu(path, *, kernels_report=None, source=True):
     launches source hot spots and SASS are read (the slow part of reading a report; True: the 50
     longest). Reading ``.ncu-rep`` needs ``pip install "kernelscope[ncu]"``.
 
-    >>> rep = load_ncu("tests/data/ncu_triton_kernels.csv")
+    >>> rep = load_ncu("ncu_triton_kernels.csv")
     >>> len(rep.kernels), float(rep.kernels["ncu_theoretical_occupancy_pct"].iloc[0])
     (7, 62.5)
     """
@@ -146,8 +146,8 @@ def trace_paths(source) -> list:
     ``*.ksreport.json[.gz]`` files, else every ``*.json[.gz]``), a glob pattern, a path, or a
     list of those; sorted, each once.
 
-    >>> trace_paths("tests/data/ranks")                      # doctest: +SKIP
-    ['tests/data/ranks/rank0.pt.trace.json.gz', 'tests/data/ranks/rank1.pt.trace.json.gz']
+    >>> trace_paths("ranks")
+    ['ranks/rank0.pt.trace.json.gz', 'ranks/rank1.pt.trace.json.gz']
     """
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     out = []
@@ -177,7 +177,7 @@ def summarise(path):
     the TraceError that says why the file cannot be read, returned rather than raised so that
     one bad rank does not lose the others.
 
-    >>> summarise("tests/data/ranks/rank1.pt.trace.json.gz").info["rank"]   # doctest: +SKIP
+    >>> summarise("ranks/rank1.pt.trace.json.gz").info["rank"]
     1
     """
     from kernelscope.analysis.ranks import rank_summary
@@ -193,23 +193,23 @@ def load_ranks(source, client=None, *, workers=None):
 
     ``source`` is a directory of per-rank traces, a glob pattern or a list of paths (Kineto
     traces of ``torch.profiler`` or ``ks.profile``, or saved reports). Each rank is read and
-    summarised apart: in a local process pool of ``workers`` processes (default: one per CPU,
-    at most one per trace; ``workers=1`` reads in this process), or on a Dask cluster when
+    summarised apart: in ``workers`` processes of its own (default: one per CPU, at most one per
+    trace; ``workers=1`` reads in this process; safe in a script without a ``__main__`` guard), or on a Dask cluster when
     ``client`` (a ``dask.distributed.Client``) is given; then every worker must be able to open
     the paths (a shared file system). A trace without rank information reads as rank 0 (or the
     rank its file name gives, ``rank3.json``). A file that cannot be read is left out and named
     in ``rep.notes``; if none can be read, TraceError.
 
-    >>> rep = ks.load_ranks("traces/")                                   # doctest: +SKIP
-    >>> from dask.distributed import Client, LocalCluster                # doctest: +SKIP
+    >>> rep = ks.load_ranks("ranks")
+    >>> from dask.distributed import Client, LocalCluster
     >>> rep = ks.load_ranks("traces/", client=Client(LocalCluster()))   # doctest: +SKIP
     """
     from kernelscope.analysis.ranks import assign_ranks
     from kernelscope.loading import load
     from kernelscope.reports.ranks import RankReport
     paths = trace_paths(source)
-    results = _run(paths, client, workers)
-    good, notes = [], []
+    results, notes = _run(paths, client, workers)
+    good = []
     for path, res in zip(paths, results):
         if isinstance(res, TraceError):
             notes.append(f"left out {res}")
@@ -226,29 +226,117 @@ def load_ranks(source, client=None, *, workers=None):
     return RankReport([s for _, s in good], notes=notes + rank_notes, opener=opener)
 
 
-def _run(paths, client, workers) -> list:
+def _run(paths, client, workers) -> tuple[list, list]:
+    """Each path's summary (or TraceError), in order, and notes on how they were read."""
     if client is not None:
         # Each worker reads and summarises its share; only the summaries are gathered.
         futures = client.map(summarise, paths, pure=False)
-        return client.gather(futures)
+        return client.gather(futures), []
     n = min(len(paths), workers or os.cpu_count() or 1)
     if n <= 1:
-        return [summarise(p) for p in paths]
-    import concurrent.futures
-    import multiprocessing
-    # forkserver: workers fork from a clean server process (not from a notebook kernel's
-    # threads), with kernelscope already imported there, so each starts in milliseconds.
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["kernelscope.loading", "kernelscope.analysis.ranks"])
-    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=share_cpus,
-                                                initargs=(n,)) as pool:
-        return list(pool.map(summarise, paths, chunksize=1))
+        return [summarise(p) for p in paths], []
+    return _in_processes(paths, n)
+
+
+def _in_processes(paths, n: int) -> tuple[list, list]:
+    """:func:`summarise` each path in ``n`` worker processes started as ``python -c`` (as the split
+    trace reader starts its own): they import kernelscope, not the caller's ``__main__``, which
+    multiprocessing's forkserver and spawn run again, so that a script with ``load_ranks`` at its
+    top level and no ``if __name__ == "__main__":`` guard would start it again in every worker.
+    Each worker pickles its summaries into a folder of ours; a path whose summary did not come
+    back (a worker that died) is read in this process, with a note."""
+    import pickle
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="kernelscope-ranks-")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"import sys; sys.path.insert(0, {root!r}); from kernelscope.loading import rank_worker; rank_worker()"
+    # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    procs = []
+    try:
+        for k, share in enumerate(_shares(paths, n)):
+            job = msgspec.json.encode({"paths": {str(i): os.fspath(paths[i]) for i in share}, "folder": folder,
+                                       "processes": n}).decode()
+            with open(os.path.join(folder, f"worker{k}.err"), "wb") as err:
+                procs.append((share, subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
+                                                      stdout=subprocess.DEVNULL, stderr=err, env=env)))
+        for _, p in procs:
+            p.wait()
+        results, notes = [None] * len(paths), []
+        for k, (share, p) in enumerate(procs):
+            lost = []
+            for i in share:
+                try:
+                    with open(os.path.join(folder, f"{i}.pickle"), "rb") as f:
+                        results[i] = pickle.load(f)
+                except (OSError, EOFError, pickle.UnpicklingError):
+                    lost.append(i)
+            if lost:
+                why = _last_line(os.path.join(folder, f"worker{k}.err")) or f"exit status {p.returncode}"
+                notes.append(f"a reader process failed ({why}); {len(lost)} trace(s) read in this process instead")
+                for i in lost:
+                    results[i] = summarise(paths[i])
+        return results, notes
+    finally:
+        for _, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _shares(paths, n: int) -> list:
+    """``paths``' indices in ``n`` shares of about equal bytes (the largest file first to the
+    lightest share), as reading time goes with size.
+
+    >>> _shares(["a", "b", "c"], 2)   # no such files: equal sizes
+    [[0, 2], [1]]
+    """
+    def size(p):
+        try:
+            return os.path.getsize(p)
+        except OSError:
+            return 0
+    order = sorted(range(len(paths)), key=lambda i: -size(paths[i]))
+    shares, loads = [[] for _ in range(n)], [0] * n
+    for i in order:
+        k = loads.index(min(loads))
+        shares[k].append(i)
+        loads[k] += size(paths[i]) or 1
+    return [sorted(s) for s in shares if s]
+
+
+def _last_line(path) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def rank_worker() -> None:
+    """A ``load_ranks`` worker process: summarise the job's paths (``sys.argv[1]``, JSON), each
+    pickled into the job's folder as ``INDEX.pickle`` once done."""
+    import pickle
+    import signal
+    import sys
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops us (Ctrl-C reaches us too)
+    job = msgspec.json.decode(sys.argv[1])
+    share_cpus(int(job["processes"]))
+    for index, path in job["paths"].items():
+        result = summarise(path)
+        target = os.path.join(job["folder"], f"{index}.pickle")
+        with open(target + ".part", "wb") as out:
+            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(target + ".part", target)        # whole before the parent reads it
 
 
 def share_cpus(processes: int) -> None:
-    """In each of ``processes`` pool workers: read a large trace with this worker's share of the
+    """In each of ``processes`` workers: read a large trace with this worker's share of the
     CPUs (trace/split.py starts reader processes of its own), not with every CPU each; a
     ``KERNELSCOPE_READ_WORKERS`` the user set stands.
 

@@ -13,11 +13,11 @@ import kernelscope as ks
 from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS, RULES
 from kernelscope.analysis.occupancy import LIMITERS
 from kernelscope.analysis.timeline import CAUSES
-from kernelscope.view.vocabulary import HOST_COLORS, vocabulary
-from kernelscope.view.bundle import mime_payload
-from kernelscope.view.codec import read_payload
 from kernelscope.trace.ncu.export import COMPARED_METRICS
 from kernelscope.units import fmt_bytes, fmt_us
+from kernelscope.view.bundle import mime_payload
+from kernelscope.view.codec import read_payload
+from kernelscope.view.vocabulary import HOST_COLORS, vocabulary
 
 ROOT = Path(__file__).parent.parent
 JS = ROOT / "js" / "src"

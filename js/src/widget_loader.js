@@ -6,7 +6,8 @@ const VIEW = "__KERNELSCOPE_VIEW__";
 const KEY = "__KERNELSCOPE_KEY__";
 
 function load() {
-  const cache = (globalThis.__kernelscope_views = globalThis.__kernelscope_views || {});
+  if (!globalThis.__kernelscope_views) globalThis.__kernelscope_views = {};
+  const cache = globalThis.__kernelscope_views;
   if (!cache[KEY]) {
     cache[KEY] = (async () => {
       const bin = atob(VIEW);

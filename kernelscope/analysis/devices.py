@@ -41,8 +41,10 @@ def annotate_devices(table: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFrame
     """Add ``device`` (the label) and ``device_type`` to a table with ``device_index`` (in place;
     returns it). Labels are made once per distinct device.
 
-    >>> k = annotate_devices(rep.trace.copies.copy(), rep.devices)      # doctest: +SKIP
-    >>> k[["device_index", "device", "device_type"]]                   # doctest: +SKIP
+    >>> k = annotate_devices(rep.trace.copies.copy(), rep.devices)
+    >>> k[["device_index", "device", "device_type"]].drop_duplicates()
+       device_index  device device_type
+    0             0  cuda:0        CUDA
     """
     types = device_types(devices)
     idx = table["device_index"] if "device_index" in table.columns else pd.Series(pd.NA, index=table.index)

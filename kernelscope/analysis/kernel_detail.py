@@ -9,8 +9,8 @@ carries where it came from; the words come from :mod:`kernelscope.analysis`, com
 """
 from __future__ import annotations
 
-
 import pandas as pd
+
 from kernelscope.jsonable import num, whole
 
 # The costliest launches get a deep dive in the view (each is ~15 KB of JSON with its SASS).
@@ -22,11 +22,19 @@ COMPUTED = "computed by kernelscope from Nsight Compute's counters"
 def kernel_detail(rep) -> dict | None:
     """The view's ``kernel_detail``: {"launches": {ncu id: entry}, ...} or None without ncu data.
 
-    >>> d = kernel_detail(ks.load_ncu("tests/data/ncu_rep/triton_kernels.ncu-rep.xz"))   # doctest: +SKIP
-    >>> d["launches"]["1"]["stalls"][0]["reason"]                                          # doctest: +SKIP
+    >>> d = kernel_detail(ks.load_ncu("ncu_rep/triton_kernels.ncu-rep.xz"))
+    >>> d["launches"]["1"]["stalls"]["bars"][0]["reason"]
     'mio_throttle'
     """
-    from kernelscope.analysis.ncu_kernels import LEVEL_LABELS, PRECISION_LABELS, hotspot_sass, measured_roofline, memory_access, speed_of_light, stall_bars
+    from kernelscope.analysis.ncu_kernels import (
+        LEVEL_LABELS,
+        PRECISION_LABELS,
+        hotspot_sass,
+        measured_roofline,
+        memory_access,
+        speed_of_light,
+        stall_bars,
+    )
     from kernelscope.analysis.stalls import explain
     ncu = getattr(rep, "ncu", None)
     if ncu is None or not len(ncu) or "fp32_flops_per_s" not in ncu.columns:

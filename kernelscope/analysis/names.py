@@ -304,7 +304,7 @@ def _fold(name: str) -> str:
     """Drop return type, argument list, template arguments and noise namespaces."""
     s = re.sub(r"\(anonymous namespace\)::|\{anonymous\}::|`anonymous namespace'::|<unnamed>::", "", name.strip())
     s = re.sub(r"^void\s+", "", s)
-    top, depth_a, depth_p = [], 0, 0
+    top, depth_a = [], 0
     for i, ch in enumerate(s):
         if ch == "<" and not s[max(0, i - 8):i].endswith("operator"):
             depth_a += 1

@@ -83,8 +83,12 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
     peak, bytes/s against the level's bandwidth, intensity, the attainable roof and which roof
     binds. ``dominant`` marks the precision doing the most work (the kernel's dot).
 
-    >>> rl = measured_roofline(ks.load_ncu("run.ncu-rep").ncu)            # doctest: +SKIP
-    >>> rl[rl.dominant & (rl.level == "dram")][["kernel_name", "precision", "roof_share"]]   # doctest: +SKIP
+    >>> rl = measured_roofline(ncu.ncu)
+    >>> rl[rl.dominant & (rl.level == "dram")][["kernel_name", "precision", "roof_share"]]
+          kernel_name    precision  roof_share
+    0      add_kernel         fp32      0.8509
+    3  strided_kernel         fp32      0.6912
+    6   matmul_kernel  tensor_fp16      0.6207
     """
     from kernelscope.trace.ncu.report import PRECISIONS
     cols = ["id", "kernel_name", "precision", "level", "flops_per_s", "peak_flops_per_s", "bytes_per_s",
@@ -214,8 +218,8 @@ def memory_access(launches: pd.DataFrame) -> pd.DataFrame:
     """Per launch: DRAM throughput, L1 and L2 hit rates, sectors per request and the share of
     fetched bytes used, for global loads and stores, and a plain verdict when access is poor.
 
-    >>> m = memory_access(ks.load_ncu("tests/data/ncu_rep/triton_kernels.ncu-rep.xz").ncu)  # doctest: +SKIP
-    >>> m.set_index("kernel_name").loc["strided_kernel", "verdict"][:4]                        # doctest: +SKIP
+    >>> m = memory_access(ncu.ncu)
+    >>> m.set_index("kernel_name").loc["strided_kernel", "verdict"][:4]
     'poor'
     """
     cols = ["id", "kernel_name", "dram_throughput_pct", "l1_hit_rate_pct", "l2_hit_rate_pct",
@@ -344,8 +348,14 @@ def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
     """The lines (CUDA or Triton ``file:line``) the warps of each launch were sampled on most;
     for kernels without line info, the hottest instructions. ``share`` is of the launch's samples.
 
-    >>> hs = source_hotspots(rep_data.samples, rep_data.sources)           # doctest: +SKIP
-    >>> hs[["location", "share", "top_stall"]].head(3)                      # doctest: +SKIP
+    >>> from kernelscope.trace.ncu.report import read_ncu_report
+    >>> r = read_ncu_report("ncu_rep/triton_kernels.ncu-rep.xz")
+    >>> hs = source_hotspots(r.samples, r.sources)
+    >>> hs[["location", "share", "top_stall"]].head(3)
+               location   share         top_stall
+    0  record_ncu.py:48  0.8912   long_scoreboard
+    1  record_ncu.py:44  0.0646  short_scoreboard
+    2  record_ncu.py:46  0.0215      mio_throttle
     """
     cols = ["id", "rank", "location", "file", "line", "pc", "samples", "share", "top_stall", "top_stall_share",
             "text"]
@@ -387,7 +397,8 @@ def hotspot_sass(sass: pd.DataFrame, hotspot: dict, context: int = 4) -> list[di
     """The SASS shown for one hot spot: the instructions of its line (around its hottest one),
     or the instructions around the hot PC, from the listing the reader kept.
 
-    >>> hotspot_sass(rep.ncu_detail["sass"], rep.ncu_detail["hotspots"].iloc[0].to_dict())  # doctest: +SKIP
+    >>> [x["sass"] for x in hotspot_sass(ncu.ncu_detail["sass"], ncu.ncu_detail["hotspots"].iloc[0].to_dict())][:2]
+    ['@!P0  LDG.E.128 R16, desc[UR4][R2.64]', '@!P0  LDG.E.128 R12, desc[UR4][R20.64]']
     """
     if sass is None or not len(sass):
         return []

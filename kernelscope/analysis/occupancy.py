@@ -196,7 +196,7 @@ class Occupancy:
     def _regs_per_sm(self) -> int:
         return self._arch.regs_per_sm
 
-    def _changed(self, **launch) -> "Occupancy | None":
+    def _changed(self, **launch) -> Occupancy | None:
         """This launch with some of threads_per_block/registers_per_thread/shared_mem_per_block
         changed, through the calculator (None if it cannot tell)."""
         args = {"threads_per_block": self.threads_per_block, "registers_per_thread": self.registers_per_thread,
@@ -432,7 +432,7 @@ def with_device(a: Arch, device) -> Arch:
     """The architecture row with recorded device properties taking precedence."""
     if not device:
         return a
-    changes = {}
+    changes: dict = {}
     for key, attr in _DEVICE_FIELDS.items():
         v = device.get(key) if hasattr(device, "get") else None
         if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) or int(v) <= 0:

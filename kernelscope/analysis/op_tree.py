@@ -116,7 +116,12 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     the kernels launched by the op itself (``kernels``, ``gpu_us``) or by it and the ops nested
     in it (``kernels_inclusive``, ``gpu_inclusive_us``; a recursive op's kernels count once).
 
-    >>> op_summary(rep.ops, rep.kernels).iloc[0]       # doctest: +SKIP
+    >>> op_summary(rep.ops, rep.kernels).iloc[0][["name", "calls", "total_us", "gpu_us"]]
+    name        aten::div
+    calls               4
+    total_us     4703.878
+    gpu_us          5.248
+    Name: 0, dtype: object
     """
     cols = ["name", "calls", "total_us", "self_us", "mean_us", "kernels", "gpu_us",
             "kernels_inclusive", "gpu_inclusive_us"]

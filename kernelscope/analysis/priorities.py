@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from kernelscope.units import fmt_us
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5
@@ -30,8 +30,8 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "w
     do, else the first. ``of`` names what ``wall_us`` is (``Report.time_base``: an Nsight
     Compute replay's shares are of its kernel time).
 
-    >>> rep = ks.load("llama_train.pt.trace.json.gz")                        # doctest: +SKIP
-    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]          # doctest: +SKIP
+    >>> rep = ks.load("wild/llama_train.pt.trace.json.gz")
+    >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]
     '78% of wall time'
     """
     items = []

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from kernelscope.units import fmt_us
 from kernelscope.analysis.collectives import collectives
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.peaks import peer_link_gbps
 from kernelscope.analysis.timeline import covered_length, intersection_length, merge_intervals, union_length
+from kernelscope.units import fmt_us
 
 # A step is a torch.profiler step (ProfilerStep#N, from its schedule or a record_function of
 # that name) or a ks.profile repeat (kernelscope.repeat.N).
@@ -54,8 +54,8 @@ LANE_KINDS = ("compute", "comm", "copy")
 class RankSummary:
     """What one rank contributes to a multi-rank report (small: no launch-level tables).
 
-    >>> s = rank_summary(ks.load("rank1.pt.trace.json.gz"))     # doctest: +SKIP
-    >>> s.info["rank"], len(s.steps)                            # doctest: +SKIP
+    >>> s = rank_summary(ks.load("ranks/rank1.pt.trace.json.gz"))
+    >>> s.info["rank"], len(s.steps)
     (1, 3)
     """
 
@@ -71,7 +71,7 @@ def step_windows(ops: pd.DataFrame) -> pd.DataFrame:
     """The steps of a recording (``step``, ``index``, ``start_us``, ``end_us``: the host span of
     each step marker), in time order; empty when the recording marks no steps.
 
-    >>> step_windows(ks.load("rank0.pt.trace.json.gz").ops)["step"].tolist()   # doctest: +SKIP
+    >>> step_windows(ks.load("ranks/rank0.pt.trace.json.gz").ops)["step"].tolist()
     ['ProfilerStep#1', 'ProfilerStep#2', 'ProfilerStep#3']
     """
     cols = ["step", "index", "start_us", "end_us"]
@@ -90,7 +90,8 @@ def step_windows(ops: pd.DataFrame) -> pd.DataFrame:
 def rank_summary(rep, *, source=None) -> RankSummary:
     """Summarise one rank's Report for :func:`combine` (pure; runs where the trace lies).
 
-    >>> rank_summary(ks.load("rank1.pt.trace.json.gz")).overlap["exposed_comm_us"]   # doctest: +SKIP
+    >>> rank_summary(ks.load("ranks/rank1.pt.trace.json.gz")).overlap["exposed_comm_us"]
+    131990.45967968734
     """
     meta = rep.meta
     dist = meta.get("distributed") if isinstance(meta.get("distributed"), dict) else {}
@@ -253,8 +254,12 @@ def assign_ranks(infos: list, names: list) -> tuple[list, list]:
 def combine(summaries: list) -> RankTables:
     """Put rank summaries side by side on one clock (see the module docstring for the words).
 
-    >>> t = combine([rank_summary(ks.load(p)) for p in paths])      # doctest: +SKIP
-    >>> t.stragglers[["step", "slowest_rank", "lag_us"]]             # doctest: +SKIP
+    >>> t = combine([rank_summary(ks.load(f"ranks/rank{i}.pt.trace.json.gz")) for i in (0, 1)])
+    >>> t.stragglers[["step", "slowest_rank", "lag_us"]]
+                 step  slowest_rank      lag_us
+    0  ProfilerStep#1             1  52885.9142
+    1  ProfilerStep#2             1  52945.0616
+    2  ProfilerStep#3             1  53545.9175
     """
     summaries = sorted(summaries, key=lambda s: s.info["rank"])
     origins = [s.info.get("time_origin_ns") for s in summaries]
@@ -349,7 +354,10 @@ def comm_summary(comm: pd.DataFrame) -> pd.DataFrame:
     """Collectives by kind: calls, bytes, time, algorithm and protocol, and the bus bandwidth
     (median over calls, of the last arrival's time) against the link where it is known.
 
-    >>> rep.comm_summary()[["kind", "calls", "bytes_per_call", "busbw_gbps"]]   # doctest: +SKIP
+    >>> ranks.comm_summary()[["kind", "calls", "bytes_per_call", "busbw_gbps"]]
+            kind  calls  bytes_per_call  busbw_gbps
+    0  AllReduce    9.0      3.3563e+07      0.3698
+    1  Broadcast    3.0      4.1943e+06      3.6782
     """
     cols = ["backend", "kind", "algorithm", "protocol", "dtype", "calls", "ranks", "bytes_per_call",
             "bytes", "time_us", "mean_us", "busbw_gbps", "link_gbps", "busbw_of_link", "skew_us"]
@@ -418,7 +426,7 @@ def _rank_table(summaries, steps, overlap) -> pd.DataFrame:
 def rank_findings(t: RankTables) -> list:
     """Exposed communication, one slow rank, imbalance across ranks: most costly first.
 
-    >>> [f.kind for f in rank_findings(combine(summaries))]                 # doctest: +SKIP
+    >>> [f.kind for f in rank_findings(combine(ranks.summaries))]
     ['slow_rank', 'exposed_communication']
     """
     out = []

@@ -6,8 +6,12 @@ once per shape; ``Report.kernels`` gets its columns through the ``shape`` code (
 here), and every view reads this table: the kernel table's occupancy column, the details panel's
 breakdown and advice (``Occupancy.next_steps``) and its occupancy curves.
 
->>> rep = ks.load("mlp_train.pt.trace.json.gz")                       # doctest: +SKIP
->>> rep.shapes[["threads_per_block", "registers_per_thread", "theoretical_occupancy", "advice"]]  # doctest: +SKIP
+>>> rep = ks.load("mlp_train.pt.trace.json.gz")
+>>> rep.shapes[["threads_per_block", "registers_per_thread", "theoretical_occupancy"]].head(3)
+   threads_per_block  registers_per_thread  theoretical_occupancy
+0                128                    32                 1.0000
+1                384                   168                 0.1875
+2                384                   168                 0.1875
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.archs import arch
-from kernelscope.analysis.occupancy import UNLIMITED, with_device, occupancy, occupancy_curves
+from kernelscope.analysis.occupancy import UNLIMITED, occupancy, occupancy_curves, with_device
 
 # The columns of a kernels table that make a launch shape, in the order of the code.
 SHAPE_KEY = ("device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes")
@@ -102,12 +106,12 @@ def launch_shapes(kernels: pd.DataFrame, devices: pd.DataFrame) -> tuple[np.ndar
     :meth:`~kernelscope.analysis.occupancy.Occupancy.next_steps`). Unknown where the device or
     the launch parameters are not recorded.
 
-    >>> codes, shapes = launch_shapes(rep.trace.kernels, rep.devices)      # doctest: +SKIP
+    >>> codes, shapes = launch_shapes(rep.trace.kernels, rep.devices)
     """
     codes, keys = shape_codes(kernels)
     dev = _devices(devices)
     m = len(keys)
-    cols = {c: [None] * m for c in SHAPE_COLUMNS}
+    cols: dict[str, list] = {c: [None] * m for c in SHAPE_COLUMNS}
     cols["shape"] = list(range(m))
     dur = kernels["duration_us"].astype(float).to_numpy() if m else np.zeros(0)
     cols["launches"] = np.bincount(codes, minlength=m).tolist() if m else []
@@ -153,7 +157,11 @@ def shape_curves(shape: dict, devices: pd.DataFrame) -> pd.DataFrame | None:
     """Occupancy curves (:func:`~kernelscope.analysis.occupancy.occupancy_curves`) of one row
     of the launch-shapes table, on its recorded device; None where occupancy is unknown.
 
-    >>> shape_curves(rep.shapes.iloc[0].to_dict(), rep.devices)          # doctest: +SKIP
+    >>> shape_curves(rep.shapes.iloc[0].to_dict(), rep.devices)[["vary", "value", "occupancy"]].head(3)
+                    vary  value  occupancy
+    0  threads_per_block     32     0.5000
+    1  threads_per_block     64     1.0000
+    2  threads_per_block     96     0.9844
     """
     if shape.get("theoretical_occupancy") is None or shape["theoretical_occupancy"] != shape["theoretical_occupancy"]:
         return None
@@ -186,7 +194,7 @@ def annotate_occupancy(kernels: pd.DataFrame, devices: pd.DataFrame, shapes=None
     compute capability and recorded properties (``device_index`` joins ``devices.index``).
     Launches whose device or launch parameters are unknown get NaN / None.
 
-    >>> k = annotate_occupancy(rep.trace.kernels.copy(), rep.devices)   # doctest: +SKIP
+    >>> k = annotate_occupancy(rep.trace.kernels.copy(), rep.devices)
     """
     k = kernels
     codes, table = launch_shapes(k, devices) if shapes is None else shapes

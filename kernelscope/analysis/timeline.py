@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.analysis.devices import annotate_devices
+from kernelscope.trace.model import SYNC_CALLS
 
 
 class Cause(NamedTuple):
@@ -25,7 +25,7 @@ class Cause(NamedTuple):
     the legend) and the colour of its idle spans (``#rrggbbaa``: drawn see-through over the lanes).
 
     >>> CAUSES["host"].color, CAUSES["host"].solid
-    ('#d6272859', '#d62728')
+    ('#b22222f2', '#b22222')
     """
 
     text: str
@@ -41,8 +41,10 @@ class Cause(NamedTuple):
 # Causes of an idle gap (the ``cause`` column of the gaps table). The browser gets this table
 # in the view's payload.
 CAUSES = {
+    # Firebrick, near opaque: a see-through red read as the pink of host-to-device copies
+    # (backend_rules.COPY_COLORS) in the legend and on the lanes.
     "host": Cause("waiting on the host: the next launch came after the GPU went idle",
-                  "host", "#d6272859"),
+                  "host", "#b22222f2"),
     "sync": Cause("the host was blocked in a synchronization (or a blocking copy) while the GPU drained",
                   "sync", "#9467bd73"),
     "streams": Cause("the next work was queued on another stream, waiting on a cross-stream dependency",
@@ -76,8 +78,8 @@ class Timeline:
     def device(self, device=None) -> dict:
         """The busy row of one device (the first when ``device`` is None) as a dict.
 
-        >>> rep.timeline.device()["busy_share"]               # doctest: +SKIP
-        0.0713
+        >>> rep.timeline.device()["busy_share"]
+        0.12736228453993695
         """
         rows = self.busy[self.busy["stream"].isna()]
         if device is not None:
@@ -155,8 +157,12 @@ def intersection_length(a, b) -> float:
 def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     """Kernels, memcpys and memsets as one table of GPU activities, sorted by start.
 
-    >>> a = activities(rep.kernels, rep.copies)          # doctest: +SKIP
-    >>> a[["kind", "stream", "start_us", "end_us"]]      # doctest: +SKIP
+    >>> a = activities(rep.kernels, rep.copies)
+    >>> a[["kind", "stream", "start_us", "end_us"]].head(3)
+         kind  stream   start_us     end_us
+    0  memcpy       7  2586.0254  2733.2254
+    1  kernel       7  2972.5850  2973.8970
+    2  kernel       7  3003.4336  3009.5456
     """
     parts = []
     for kind_col, df in (("kernel", kernels), (None, copies)):
@@ -195,7 +201,7 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
     """For each (thread, time), the outermost CPU op running there (e.g. ``aten::to`` around the
     ``aten::copy_`` that synchronized), or None.
 
-    >>> outer_ops(rep.ops, rep.syncs["tid"], rep.syncs["start_us"])     # doctest: +SKIP
+    >>> outer_ops(rep.ops, rep.syncs["tid"], rep.syncs["start_us"])
     ['aten::to', 'aten::to', None, None]
     """
     out = [None] * len(times)
@@ -236,7 +242,11 @@ def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame |
     made the call), outer_op (the outermost op around it, e.g. ``aten::to`` for ``.cuda()``;
     needs ``ops``).
 
-    >>> host_blocking(rep.syncs, rep.copies)[["name", "duration_us", "op"]]   # doctest: +SKIP
+    >>> host_blocking(rep.syncs, rep.copies)[["name", "duration_us", "op"]].head(3)
+                                          name  duration_us           op
+    0  cudaMemcpyAsync (Memcpy HtoD (Pageab...      287.914  aten::copy_
+    1                    cudaStreamSynchronize       22.736  aten::copy_
+    2  cudaMemcpyAsync (Memcpy HtoD (Pageab...      269.715  aten::copy_
     """
     parts = []
     # Only host API calls: GPU-side "cuda_sync" records have no host interval to block.
@@ -273,8 +283,10 @@ def busy_table(acts: pd.DataFrame, wall_us: float | None = None) -> pd.DataFrame
     window_us, busy_us, busy_share (of the active window), wall_busy_share (of ``wall_us``, the
     region's wall time, when given), idle_us.
 
-    >>> b = busy_table(activities(rep.kernels, rep.copies))       # doctest: +SKIP
-    >>> b.loc[b["stream"].isna(), "busy_share"]                   # doctest: +SKIP
+    >>> b = busy_table(activities(rep.kernels, rep.copies))
+    >>> b.loc[b["stream"].isna(), "busy_share"]
+    0    0.1274
+    Name: busy_share, dtype: float64
     """
     rows = []
     for dev, d in acts.groupby("device", sort=True):
@@ -313,8 +325,13 @@ def gaps_table(acts: pd.DataFrame, blocking: pd.DataFrame | None = None) -> pd.D
     work was queued before the gap on another stream than the work before it; ``queued`` when
     it was queued on the same stream.
 
-    >>> g = gaps_table(activities(rep.kernels, rep.copies), host_blocking(rep.syncs, rep.copies))  # doctest: +SKIP
-    >>> g.groupby("cause")["duration_us"].sum()                                               # doctest: +SKIP
+    >>> g = gaps_table(activities(rep.kernels, rep.copies), host_blocking(rep.syncs, rep.copies))
+    >>> g.groupby("cause")["duration_us"].sum()
+    cause
+    host      6564.3449
+    queued      56.1914
+    sync       426.8804
+    Name: duration_us, dtype: float64
     """
     parts = []
     for dev, d in acts.groupby("device", sort=True):
@@ -387,7 +404,11 @@ def overlap_table(acts: pd.DataFrame) -> pd.DataFrame:
     Columns: device, stream_a, stream_b, busy_a_us, busy_b_us, overlap_us, share_of_a,
     share_of_b (the overlap as a share of each stream's busy time).
 
-    >>> overlap_table(activities(rep.kernels, rep.copies))        # doctest: +SKIP
+    >>> overlap_table(activities(cs.kernels, cs.copies))[["stream_a", "stream_b", "overlap_us"]]
+       stream_a  stream_b  overlap_us
+    0         7        38       0.000
+    1         7        42       0.000
+    2        38        42    5379.321
     """
     rows = []
     for dev, d in acts.groupby("device", sort=True):
@@ -416,7 +437,9 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     graph_launches, idle_host_us / idle_sync_us / idle_streams_us / idle_queued_us /
     idle_unknown_us (gap time by cause).
 
-    >>> launch_stats(a, gaps_table(a)).iloc[0]["launches_per_ms"]     # doctest: +SKIP
+    >>> a = activities(before.kernels, before.copies)
+    >>> round(float(launch_stats(a, gaps_table(a)).iloc[0]["launches_per_ms"]), 1)
+    77.6
     """
     rows = []
     for dev, d in acts.groupby("device", sort=True):
@@ -454,8 +477,8 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
 def timeline(report) -> Timeline:
     """All timeline tables of a report (``report.timeline`` caches this).
 
-    >>> tl = timeline(ks.load("launch_bound.pt.trace.json.gz"))   # doctest: +SKIP
-    >>> round(tl.device()["busy_share"], 3)                         # doctest: +SKIP
+    >>> tl = timeline(ks.load("launch_bound.pt.trace.json.gz"))
+    >>> round(tl.device()["busy_share"], 3)
     0.071
     """
     acts = activities(report.kernels, report.copies)

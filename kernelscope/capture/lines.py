@@ -114,9 +114,10 @@ def line_sources(tids, times, ops: pd.DataFrame) -> list:
     """For each (thread, host time), the ``file(line): function`` of the innermost line
     annotation around it, else None. Pass a kernel's ``launch_tid`` and ``launch_start_us``.
 
-    >>> k = rep.kernels                                                      # doctest: +SKIP
-    >>> line_sources(k["launch_tid"], k["launch_start_us"], rep.ops)[:1]     # doctest: +SKIP
-    ['<ipython-input-3-abc>(4): <module>']
+    >>> s = ks.load("kernelprofile_stack.pt.trace.json.gz")
+    >>> k = s.kernels
+    >>> line_sources(k["launch_tid"], k["launch_start_us"], s.ops)[:1]
+    ['<ipython-input-1-7ee4b963e6e8>(2): <module>']
     """
     from kernelscope.trace.sources import innermost_frames
     times = [None if t is None or t is pd.NA or t != t else float(t) for t in list(times)]

@@ -192,7 +192,7 @@ def _device_properties():
     out = []
     for i in range(torch.cuda.device_count()):
         p = torch.cuda.get_device_properties(i)
-        g = lambda k, d=None: getattr(p, k, d)  # noqa: E731 - field names vary across torch versions
+        g = lambda k, d=None, p=p: getattr(p, k, d)  # noqa: E731 - field names vary across torch versions
         out.append({
             "id": i, "name": p.name, "totalGlobalMem": p.total_memory,
             "computeMajor": p.major, "computeMinor": p.minor,

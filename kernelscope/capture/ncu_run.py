@@ -210,10 +210,14 @@ def _read(path) -> str:
 # -- replaying notebook cells -----------------------------------------------------------------------
 @dataclass
 class ReplayCell:
-    """One cell of the replay: a label ("[3]", or "cell" for the profiled one) and plain Python."""
+    """One cell of the replay: a label ("[3]", or "cell" for the profiled one) and plain Python.
+    An ``optional`` cell (in the replay only because it changes an object the profiled cell uses)
+    is skipped, with a note, if it raises; ``seconds`` is how long it ran live (None: unknown)."""
 
     label: str
     source: str
+    optional: bool = False
+    seconds: float | None = None
 
 
 def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0,
@@ -231,11 +235,11 @@ def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0
         path = os.path.join(workdir, name)
         with open(path, "w") as f:
             f.write(c.source)
-        cells.append({"label": c.label, "path": path})
+        cells.append({"label": c.label, "path": path, "optional": bool(c.optional)})
     status = os.path.join(workdir, "status.json")
     script = os.path.join(workdir, "replay.py")
     with open(script, "w") as f:
-        f.write(_CHILD.replace("@CELLS@", json.dumps(cells)).replace("@STATUS@", json.dumps(status))
+        f.write(_CHILD.replace("@CELLS@", repr(cells)).replace("@STATUS@", json.dumps(status))
                 .replace("@RANGE@", json.dumps(RANGE)).replace("@WARMUP@", str(int(warmup)))
                 .replace("@PROTON@", repr(proton)))
     return script, status
@@ -311,7 +315,7 @@ STATUS = @STATUS@
 RANGE = @RANGE@
 WARMUP = @WARMUP@
 PROTON = @PROTON@
-status = {"cells": [], "skipped": [], "failed": None, "nvtx": None}
+status = {"cells": [], "skipped": [], "skipped_cells": [], "failed": None, "nvtx": None}
 # The cells get a __main__ of their own (as in the notebook): our names stay out of their way,
 # and pickle/multiprocessing find the functions they define.
 import types
@@ -417,7 +421,13 @@ for c in CELLS[:-1]:
     try:
         s = _run(c["label"], c["path"])
     except BaseException as e:
-        status["failed"] = {"label": c["label"], "error": type(e).__name__ + ": " + str(e)[:300]}
+        error = type(e).__name__ + ": " + str(e)[:300]
+        if c.get("optional") and isinstance(e, Exception):
+            # It binds nothing the profiled cell needs: go on without it, and say so.
+            status["skipped_cells"].append({"label": c["label"], "error": error})
+            print("kernelscope replay: " + c["label"] + " raised " + error + "; skipped", file=sys.stderr)
+            continue
+        status["failed"] = {"label": c["label"], "error": error}
         _save()
         traceback.print_exc()
         sys.exit(3)

@@ -10,15 +10,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import warnings
 import threading
+import warnings
 from contextlib import contextmanager
 
 from kernelscope.capture import cupy_events
-from kernelscope.capture.repeats import REPEAT_MARK
 from kernelscope.capture.quiet import MAX_LOG_LINES, captured_stderr, notes_from
+from kernelscope.capture.repeats import REPEAT_MARK
 from kernelscope.errors import TraceError
-
 
 _lock = threading.Lock()
 _active = None  # the profile now recording, if any: one at a time per process (CUPTI is global)
@@ -28,10 +27,39 @@ class ProfilerBusyError(RuntimeError):
     """Another recording is active (nested ``ks.profile``, an open torch.profiler, or CUPTI taken)."""
 
 
+class CudaContextLost(RuntimeError):
+    """A sticky CUDA error (an illegal memory access, a device-side assert) broke this process's
+    CUDA context: every later GPU call fails the same way until the process restarts."""
+
+
+RESTART = ("restart the kernel (Kernel > Restart Kernel; in a script, run it again): no GPU work can run "
+           "in this process any more")
+
+
+def cuda_context_lost(torch=None) -> str | None:
+    """The CUDA error every GPU call of this process now fails with (a sticky error broke its
+    context), or None: no CUDA context yet, or a healthy one.
+
+    >>> cuda_context_lost()                                  # doctest: +SKIP
+    'CUDA error: an illegal memory access was encountered'
+    """
+    torch = torch or sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return None
+    except Exception:  # noqa: BLE001 - a torch without CUDA
+        return None
+    try:
+        torch.cuda.synchronize()   # a sticky error comes back from every synchronize
+    except RuntimeError as e:      # torch.AcceleratorError too
+        return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+    return None
+
+
 def active():
     """The :class:`profile` now recording in this process, or None.
 
-    >>> active() is None                                   # doctest: +SKIP
+    >>> active() is None
     True
     """
     return _active
@@ -136,6 +164,10 @@ class profile:
             self.title = _caller_title()
         self._torch_was_imported = "torch" in sys.modules
         torch = _import_torch()
+        lost = cuda_context_lost(torch)
+        if lost:
+            raise CudaContextLost(f"the CUDA context of this process is lost after an earlier error ({lost}): "
+                                  f"{RESTART}")
         with _lock:
             if _active is not None:
                 raise ProfilerBusyError(
@@ -278,9 +310,7 @@ class profile:
                 # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
                 interrupted, partial = e, True
             finally:
-                with warnings.catch_warnings(), captured_stderr(self._stderr):
-                    warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-                    self.torch_profiler.stop()
+                self._stop_torch_profiler(torch)
         finally:
             try:
                 if self._pm is not None:
@@ -294,9 +324,21 @@ class profile:
             raise interrupted
         return self.report
 
+    def _stop_torch_profiler(self, torch):
+        """Stop torch.profiler; where its stop fails (its first step, a CUDA synchronize, raises
+        after a sticky CUDA error), turn the profiler off underneath it, so that it is not left
+        recording (every later recording would be refused), then raise."""
+        try:
+            with warnings.catch_warnings(), captured_stderr(self._stderr):
+                warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+                self.torch_profiler.stop()
+        except BaseException:
+            _force_profiler_off(torch, self._stderr)
+            raise
+
     def _build(self, cuda_us, partial, error):
-        from kernelscope.reports.report import Report
         from kernelscope.capture.live import trace_from_profiler
+        from kernelscope.reports.report import Report
         try:
             with captured_stderr(self._stderr):
                 trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
@@ -408,6 +450,7 @@ def _tag_trace(p, tag):
     """Write the rank tag into the trace header, so that a trace file saved from this recording
     (``trace_path``, or Kineto's own export) says which rank and host it came from."""
     import json
+
     from kernelscope.trace.distributed import RANK_TAG
     try:
         p.add_metadata_json(RANK_TAG, json.dumps(tag))
@@ -434,6 +477,24 @@ def _torch_profiler_enabled(torch) -> bool:
     except AttributeError:
         pass
     return any(bool(f) for f in flags)
+
+
+def _force_profiler_off(torch, log: list) -> None:
+    """Turn off torch's profiler (Kineto's session and torch's Python-side flag), whatever state
+    a failed ``stop()`` left them in; what Kineto says goes to ``log``."""
+    with captured_stderr(log):
+        try:
+            if torch._C._autograd._profiler_enabled():
+                torch._C._autograd._disable_profiler()
+        except Exception:  # noqa: BLE001 - already off, or failing with the context: the flag below still goes
+            pass
+    try:
+        torch.autograd.profiler._run_on_profiler_stop()
+    except Exception:  # noqa: BLE001
+        try:
+            torch.autograd.profiler._is_profiler_enabled = False
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _visible_streams(torch):

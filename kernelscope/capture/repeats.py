@@ -12,7 +12,7 @@ REPEAT_MARK = "kernelscope.repeat."
 def repeat_windows(ops: pd.DataFrame) -> list:
     """``[(start_us, end_us, i)]`` of the ``kernelscope.repeat.i`` annotations, by start.
 
-    >>> repeat_windows(rep.ops)                                  # doctest: +SKIP
+    >>> repeat_windows(rep.ops)  # doctest: +SKIP
     [(12.0, 840.5, 0), (841.0, 1650.2, 1)]
     """
     if not len(ops):

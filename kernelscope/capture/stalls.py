@@ -11,7 +11,7 @@ vocabulary of :mod:`kernelscope.analysis.stalls` (the same table Nsight Compute'
 with ``source`` "Proton PC sampling (sampled live)".
 
 >>> counts, notes, info, error = sample_stalls(step)         # doctest: +SKIP
->>> notes += attach_stalls(rep.trace, counts)                # doctest: +SKIP
+>>> notes += attach_stalls(rep.trace, counts)                 # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ INSTALL_HINT = "pip install triton (Proton ships with Triton 3.x)"
 def unavailable() -> str | None:
     """Why warp stalls cannot be sampled here (no CUDA device, no Proton), or None.
 
-    >>> unavailable()                                      # doctest: +SKIP
+    >>> unavailable()                    # doctest: +SKIP
     'warp stalls need a CUDA device; none was found, so none were sampled'
     """
     torch = sys.modules.get("torch")
@@ -112,7 +112,9 @@ def attach_stalls(trace, counts: pd.DataFrame, info=None) -> list:
     """Match Proton's per-kernel stall counts to ``trace``'s kernels (by demangled name, loosely
     by whitespace) and fill ``trace.stalls``; returns notes on what did not match.
 
-    >>> attach_stalls(rep.trace, read_hatchet("proton_workload.hatchet"))   # doctest: +SKIP
+    >>> from kernelscope.trace.proton import read_hatchet
+    >>> t = ks.load("counters/proton_workload.pt.trace.json.gz").trace
+    >>> attach_stalls(t, read_hatchet("counters/proton_workload.hatchet"))
     []
     """
     from kernelscope.analysis.stalls import stall_shares

@@ -69,7 +69,7 @@ class KernelProfileMagics(Magics):
     @argument("--interval-us", dest="interval_us", type=float, default=None, metavar="US",
               help="PM sampling interval in microseconds (default 20).")
     @argument("--stalls", action="store_true",
-              help="Then replay the session's cells in a new process (as --ncu does), this cell under "
+              help="Then replay the cells this one needs in a new process (as --ncu does), this cell under "
                    "Triton's Proton PC sampling, for warp-stall reasons per kernel (report.stalls, "
                    "sampled live). The cell's side effects happen there too. Needs triton.")
     @argument("--no-display", dest="no_display", action="store_true",
@@ -82,7 +82,7 @@ class KernelProfileMagics(Magics):
     @argument("--ncu", action="store_true",
               help="Also get Nsight Compute's report of the cell's kernels (roofline, memory, stall "
                    "reasons, source hot spots, its advice), keeping this kernel's state: a new process "
-                   "under ncu replays the session's earlier successful cells, then this cell, profiling "
+                   "under ncu replays the earlier cells this one needs (see --setup), then this cell, profiling "
                    "only this cell. Needs ncu (on PATH or $KERNELSCOPE_NCU).")
     @argument("--kernels", default=None, metavar="REGEX",
               help="With --ncu: profile only kernels whose (demangled) name matches REGEX.")
@@ -92,8 +92,12 @@ class KernelProfileMagics(Magics):
               help="With --ncu: Nsight Compute's section set (default full; basic is faster but has no "
                    "stall sampling or source view).")
     @argument("--setup", default=None, metavar="CELLS",
-              help="With --ncu: the cells to replay first, by number (e.g. 1,3-5, or none), instead of "
-                   "every earlier cell that succeeded.")
+              help="With --ncu or --stalls: the cells to replay first, by number (e.g. 1,3-5, or none), "
+                   "instead of the earlier cells this cell needs (those binding or changing the names it "
+                   "uses, found from their code).")
+    @argument("--replay-limit", dest="replay_limit", type=float, default=None, metavar="SECONDS",
+              help="With --ncu or --stalls: replay needed cells that ran up to SECONDS when they ran "
+                   "(default 60; longer ones, such as a training loop, only with --setup).")
     @line_cell_magic
     def kernelprofile(self, line, cell=None):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
@@ -101,7 +105,7 @@ class KernelProfileMagics(Magics):
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
                [--repeat N] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
                [--no-display] [--baseline NAME] [--compare NAME]
-               [--ncu [--kernels REGEX] [--launches N] [--set NAME] [--setup CELLS]]
+               [--ncu [--kernels REGEX] [--launches N] [--set NAME]] [--setup CELLS] [--replay-limit S]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
@@ -145,14 +149,18 @@ class KernelProfileMagics(Magics):
                         run(last=i == args.repeat - 1)
             else:
                 run(last=True)
-        except BaseException as e:  # KeyboardInterrupt too: stop cleanly, show what ran, re-raise
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt too: stop cleanly, show what ran, re-raise
             error = e
         try:
             report = prof.stop(partial=error is not None, error=error)
         except BaseException:
+            # The profiler is off again (stop() sees to that); a lost CUDA context is the user's to know.
+            _say_if_context_lost()
             if error is not None:
                 raise error from None
             raise
+        if error is not None:
+            _say_if_context_lost()
         if "repeats" in report.meta:
             report.meta["repeats"]["warmup"] = args.warmup
         if self._cell_name:
@@ -318,18 +326,30 @@ class UsageError(Exception):
 
 
 try:  # IPython's own UsageError prints without a traceback
-    from IPython.core.error import UsageError  # noqa: F811
+    from IPython.core.error import UsageError  # type: ignore[assignment]  # noqa: F811
 except ImportError:  # pragma: no cover
     pass
 
 
 def _start(prof):
-    """Start recording; a busy profiler is the user's to stop, so show just the message."""
+    """Start recording; a busy profiler is the user's to stop (a lost CUDA context, the kernel's
+    to restart), so show just the message."""
     from kernelscope.capture import ProfilerBusyError
+    from kernelscope.capture.recorder import CudaContextLost
     try:
         prof.start()
-    except ProfilerBusyError as e:
+    except (ProfilerBusyError, CudaContextLost) as e:
         raise UsageError(f"kernelscope: {e}") from None
+
+
+def _say_if_context_lost():
+    """After a cell failed: where a sticky CUDA error broke this process's CUDA context, say that
+    only a restart helps (the cell's own error follows)."""
+    from kernelscope.capture.recorder import RESTART, cuda_context_lost
+    lost = cuda_context_lost()
+    if lost:
+        print(f"kernelscope: the CUDA context of this kernel is lost ({lost}); the profiler was stopped. "
+              f"{RESTART[0].upper()}{RESTART[1:]}.", file=sys.stderr)
 
 
 def _title(output, count, cells=None):
@@ -346,9 +366,15 @@ def _metrics(value):
 
 
 def _check(args):
-    ncu_only = [f"--{k}" for k in ("kernels", "launches", "set", "setup") if getattr(args, k, None) is not None]
+    ncu_only = [f"--{k}" for k in ("kernels", "launches", "set") if getattr(args, k, None) is not None]
     if ncu_only and not args.ncu:
         raise UsageError(f"{', '.join(ncu_only)} only apply with --ncu")
+    replay_only = [f"--{k.replace('_', '-')}" for k in ("setup", "replay_limit") if getattr(args, k, None) is not None]
+    if replay_only and not (args.ncu or args.stalls):
+        raise UsageError(f"{', '.join(replay_only)} only apply with --ncu or --stalls (they choose the cells "
+                         "replayed before this one)")
+    if args.replay_limit is not None and not args.replay_limit >= 0:
+        raise UsageError("--replay-limit is a number of seconds (0 or more)")
     if args.ncu:
         args.set = args.set or "full"
         if args.launches is not None and args.launches < 1:

@@ -2,47 +2,61 @@
 restarting the kernel.
 
 ncu cannot attach to the running kernel, so the cell is replayed in a new process under ncu
-(:mod:`kernelscope.capture.ncu_run`): the session's earlier successful cells (or those
-``--setup`` names), turned into plain Python here with IPython's own transformers, then this
-cell inside an NVTX range that ncu profiles alone. The report merges onto the live profile of
-the cell; what ran again, how long it took and where the replay differed from the live run is
-said in words. Every failure leaves the live report shown.
+(:mod:`kernelscope.capture.ncu_run`): the earlier cells this cell needs
+(:mod:`kernelscope.jupyter.cell_deps`, from their code; or those ``--setup`` names), turned into
+plain Python here with IPython's own transformers, then this cell inside an NVTX range that ncu
+profiles alone. Which cells run again, with how long each took when it ran, is said first. The
+report merges onto the live profile of the cell; what ran again, how long it took and where
+the replay differed from the live run is said in words. Every failure leaves the live report
+shown.
 """
 from __future__ import annotations
 
 import os
 import re
 import sys
+import time
 import weakref
 
-_LOGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OUR_LINE = re.compile(r"^\s*%(load_ext|reload_ext)\s+kernelscope\b|^\s*%kernelprofile\b")
+# ``-o NAME`` of a %%kernelprofile / %kernelprofile start line: a Report only this kernel holds.
+_OUTPUT = re.compile(r"^\s*%%?kernelprofile\b.*?(?:\s-o|\s--output)(?:\s+|=)([A-Za-z_]\w*)", re.M)
+LONG_CELL_S = 60.0   # a cell that ran longer (a training loop) is replayed only when asked
 
 
 class CellLog:
-    """The cells of the session as they ran: execution count -> (raw source, succeeded)."""
+    """The cells of the session as they ran: execution count -> (raw source, succeeded, seconds)."""
 
     def __init__(self, shell):
         self.shell = shell
         self.cells: dict = {}
         self.since = int(getattr(shell, "execution_count", 1) or 1)   # counts before this: not seen
+        self._t0 = None
+
+    def pre_run_cell(self, info=None):
+        self._t0 = time.perf_counter()
 
     def post_run_cell(self, result):
         count = getattr(result, "execution_count", None)
         info = getattr(result, "info", None)
+        t0, self._t0 = self._t0, None
         if count is None or info is None:
             return       # not stored in history (run_cell(store_history=False)): not a notebook cell
-        self.cells[int(count)] = (info.raw_cell, bool(result.success))
+        seconds = None if t0 is None else time.perf_counter() - t0
+        self.cells[int(count)] = (info.raw_cell, bool(result.success), seconds)
 
 
 def track_cells(shell) -> CellLog:
-    """Start keeping the session's cells (``%load_ext kernelscope`` calls this), once per shell.
+    """Start keeping the session's cells and how long each ran (``%load_ext kernelscope`` calls
+    this), once per shell.
 
     >>> log = track_cells(get_ipython())          # doctest: +SKIP
     """
     log = _LOGS.get(shell)
     if log is None:
         log = _LOGS[shell] = CellLog(shell)
+        shell.events.register("pre_run_cell", log.pre_run_cell)
         shell.events.register("post_run_cell", log.post_run_cell)
     return log
 
@@ -50,10 +64,11 @@ def track_cells(shell) -> CellLog:
 def untrack_cells(shell):
     log = _LOGS.pop(shell, None)
     if log is not None:
-        try:
-            shell.events.unregister("post_run_cell", log.post_run_cell)
-        except ValueError:
-            pass
+        for event, fn in (("pre_run_cell", log.pre_run_cell), ("post_run_cell", log.post_run_cell)):
+            try:
+                shell.events.unregister(event, fn)
+            except ValueError:
+                pass
 
 
 def parse_setup(spec: str) -> list[int]:
@@ -90,34 +105,134 @@ def plain_body(raw: str) -> str:
     return "".join(ln for ln in lines if not _OUR_LINE.match(ln))
 
 
-def replay_cells(shell, setup: str | None, current: int) -> tuple[list, list]:
-    """The cells to run before the profiled one, as plain Python, and notes on what was chosen."""
+def replay_cells(shell, setup: str | None, current: int, cell: str = "",
+                 limit_s: float | None = LONG_CELL_S) -> tuple[list, list]:
+    """The cells to run before the profiled one (``cell``, its source), as plain Python, and
+    notes on what was chosen: with ``setup`` the cells it names; else those the cell needs
+    (:func:`kernelscope.jupyter.cell_deps.plan_replay`). Raises ValueError, saying why, where
+    the replay cannot work (a needed cell ran longer than ``limit_s``).
+    """
     from kernelscope.capture.ncu_run import ReplayCell
+    from kernelscope.jupyter.cell_deps import Cell, plan_replay
     log = _LOGS.get(shell)
     hist = list(getattr(shell.history_manager, "input_hist_raw", []) or [])
+    logged = log.cells if log else {}
     notes = []
     if setup is not None:
         counts = [n for n in parse_setup(setup) if n < current]
-        logged = log.cells if log else {}
-        chosen = [(n, hist[n] if n < len(hist) else logged.get(n, ("", True))[0]) for n in counts]
-    else:
-        seen_from = log.since if log else current
-        unseen = [n for n in range(1, min(seen_from, current)) if n < len(hist)]
-        failed = sorted(n for n, (_, ok) in (log.cells.items() if log else []) if not ok and n < current)
-        chosen = [(n, hist[n]) for n in unseen]
-        chosen += [(n, src) for n, (src, ok) in sorted(log.cells.items() if log else []) if ok and n < current]
-        if unseen:
-            notes.append(f"cells {_span(unseen)} ran before kernelscope was loaded: replayed as they are "
-                         "(kernelscope could not see whether they succeeded)")
-        if failed:
-            notes.append(f"left out cells that raised: {_span(failed)}")
-    cells = []
-    for n, raw in chosen:
-        body = plain_body(raw or "")
-        if not body.strip():
+        chosen = [(n, hist[n] if n < len(hist) else logged.get(n, ("",))[0], False) for n in counts]
+        cells = []
+        for n, raw, _optional in chosen:
+            body = plain_body(raw or "")
+            if body.strip():
+                cells.append(ReplayCell(f"[{n}]", shell.transform_cell(body), seconds=_seconds(logged, n)))
+        return cells, notes
+    seen_from = log.since if log else current
+    earlier = []
+    for n in range(1, current):
+        if n in logged:
+            raw, ok, secs = (tuple(logged[n]) + (None,))[:3]
+        elif n < len(hist) and n < seen_from:
+            raw, ok, secs = hist[n], None, None
+        else:
             continue
-        cells.append(ReplayCell(f"[{n}]", shell.transform_cell(body)))
-    return cells, notes
+        earlier.append(Cell(n, _python(shell, plain_body(raw or "")), ok=ok, seconds=secs,
+                            outputs=tuple(_OUTPUT.findall(raw or ""))))
+    plan = plan_replay(earlier, _python(shell, cell), limit_s=limit_s)
+    needed_long = [(c, names) for c, names in plan.too_long if names]
+    if needed_long:
+        c, names = needed_long[0]
+        wanted = sorted({x.count for x, _, _ in plan.run} | {c.count for c, _ in needed_long})
+        raise ValueError(
+            f"In [{c.count}] ran for {_secs(c.seconds)} when it ran and binds {', '.join(names[:4])}, which this "
+            f"cell needs; kernelscope does not run a cell that long again unless asked: name the cells with "
+            f"--setup {_ranges(wanted)}, or allow longer cells with --replay-limit {int(c.seconds) + 1}")
+    if plan.results_used:
+        notes.append(f"this cell reads {', '.join(sorted(plan.results_used)[:4])}, which kernelscope made in this "
+                     "kernel (-o): the replay has no such object")
+    unseen = [c.count for c, _, _ in plan.run if c.ok is None]
+    if unseen:
+        notes.append(f"cells {_span(unseen)} ran before kernelscope was loaded: replayed as they are "
+                     "(kernelscope could not see whether they succeeded, nor how long they took)")
+    for c, _ in plan.too_long:
+        notes.append(f"left out In [{c.count}]: it ran for {_secs(c.seconds)} and only changes objects this cell "
+                     f"uses (name it with --setup, or allow it with --replay-limit {int(c.seconds) + 1})")
+    groups = {}
+    for c, why in plan.left_out:
+        groups.setdefault(why, []).append(c.count)
+    for why, counts in groups.items():
+        notes.append(f"left out {_span(counts)}: {why}")
+    out = [ReplayCell(f"[{c.count}]", c.source, optional=optional, seconds=c.seconds)
+           for c, optional, _ in plan.run]
+    return out, notes
+
+
+def _python(shell, body: str) -> str:
+    try:
+        return shell.transform_cell(body) if body.strip() else ""
+    except Exception:  # noqa: BLE001 - IPython could not transform it: analysed (and run) as it is
+        return body
+
+
+def _seconds(logged, n):
+    entry = logged.get(n)
+    return entry[2] if entry is not None and len(entry) > 2 else None
+
+
+def _ranges(counts) -> str:
+    """``1,3-5`` from [1, 3, 4, 5].
+
+    >>> _ranges([1, 3, 4, 5])
+    '1,3-5'
+    """
+    out, counts = [], sorted(counts)
+    i = 0
+    while i < len(counts):
+        j = i
+        while j + 1 < len(counts) and counts[j + 1] == counts[j] + 1:
+            j += 1
+        out.append(str(counts[i]) if i == j else f"{counts[i]}-{counts[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def plan_words(setup: list) -> str:
+    """The cells a replay runs before the profiled one, with how long each took when it ran.
+
+    >>> from kernelscope.capture.ncu_run import ReplayCell
+    >>> plan_words([ReplayCell("[1]", "", seconds=2.04), ReplayCell("[4]", "", optional=True)])
+    'cells [1] (2.0 s), [4] (time not measured; skipped if it fails)'
+    """
+    if not setup:
+        return "no earlier cells"
+    parts = []
+    for c in setup:
+        took = _secs(c.seconds) if c.seconds is not None else "time not measured"
+        parts.append(f"{c.label} ({took}{'; skipped if it fails' if c.optional else ''})")
+    return "cells " + ", ".join(parts)
+
+
+def _prepare(shell, args, cell, failure, announce):
+    """(setup cells, notes) for a replay, said (``announce(setup)``, then the notes) before it
+    runs; None after saying why there is none."""
+    current = int(getattr(shell, "execution_count", 1) or 1)
+    limit = getattr(args, "replay_limit", None)
+    try:
+        setup, notes = replay_cells(shell, getattr(args, "setup", None), current, cell,
+                                    limit_s=LONG_CELL_S if limit is None else limit)
+    except ValueError as e:
+        _say(f"{failure}: {e}", warn=True)
+        return None
+    _say(announce(setup))
+    for n in notes:
+        _say(n)
+    return setup, notes
+
+
+def _skipped_cells(status) -> list:
+    """Notes on optional cells that raised in the replay and were skipped."""
+    return [f"In {c['label']} raised {c['error']} in the replay and was skipped (it binds nothing this cell needs)"
+            for c in status.get("skipped_cells") or []]
 
 
 def deep_dive(shell, args, cell: str, live):
@@ -125,16 +240,13 @@ def deep_dive(shell, args, cell: str, live):
     onto it (or ``live`` itself, after saying why, when the replay gave no report)."""
     import kernelscope as ks
     from kernelscope.capture.ncu_run import NcuError, ReplayCell, replay
-    current = int(getattr(shell, "execution_count", 1) or 1)
-    try:
-        setup, notes = replay_cells(shell, args.setup, current)
-    except ValueError as e:
-        _say(f"no Nsight Compute deep dive: {e}", warn=True)
+    prepared = _prepare(shell, args, cell, "no Nsight Compute deep dive", lambda setup: (
+        f"Nsight Compute deep dive: replaying {plan_words(setup)} in a new process, then this cell under "
+        f"ncu --set {args.set} (each profiled kernel runs several times; this can take a while)..."))
+    if prepared is None:
         return live
+    setup, notes = prepared
     this = ReplayCell("cell", shell.transform_cell(cell))
-    what = "cells " + ", ".join(c.label for c in setup) if setup else "no earlier cells"
-    _say(f"Nsight Compute deep dive: replaying {what} in a new process, then this cell under "
-         f"ncu --set {args.set} (each profiled kernel runs several times; this can take a while)...")
     try:
         run = replay(setup, this, section_set=args.set, kernels=args.kernels, launches=args.launches,
                      warmup=args.warmup, cwd=os.getcwd())
@@ -159,11 +271,12 @@ def deep_dive(shell, args, cell: str, live):
             "setup": [c.label for c in setup], "setup_seconds": st.get("setup_seconds"),
             "cell_seconds": st.get("cell_seconds"), "total_seconds": run.seconds, "profiled": len(rep.ncu),
             "skipped": st.get("skipped", []), "nvtx": st.get("nvtx"), "differences": differs}
+    skipped = _skipped_cells(st)
     rep.meta["ncu_replay"] = info
-    rep.meta.setdefault("notes", []).extend([f"Nsight Compute replay: {n}" for n in notes + differs])
+    rep.meta.setdefault("notes", []).extend([f"Nsight Compute replay: {n}" for n in notes + skipped + differs])
     _say(summary(info))
-    for n in notes:
-        _say(n)
+    for n in skipped:
+        _say(n, warn=True)
     if info["skipped"]:
         _say("skipped in the replay (no IPython there): " + "; ".join(info["skipped"][:6]))
     for d in differs:
@@ -172,7 +285,7 @@ def deep_dive(shell, args, cell: str, live):
 
 
 def stall_replay(shell, args, cell: str, live):
-    """``--stalls``: replay the session's cells (as for ``--ncu``) in a new process, this cell under
+    """``--stalls``: replay the cells this one needs (as for ``--ncu``) in a new process, this cell under
     Triton's Proton PC sampling, and return the live report with the stall samples matched to its
     kernels (or ``live`` itself, after saying why). A new process because Proton is a CUPTI client
     of its own: it cannot start in a process where torch.profiler has run."""
@@ -180,15 +293,12 @@ def stall_replay(shell, args, cell: str, live):
     from kernelscope.capture.ncu_run import ReplayCell, replay_stalls
     from kernelscope.capture.stalls import SOURCE, attach_stalls
     from kernelscope.trace.proton import read_hatchet
-    current = int(getattr(shell, "execution_count", 1) or 1)
-    try:
-        setup, notes = replay_cells(shell, getattr(args, "setup", None), current)
-    except ValueError as e:
-        _say(f"no warp stalls: {e}", warn=True)
+    prepared = _prepare(shell, args, cell, "no warp stalls", lambda setup: (
+        f"Warp stalls: replaying {plan_words(setup)} in a new process, then this cell under Proton PC sampling "
+        "(its side effects happen there, not in this kernel)..."))
+    if prepared is None:
         return live
-    what = "cells " + ", ".join(c.label for c in setup) if setup else "no earlier cells"
-    _say(f"Warp stalls: replaying {what} in a new process, then this cell under Proton PC sampling "
-         "(its side effects happen there, not in this kernel)...")
+    setup, notes = prepared
     try:
         path, status, seconds, err = replay_stalls(setup, ReplayCell("cell", shell.transform_cell(cell)),
                                                    cwd=os.getcwd())
@@ -203,6 +313,10 @@ def stall_replay(shell, args, cell: str, live):
         live.meta.setdefault("notes", []).append(f"warp stalls were not sampled: the replay failed "
                                                  f"({failed['error'] if failed else 'no Proton profile'})")
         return live
+    skipped = _skipped_cells(status)
+    for n in skipped:
+        _say(n, warn=True)
+    notes = notes + skipped
     counts = read_hatchet(path)
     info = {"source": SOURCE, "run": "a replay of the cell in a new process",
             "setup": [c.label for c in setup], "setup_seconds": status.get("setup_seconds"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 
 
 def _jupyter_server_extension_points():
@@ -24,13 +25,34 @@ def _load_jupyter_server_extension(serverapp):
     web_app = serverapp.web_app
     route = url_path_join(web_app.settings["base_url"], "kernelscope", "report")
     web_app.add_handlers(".*$", [(route, _handler_class())])
+    # The lab extension opens these files with the route (its file type's pattern comes from here).
+    web_app.settings.setdefault("page_config_data", {})[PAGE_CONFIG_KEY] = file_pattern()
     serverapp.log.info("kernelscope: serving reports at %s", route)
+
+
+PAGE_CONFIG_KEY = "kernelscopeFiles"
+
+
+def file_pattern() -> str:
+    """The file names JupyterLab opens as report tabs: Kineto traces, saved reports, JAX's
+    perfetto traces, Nsight Compute reports (compressed too), as a regular expression on the
+    name, given to the lab extension in JupyterLab's page config.
+
+    >>> bool(re.search(file_pattern(), "run.ncu-rep.xz")), bool(re.search(file_pattern(), "notes.json"))
+    (True, False)
+    """
+    from kernelscope.loading import TRACE_SUFFIXES
+    from kernelscope.trace.ncu.report import REPORT_SUFFIXES
+    from kernelscope.trace.perfetto import FILE_NAMES
+    ends = sorted({s.lstrip(".") for s in (*TRACE_SUFFIXES, *REPORT_SUFFIXES, *FILE_NAMES)}, key=lambda s: (-len(s), s))
+    return r"(^|\.)(" + "|".join(re.escape(s) for s in ends) + ")$"
 
 
 def report_payload(os_path: str, display_path: str | None = None) -> dict:
     """The MIME payload of a trace or report file (what the handler answers).
 
-    >>> read_payload(report_payload("tests/data/attention.pt.trace.json.gz"))[0]["title"]  # doctest: +SKIP
+    >>> from kernelscope.view.codec import read_payload
+    >>> read_payload(report_payload("attention.pt.trace.json.gz"))[0]["title"]
     'attention.pt.trace.json.gz'
     """
     from kernelscope import load

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 
 import pandas as pd
+
 from kernelscope.jsonable import num
 
 KINDS = ("backends", "kernels", "timeline", "occupancy")
@@ -33,14 +34,15 @@ _MARK = {"kernelscope": True}   # usermeta of our charts, how the renderer tells
 def report_chart(rep, kind: str, *, kernel: str | None = None, top: int = 20):
     """One chart of a report (``kind`` one of :data:`KINDS`) as an altair chart.
 
-    >>> report_chart(ks.load("mlp_train.pt.trace.json.gz"), "backends")   # doctest: +SKIP
+    >>> report_chart(ks.load("mlp_train.pt.trace.json.gz"), "backends")
+    alt.Chart(...)
     """
     if kind not in KINDS:
         raise ValueError(f"unknown chart {kind!r}: choose one of {', '.join(KINDS)}")
     if kernel is not None and kind != "occupancy":
         raise ValueError("kernel= is for the occupancy chart")
     alt = _altair()
-    chart = {"backends": _backends, "kernels": _kernels, "timeline": _timeline,
+    chart = {"backends": _backends, "kernels": _kernels, "timeline": _timeline,  # type: ignore[dict-item]
              "occupancy": _occupancy}[kind](alt, rep, kernel=kernel, top=top)
     return chart.properties(usermeta=_MARK)
 
@@ -50,7 +52,8 @@ def comparison_chart(cmp, *, top: int = 20):
     the largest changes first, coloured by what changed; the whisker is run-to-run noise where
     the runs were repeated.
 
-    >>> comparison_chart(ks.compare(before, after))      # doctest: +SKIP
+    >>> comparison_chart(ks.compare(before, after))
+    alt.LayerChart(...)
     """
     from kernelscope.render.compare import FASTER, NEUTRAL, SLOWER
     alt = _altair()
@@ -92,7 +95,7 @@ def colors(values) -> tuple[list, list]:
     vocabulary has no colour for get the ``other`` backend's grey.
 
     >>> colors(["cuBLAS", "HtoD", "idle: host", "ATen"])
-    (['ATen', 'HtoD', 'cuBLAS', 'idle: host'], ['#edc948', '#d37295', '#4e79a7', '#d62728'])
+    (['ATen', 'HtoD', 'cuBLAS', 'idle: host'], ['#edc948', '#d37295', '#4e79a7', '#b22222'])
     """
     from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS
     from kernelscope.analysis.timeline import CAUSES

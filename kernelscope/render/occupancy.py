@@ -32,11 +32,11 @@ def shape_details(rep, shape: int) -> dict:
     """Occupancy breakdown, advice and curves of one launch shape (a ``shape`` code of the
     view: the ``shape`` column of ``rep.kernels``), curves included.
 
-    >>> shape_details(rep, 0)["curves"]["block"][:2]   # doctest: +SKIP
+    >>> shape_details(rep, 0)["curves"]["block"][:2]
     [[32, 0.5], [64, 1.0]]
     """
     shapes = _shapes(rep, rep.kernels)
-    rows = shapes[shapes["shape"] == int(shape)] if shapes is not None else []
+    rows = shapes[shapes["shape"] == int(shape)] if shapes is not None else pd.DataFrame()
     if not len(rows):
         return {"shape": int(shape)}
     return shape_entry(rows.iloc[0].to_dict(), rep.devices, True)
@@ -55,7 +55,7 @@ _SHAPE_FIELDS = ("active_blocks_per_sm", "block_limit_registers", "block_limit_s
 
 
 def shape_entry(shape: dict, devices: pd.DataFrame, with_curves: bool) -> dict:
-    entry = {"shape": int(shape["shape"])}
+    entry: dict = {"shape": int(shape["shape"])}
     occ = num(shape.get("theoretical_occupancy"))
     if occ is None:
         return entry   # a damaged header (no compute capability) leaves occupancy unknown

@@ -54,7 +54,7 @@ class LoadProgress:
         self.start = clock()
         self.after = threshold_s()
         self._out = out          # "auto": a notebook or a terminal if there is one; None: nowhere
-        self._view = None
+        self._view: _WidgetView | _TextView | None = None
         self._last = -1.0
         self.shown = False
         self.done = self.total = 0

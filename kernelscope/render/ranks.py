@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
-
-from kernelscope.units import fmt_bytes
 from kernelscope.render.text import clip, fmt_us
+from kernelscope.units import fmt_bytes
 
 # Kernels listed per rank in the view (the costliest); rep.summary() has them all.
 KERNELS_PER_RANK = 30
@@ -38,7 +37,14 @@ def _gbps(x) -> str:
 def ranks_text(rep, top: int = 8) -> str:
     """The multi-rank report as text: ranks, stragglers, collectives and findings.
 
-    >>> print(ranks_text(ks.load_ranks("tests/data/ranks")))     # doctest: +SKIP
+    >>> print(ranks_text(ranks))
+    kernelscope ranks report: 2 ranks (world size 2, gloo)
+      rank host         device         steps       step    compute       comm    exposed hidden
+         0 -            NVIDIA H200        3  102.96 ms    3.34 ms  293.14 ms  291.23 ms     1%
+         1 -            NVIDIA H200        3  103.12 ms  166.11 ms  291.69 ms  131.99 ms    55%
+    <BLANKLINE>
+      slowest rank per step (most work = least waiting):
+    ...
     """
     r = rep.ranks
     backends = ", ".join(sorted({str(b) for b in r["backend"].dropna()})) or "backend not recorded"
@@ -97,7 +103,7 @@ def _table(head, rows) -> str:
 def ranks_html(rep) -> str:
     """The multi-rank report as static HTML (GitHub, nbconvert); every recorded text escaped.
 
-    >>> "<script>" in ranks_html(ks.load_ranks("tests/data/ranks"))   # doctest: +SKIP
+    >>> "<script>" in ranks_html(ranks)
     False
     """
     r = rep.ranks

@@ -16,7 +16,14 @@ def clip(s, n):
 def report_text(rep, top: int = 10) -> str:
     """The report's headline, top kernels and findings as text.
 
-    >>> print(report_text(ks.load("launch_bound.pt.trace.json.gz")))   # doctest: +SKIP
+    >>> print(report_text(ks.load("launch_bound.pt.trace.json.gz")))
+    kernelscope report: launch_bound.pt.trace.json.gz
+      source: launch_bound.pt.trace.json.gz
+      devices: NVIDIA H200 (sm_90, 132 SMs)
+      wall time (profiler span): 28.49 ms   kernels: 2000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
+    <BLANKLINE>
+      kernel                                           backend    launches      total       mean  share
+    ...
     """
     k = rep.kernels
     m = rep.meta

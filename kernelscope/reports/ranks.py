@@ -19,9 +19,20 @@ class RankReport:
     """Many ranks of one run: per-rank summary, stragglers, collectives, overlap and findings.
 
     >>> import kernelscope as ks
-    >>> rep = ks.load_ranks("traces/")                          # doctest: +SKIP
-    >>> rep.stragglers[["step", "slowest_rank", "lag_us"]]      # doctest: +SKIP
-    >>> ks.compare(rep.rank(0), rep.rank(1))                    # doctest: +SKIP
+    >>> rep = ks.load_ranks("ranks")
+    >>> rep.stragglers[["step", "slowest_rank", "lag_us"]]
+                 step  slowest_rank      lag_us
+    0  ProfilerStep#1             1  52885.9142
+    1  ProfilerStep#2             1  52945.0616
+    2  ProfilerStep#3             1  53545.9175
+    >>> ks.compare(rep.rank(0), rep.rank(1))
+    kernelscope comparison: rank 0 -> rank 1
+      GPU kernel time       3.34 ms ->  166.11 ms    +162.77 ms  x49.72
+      copy/memset time      8.84 ms ->    8.94 ms      +93.7 us   x1.01
+      GPU busy (union)     11.55 ms ->  174.38 ms    +162.83 ms  x15.10
+      GPU active window   307.76 ms ->  308.28 ms     +523.2 us   x1.00
+      wall time           309.99 ms ->  309.87 ms     -121.1 us   x1.00
+    ...
     """
 
     def __init__(self, summaries, *, notes=(), opener=None):
@@ -88,7 +99,11 @@ class RankReport:
         """Kernels per rank: one row per rank and kernel (``by``: ``name``, ``short_name`` or
         ``backend``), launches, total and mean time and share of the rank's kernel time.
 
-        >>> rep.summary().query("rank == 1").head(3)              # doctest: +SKIP
+        >>> ranks.summary().query("rank == 1")[["rank", "short_name", "launches", "total_us"]].head(3)
+            rank                         short_name  launches    total_us
+        15     1   cuBLAS GEMM 256x128 (sm80, ffma)        60  162784.625
+        16     1  CUTLASS GEMM 256x128 (sm80, simt)         6    1047.518
+        17     1     cuBLAS GEMM 64x64 (sm80, ffma)         3     699.357
         """
         k = self._t.kernels
         if by == "name":
@@ -111,7 +126,10 @@ class RankReport:
         """Collectives by backend, kind, algorithm, protocol and data type: calls, bytes, time
         per rank, median bus bandwidth (of the last arrival's time) and its share of the link.
 
-        >>> rep.comm_summary()[["kind", "calls", "busbw_gbps", "busbw_of_link"]]   # doctest: +SKIP
+        >>> ranks.comm_summary()[["kind", "calls", "busbw_gbps", "busbw_of_link"]]
+                kind  calls  busbw_gbps  busbw_of_link
+        0  AllReduce    9.0      0.3698            NaN
+        1  Broadcast    3.0      3.6782            NaN
         """
         return self._t.comm
 
@@ -119,7 +137,11 @@ class RankReport:
     def rank(self, rank: int):
         """The full Report of one rank (its trace is opened again: only summaries were kept).
 
-        >>> rep.rank(1).summary().head(3)                         # doctest: +SKIP
+        >>> ranks.rank(1).summary()[["short_name", "launches", "total_us"]].head(3)
+                                  short_name  launches    total_us
+        0   cuBLAS GEMM 256x128 (sm80, ffma)        60  162784.625
+        1  CUTLASS GEMM 256x128 (sm80, simt)         6    1047.518
+        2     cuBLAS GEMM 64x64 (sm80, ffma)         3     699.357
         """
         sources = {s.info["rank"]: s.info["source"] for s in self.summaries}
         if rank not in sources:
@@ -145,8 +167,8 @@ class RankReport:
         """The live widget (needs a kernel), our MIME type (renders with no kernel in JupyterLab),
         static HTML and text, as a single-rank Report's display carries."""
         from kernelscope.render.ranks import ranks_html
-        from kernelscope.view.ranks import ranks_view_model
         from kernelscope.view.bundle import MIME_TYPE, mime_payload, with_widget
+        from kernelscope.view.ranks import ranks_view_model
         model = ranks_view_model(self)
         bundle = {MIME_TYPE: mime_payload(self, model), "text/html": ranks_html(self), "text/plain": repr(self)}
         return with_widget(bundle, lambda: self.widget(model=model))

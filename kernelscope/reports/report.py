@@ -18,8 +18,8 @@ from kernelscope.analysis import annotate
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.errors import TraceError
 from kernelscope.jsonable import jsonable
-from kernelscope.trace.model import TABLES, Trace, frame
 from kernelscope.reports.saved import REPORT_FORMAT, REPORT_VERSION, clean_meta, table_from_json, table_to_json
+from kernelscope.trace.model import TABLES, Trace, frame
 
 
 class Report:
@@ -31,8 +31,12 @@ class Report:
     construction; ``findings``, ``timeline``, ``backends`` and ``roofline`` on first use.
 
     >>> import kernelscope as ks
-    >>> rep = ks.load("mlp_train.pt.trace.json.gz")         # doctest: +SKIP
-    >>> rep.summary().head(3)                              # doctest: +SKIP
+    >>> rep = ks.load("mlp_train.pt.trace.json.gz")
+    >>> rep.summary()[["short_name", "backend", "launches", "total_us"]].head(3)
+                           short_name backend  launches  total_us
+    0      foreach mul (multi-tensor)    ATen         4    98.368
+    1  foreach addcdiv (multi-tensor)    ATen         2    83.616
+    2     foreach Lerp (multi-tensor)    ATen         2    68.960
     """
 
     def __init__(self, trace: Trace, *, ncu: pd.DataFrame | None = None, stalls: pd.DataFrame | None = None,
@@ -68,7 +72,11 @@ class Report:
         (``ks.profile(metrics=True)``, ``%%kernelprofile --metrics``) or the trace holds torch's
         counter tracks; ``meta["counters"]`` says how they were taken.
 
-        >>> rep.metrics[["start_us", "tensor_pct"]].head()      # doctest: +SKIP
+        >>> live.metrics[["start_us", "tensor_pct"]].head(3)
+            start_us  tensor_pct
+        0  3532.9608         0.0
+        1  3552.9608         0.0
+        2  3572.9608         0.0
         """
         return self.trace.counters
 
@@ -80,7 +88,11 @@ class Report:
         (``launch``: its ncu id), one per kernel name from Proton's live sampling. Empty unless a
         source sampled them (``%%kernelprofile --stalls`` or ``--ncu``, ``ks.load_ncu``).
 
-        >>> rep.stalls[["name", "top_stall", "long_scoreboard"]]  # doctest: +SKIP
+        >>> live.stalls[["name", "top_stall", "long_scoreboard"]].head(3)
+                                              name        top_stall  long_scoreboard
+        0  at::cuda::(anonymous namespace)::spi...             wait           0.0000
+        1  void at::native::vectorized_elementw...  long_scoreboard           0.8093
+        2  nvjet_sm90_tst_320x128_64x3_1x2_h_bz...  long_scoreboard           0.2922
         """
         return self.trace.stalls
 
@@ -153,7 +165,7 @@ class Report:
         the GPU's streams), ``"profiler span"`` (the trace's own start to end, which also holds
         the profiler's start-up) or ``"first to last event"``; None without a wall time.
 
-        >>> ks.load("mlp_train.pt.trace.json.gz").wall_time_clock       # doctest: +SKIP
+        >>> ks.load("mlp_train.pt.trace.json.gz").wall_time_clock
         'profiler span'
         """
         for key, clock in (("cuda_event_us", "CUDA events"), ("span_us", "profiler span")):
@@ -166,8 +178,8 @@ class Report:
         """What tells this report from another: the name the recording was given (``-o NAME``,
         ``ks.profile(name=...)``), the cell's number (``In [5]``), or the recorded file's name.
 
-        >>> ks.load("runs/mlp_train.pt.trace.json.gz").title              # doctest: +SKIP
-        'mlp_train.pt.trace.json.gz'
+        >>> ks.load("ranks/rank0.pt.trace.json.gz").title
+        'rank0.pt.trace.json.gz'
         """
         return report_title(self.meta)
 
@@ -176,7 +188,7 @@ class Report:
         duration and its standard deviation in us (``std_us``, as Nsight Systems' kernel summary)
         and share of kernel time, largest total first.
 
-        >>> rep.summary().columns.tolist()[:4]                   # doctest: +SKIP
+        >>> rep.summary().columns.tolist()[:4]
         ['name', 'short_name', 'backend', 'launches']
         """
         return kernel_summary(self.kernels, by=by)
@@ -190,7 +202,13 @@ class Report:
     def op_backends(self) -> pd.DataFrame:
         """Per CPU op: which backends its kernels and copies came from (launches, GPU time, share).
 
-        >>> rep.op_backends().head()                             # doctest: +SKIP
+        >>> rep.op_backends().head()
+                                op backend  launches  gpu_time_us   share
+        0              aten::copy_  memcpy         4      289.568  0.7517
+        1              aten::copy_    ATen        22       95.647  0.2483
+        2      aten::_foreach_mul_    ATen         4       98.368  1.0000
+        3  aten::_foreach_addcdiv_    ATen         2       83.616  1.0000
+        4     aten::_foreach_lerp_    ATen         2       68.960  1.0000
         """
         from kernelscope.analysis.backends import op_backends
         return op_backends(self)
@@ -205,7 +223,9 @@ class Report:
     def timeline(self):
         """Busy time, idle gaps with causes, stream overlap, launch stats (a Timeline).
 
-        >>> rep.timeline.launch_stats                            # doctest: +SKIP
+        >>> rep.timeline.launch_stats[["device", "launches", "kernels", "window_us"]]
+          device  launches  kernels  window_us
+        0  cuda:0        80       74  8075.9936
         """
         from kernelscope.analysis.timeline import timeline
         return timeline(self)
@@ -241,7 +261,9 @@ class Report:
     def save(self, path) -> str:
         """Write the report as versioned JSON (gzip when the name ends in ``.gz``).
 
-        >>> rep.save("run.ksreport.json"); ks.load("run.ksreport.json")   # doctest: +SKIP
+        >>> path = rep.save(tmp / "run.ksreport.json")
+        >>> ks.load(path).kernels.shape
+        (74, 41)
         """
         path = os.fspath(path)
         data = msgspec.json.encode(self.to_dict())
@@ -252,7 +274,7 @@ class Report:
         return path
 
     @classmethod
-    def from_dict(cls, d: dict, source="<report>") -> "Report":
+    def from_dict(cls, d: dict, source="<report>") -> Report:
         """Rebuild a report from :meth:`to_dict` output."""
         if d.get("format") != REPORT_FORMAT:
             raise TraceError(source, "not a kernelscope report")
@@ -308,7 +330,7 @@ class Report:
         of one; the costliest kernel by default). Shown offline in JupyterLab, Notebook 7 and VS
         Code (see :mod:`kernelscope.render.charts`).
 
-        >>> rep.chart("occupancy", kernel="nvjet").save("occupancy.svg")   # doctest: +SKIP
+        >>> rep.chart("occupancy", kernel="nvjet").save(tmp / "occupancy.html")
         """
         from kernelscope.render.charts import report_chart
         return report_chart(self, kind, kernel=kernel, top=top)

@@ -3,8 +3,11 @@ as JSON columns, and the meta checks a file from elsewhere must pass."""
 from __future__ import annotations
 
 import math
+
 import pandas as pd
+
 from kernelscope.jsonable import jsonable
+
 REPORT_FORMAT = "kernelscope.report"
 REPORT_VERSION = 1
 # Types of the meta fields the library reads, for checking a saved report (a damaged or

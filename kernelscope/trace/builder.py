@@ -19,7 +19,16 @@ import msgspec
 import numpy as np
 
 from kernelscope.trace.decode import Args, CarefulPath, Event
-from kernelscope.trace.model import COPY_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS, SYNC_COLUMNS, float_column, int_column
+from kernelscope.trace.model import (
+    COPY_COLUMNS,
+    FRAME_COLUMNS,
+    KERNEL_COLUMNS,
+    OP_COLUMNS,
+    RUNTIME_COLUMNS,
+    SYNC_COLUMNS,
+    float_column,
+    int_column,
+)
 
 BUCKETS = {"kernel": "kernels", "gpu_memcpy": "copies", "gpu_memset": "copies",
            "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime", "driver": "runtime",
@@ -197,7 +206,7 @@ _NAME, _PID, _TID = _event("name"), _event("pid"), _event("tid")
 # Each table's columns read from the events (start_us/duration_us are added from the times;
 # the joins add launch_*, op, op_index and source). A key that is a tuple of columns takes an
 # extractor returning one column each.
-COLUMNS = {
+COLUMNS: dict[str, dict] = {
     "kernels": {
         "name": _NAME, "device_index": _or_lane("device", "pid"), "stream": _or_lane("stream", "tid"),
         "correlation": _CORRELATION, "external_id": _EXTERNAL,
@@ -256,16 +265,16 @@ def _args_struct(bucket: str, fields) -> type:
 
 
 _ARGS_STRUCTS = {b: _args_struct(b, f) for b, f in ARG_FIELDS.items()}
-_ARGS_DECODERS = {b: msgspec.json.Decoder(list[typing.Optional[t]]) for b, t in _ARGS_STRUCTS.items()}
+_ARGS_DECODERS = {b: msgspec.json.Decoder(list[t | None]) for b, t in _ARGS_STRUCTS.items()}  # type: ignore[valid-type]
 _ARGS_EMPTY = {b: t() for b, t in _ARGS_STRUCTS.items()}
 # Without the collective fields, for the tables' args texts that hold no "Collective name" (all
 # but NCCL work): fewer fields are cheaper to decode and to free.
 _COMM_KEY = b'"Collective name"'
 _LEAN_STRUCTS = {b: _args_struct(b + "_lean", [x for x in f if x not in _COMM_FIELDS])
                  for b, f in ARG_FIELDS.items() if set(_COMM_FIELDS) & set(f)}
-_LEAN_DECODERS = {b: msgspec.json.Decoder(list[typing.Optional[t]]) for b, t in _LEAN_STRUCTS.items()}
+_LEAN_DECODERS = {b: msgspec.json.Decoder(list[t | None]) for b, t in _LEAN_STRUCTS.items()}  # type: ignore[valid-type]
 _LEAN_EMPTY = {b: t() for b, t in _LEAN_STRUCTS.items()}
-_FULL_ARGS = msgspec.json.Decoder(typing.Optional[Args])
+_FULL_ARGS = msgspec.json.Decoder(Args | None)
 
 
 def table_args(bucket: str, evs) -> list:
@@ -344,7 +353,7 @@ class TableBuilder:
     >>> from kernelscope.trace.decode import Event
     >>> b = TableBuilder(); b.add([Event(ph="X", cat="python_function", name="f", ts=1.0, dur=2.0)])
     >>> b.pieces["frames"]["name"], b.pieces["frames"]["start_us"]
-    ([['f']], [array([1.])])
+    ([array(['f'], dtype=object)], [array([1.])])
     """
 
     def __init__(self, interned=None):

@@ -275,8 +275,8 @@ def attach_samples(trace, start_ts, end_ts, values, metrics, calibration, *, dev
     on the trace's clock, through the calibration pairs (see :func:`clock_map`). Returns notes on
     what could not be placed; ``trace.meta["counters"]`` gets ``info`` plus what was kept.
 
-    >>> attach_samples(trace, d["start_ns"], d["end_ns"], d["values"], info["metrics"],
-    ...                info["calibration"])                               # doctest: +SKIP
+    >>> attach_samples(trace, d["start_ns"], d["end_ns"], d["values"], info["metrics"],  # doctest: +SKIP
+    ...                info["calibration"])
     []
     """
     from kernelscope.trace.model import COUNTER_COLUMNS, frame

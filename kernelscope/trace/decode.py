@@ -13,15 +13,15 @@ import gc
 import json
 import re
 from contextlib import contextmanager
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
 from kernelscope.errors import TraceError
 
-Int = Union[int, None]
-Float = Union[float, None]
-Str = Union[str, None]
+Int = int | None
+Float = float | None
+Str = str | None
 
 # Events decoded at a time: large enough that per-chunk overhead is negligible, small enough
 # that a chunk's structs are a small part of peak memory.
@@ -35,8 +35,8 @@ class Args(msgspec.Struct, gc=False):
     correlation: Int = None
     stream: Int = None
     device: Int = None
-    grid: Union[list[int], None] = None
-    block: Union[list[int], None] = None
+    grid: list[int] | None = None
+    block: list[int] | None = None
     registers: Int = msgspec.field(default=None, name="registers per thread")
     shared_memory: Int = msgspec.field(default=None, name="shared memory")
     est_occupancy: Float = msgspec.field(default=None, name="est. achieved occupancy %")
@@ -73,8 +73,8 @@ class _EventFields(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: Str = None
-    pid: Union[int, str, None] = None
-    tid: Union[int, str, None] = None
+    pid: int | str | None = None
+    tid: int | str | None = None
     ts: Float = None
     dur: Float = None
 
@@ -82,7 +82,7 @@ class _EventFields(msgspec.Struct, gc=False):
 class Event(_EventFields, gc=False):
     """One Chrome-trace event: the fields every table reads."""
 
-    args: Union[Args, None] = None
+    args: Args | None = None
 
 
 # The args text of an event that has none: every streamed event has some text to decode.
@@ -122,13 +122,13 @@ class TraceFile(msgspec.Struct, gc=False):
 class TypedFile(TraceFile, gc=False):
     """The top level with every event decoded at once (the lenient path's first try)."""
 
-    traceEvents: Union[list[Event], msgspec.UnsetType] = msgspec.UNSET
+    traceEvents: list[Event] | msgspec.UnsetType = msgspec.UNSET
 
 
 class RawFile(TraceFile, gc=False):
     """The top level with each event as a zero-copy slice of the input (see event_chunks)."""
 
-    traceEvents: Union[list[msgspec.Raw], msgspec.UnsetType] = msgspec.UNSET
+    traceEvents: list[msgspec.Raw] | msgspec.UnsetType = msgspec.UNSET
 
 
 class ForeignFormat(TraceError):

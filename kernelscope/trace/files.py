@@ -45,8 +45,10 @@ def stat_regular(path: str, what: str = "a trace file") -> os.stat_result:
     """``os.stat`` of a file to read, or a TraceError: missing, a directory, or not a regular
     file (a pipe or a device would block or never end).
 
-    >>> stat_regular("tests").st_size                          # doctest: +SKIP
-    TraceError: tests: is a directory, not a trace file
+    >>> stat_regular("ranks").st_size
+    Traceback (most recent call last):
+        ...
+    kernelscope.errors.TraceError: ranks: is a directory, not a trace file
     """
     try:
         st = os.stat(path)
@@ -71,7 +73,7 @@ def read_bytes(path, notes=None) -> bytes:
     """The file's bytes, gunzipped when they are gzip; ``notes`` (a list) collects what was
     tolerated. Raises :class:`~kernelscope.TraceError` naming the file otherwise.
 
-    >>> read_bytes("tests/data/mlp_train.pt.trace.json.gz").lstrip()[:1]     # gunzipped
+    >>> read_bytes("mlp_train.pt.trace.json.gz").lstrip()[:1]     # gunzipped
     b'{'
     """
     path, size, limit = checked_file(path)
@@ -106,7 +108,7 @@ def read_blocks(path, notes=None, progress=None, block_bytes=None):
     :func:`max_trace_bytes` in all: :func:`read_bytes` a piece at a time, with the same checks
     and messages. ``progress(done, total)`` is called with the file's bytes read so far.
 
-    >>> b"".join(read_blocks("tests/data/mlp_train.pt.trace.json.gz")).lstrip()[:1]
+    >>> b"".join(read_blocks("mlp_train.pt.trace.json.gz")).lstrip()[:1]
     b'{'
     """
     path, size, limit = checked_file(path)

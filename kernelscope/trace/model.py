@@ -209,6 +209,6 @@ class Trace:
         return {name: getattr(self, name) for name in TABLES}
 
     @classmethod
-    def empty(cls, meta=None) -> "Trace":
+    def empty(cls, meta=None) -> Trace:
         """A trace with every table present and no rows."""
         return cls(**{name: frame({}, schema) for name, schema in TABLES.items()}, meta=dict(meta or {}))

@@ -15,8 +15,20 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.errors import TraceError
-from kernelscope.trace.model import COPY_COLUMNS, DEVICE_COLUMNS, FRAME_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, RUNTIME_COLUMNS, SYNC_COLUMNS, Trace, frame
+from kernelscope.trace.model import (
+    COPY_COLUMNS,
+    DEVICE_COLUMNS,
+    FRAME_COLUMNS,
+    KERNEL_COLUMNS,
+    OP_COLUMNS,
+    RUNTIME_COLUMNS,
+    SYNC_COLUMNS,
+    Trace,
+    frame,
+)
 
+# What JAX names the file (``<host>.perfetto_trace.json.gz`` where a tool prefixes the host).
+FILE_NAMES = ("perfetto_trace.json.gz", "perfetto_trace.json")
 _MARK = re.compile(rb'"name"\s*:\s*"/(device:GPU|host:CPU)')
 _DEVICE = re.compile(r"^/device:GPU:(\d+)")
 _STREAM = re.compile(r"Stream #(\d+)")
@@ -53,8 +65,12 @@ def _details(text) -> dict:
 def read_jax_perfetto(doc, label, notes) -> Trace:
     """A :class:`Trace` from a decoded JAX perfetto trace (a dict with ``traceEvents``).
 
-    >>> t = read_jax_perfetto(json.load(gzip.open("jax_own.perfetto_trace.json.gz")), "x", [])  # doctest: +SKIP
-    >>> t.kernels[["name", "op", "grid_x", "registers_per_thread"]].head(2)                      # doctest: +SKIP
+    >>> import gzip
+    >>> t = read_jax_perfetto(json.load(gzip.open("wild/jax_own.perfetto_trace.json.gz")), "x", [])
+    >>> t.kernels[["name", "grid_x", "registers_per_thread"]].head(2)
+                                          name  grid_x  registers_per_thread
+    0  sm90_xmma_gemm_f32f32_tf32f32_f32_nn...      64                   168
+    1             input_multiply_reduce_fusion     512                    32
     """
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):

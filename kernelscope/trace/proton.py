@@ -7,8 +7,14 @@ kernel's mangled symbol; deeper children, where Proton resolves them, are its so
 the metrics ``count`` (launches), ``num_samples``, ``num_stalled_samples``, ``stalled_<reason>``
 and ``time (ns)``.
 
->>> counts = read_hatchet("proton_workload.hatchet")       # doctest: +SKIP
->>> counts[["name", "launches", "stalled_long_scoreboard"]]   # doctest: +SKIP
+>>> counts = read_hatchet("counters/proton_workload.hatchet")
+>>> counts[["name", "launches", "stalled_long_scoreboard"]]
+                                      name  launches  stalled_long_scoreboard
+0  at::cuda::(anonymous namespace)::spi...         1                      0.0
+1  void at::native::reduce_kernel<512, ...         1                  56237.0
+2  void at::native::vectorized_elementw...         1                 101979.0
+3  void at::native::(anonymous namespac...         1                  84663.0
+4  nvjet_sm90_tst_320x128_64x3_1x2_h_bz...         2                  88634.0
 """
 from __future__ import annotations
 
@@ -18,8 +24,8 @@ import msgspec
 import pandas as pd
 
 from kernelscope.errors import TraceError
-from kernelscope.trace.demangle import demangle
 from kernelscope.jsonable import num
+from kernelscope.trace.demangle import demangle
 
 
 def read_hatchet(source, *, name=None) -> pd.DataFrame:

@@ -39,10 +39,10 @@ import subprocess
 import sys
 import tempfile
 
+from kernelscope.trace.builder import TableBuilder
 from kernelscope.trace.decode import no_gc
 from kernelscope.trace.files import GZIP_MAGIC, checked_file
 from kernelscope.trace.stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
-from kernelscope.trace.builder import TableBuilder
 
 # Below this a worker's start and the pieces' hand-over cost about what a second core saves.
 MIN_BYTES = 96 << 20
@@ -162,7 +162,7 @@ def read_split(path, progress=None, jax_check=None):
     string, a damaged file, a worker that failed): the one-process reader then reads it and
     says what is wrong. Ctrl-C stops the workers and is raised.
 
-    >>> read_split("tests/data/mlp_train.pt.trace.json.gz") is None     # gzip (and small)
+    >>> read_split("mlp_train.pt.trace.json.gz") is None     # gzip (and small)
     True
     """
     path, size, _limit = checked_file(path)
@@ -178,7 +178,7 @@ def read_split(path, progress=None, jax_check=None):
             return None
         n_workers = min(n_workers, len(stretches) - 1)
         parts = _read_parts(path, size, stretches, n_workers, progress, jax_check)
-    except Exception:
+    except Exception:  # noqa: BLE001 - anything odd: the one-process reader reads the file again
         return None
     builder = TableBuilder()
     for i in range(len(stretches)):
@@ -306,7 +306,7 @@ def worker_main() -> None:
                 os.replace(target + ".part", target)    # whole before the parent is told
                 del part
                 os.write(job["done"], token)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a worker reports any failure to its parent, which reads again
         code = 1
         try:
             sys.stdout.write(f"{type(e).__name__}: {e}\n")

@@ -4,8 +4,10 @@ and the live widget where one can be built."""
 from __future__ import annotations
 
 import base64
+
 from kernelscope.view.codec import PAYLOAD_FORMAT, pack
 from kernelscope.view.report import view_model
+
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 
 
@@ -32,7 +34,7 @@ def mime_payload(rep, model: tuple | None = None, packed: bytes | None = None) -
     (``model``: a :func:`view_model` result already computed for ``rep``; ``packed``: its
     :func:`pack` blob, when already made for the widget).
 
-    >>> mime_payload(rep)["encoding"]     # doctest: +SKIP
+    >>> mime_payload(rep)["encoding"]
     'gzip+base64'
     """
     if packed is None:

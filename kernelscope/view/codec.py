@@ -7,8 +7,10 @@ import base64
 import gzip
 import json
 import struct
+
 import numpy as np
 import pandas as pd
+
 # The MIME entry's layout: 2 = {"format": 2, "encoding": "gzip+base64", "data": packed blob};
 # entries without "format" are the first layout, {"header": {...}, "encoding", "data": buffer}.
 # The view model's version (the header's "version"): the front end refuses a newer one.
@@ -64,7 +66,8 @@ def pack(header: dict, buf: bytes) -> bytes:
     UTF-8 JSON, the JSON, zero padding to a multiple of 8, then the buffer (so the browser maps
     the columns straight out of the inflated bytes).
 
-    >>> unpack(pack(*view_model(rep)))[0]["stats"]["launches"]   # doctest: +SKIP
+    >>> from kernelscope.view.report import view_model
+    >>> unpack(pack(*view_model(rep)))[0]["stats"]["launches"]
     74
     """
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -87,7 +90,8 @@ def unpack(blob: bytes) -> tuple[dict, bytes]:
 def read_payload(payload: dict) -> tuple[dict, bytes]:
     """(header, column buffer) of a MIME payload, in this layout or the first one.
 
-    >>> read_payload(mime_payload(rep))[0]["stats"]["launches"]   # doctest: +SKIP
+    >>> from kernelscope.view.bundle import mime_payload
+    >>> read_payload(mime_payload(rep))[0]["stats"]["launches"]
     74
     """
     if payload.get("format") == PAYLOAD_FORMAT:
@@ -102,7 +106,9 @@ def read_payload(payload: dict) -> tuple[dict, bytes]:
 def decode_payload(payload: dict) -> dict:
     """Decode a MIME payload back into numpy columns per table (tests and tools).
 
-    >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]   # doctest: +SKIP
+    >>> from kernelscope.view.bundle import mime_payload
+    >>> decode_payload(mime_payload(rep))["kernels"]["duration_us"][:3]
+    array([1.312, 6.112, 2.112])
     """
     return decode_buffer(*read_payload(payload))
 
@@ -111,7 +117,7 @@ def decode_buffer(header: dict, buf: bytes) -> dict:
     """Map a view buffer into numpy arrays (strings decoded), as the browser does."""
     out = {}
     for tname, t in header["tables"].items():
-        cols = {}
+        cols: dict = {}
         for c in t["columns"]:
             if c["type"] in _TIME_KINDS:
                 cols[c["name"]] = _decode_time(np.frombuffer(buf, "<i4", c["length"], c["offset"]), c)

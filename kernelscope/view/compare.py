@@ -14,8 +14,17 @@ import pandas as pd
 
 from kernelscope.analysis.diff import MATCHES, STATUSES
 from kernelscope.jsonable import jsonable, num
+from kernelscope.render.compare import (
+    ABSENT,
+    BAR_COLORS,
+    fmt_change,
+    fmt_launches,
+    fmt_ratio,
+    kernel_ratio,
+    metric_change,
+    metric_text,
+)
 from kernelscope.units import fmt_us
-from kernelscope.render.compare import ABSENT, BAR_COLORS, fmt_change, fmt_launches, fmt_ratio, kernel_ratio, metric_change, metric_text
 from kernelscope.view.codec import VIEW_VERSION
 from kernelscope.view.vocabulary import vocabulary
 
@@ -23,9 +32,9 @@ from kernelscope.view.vocabulary import vocabulary
 def compare_view_model(c) -> tuple[dict, bytes]:
     """A Comparison as (JSON header, empty column buffer), for :func:`~kernelscope.view.codec.pack`.
 
-    >>> header, _ = compare_view_model(ks.compare("a.pt.trace.json.gz", "b.pt.trace.json.gz"))  # doctest: +SKIP
-    >>> header["kind"], header["labels"]                                                          # doctest: +SKIP
-    ('compare', ['a.pt.trace.json.gz', 'b.pt.trace.json.gz'])
+    >>> header, _ = compare_view_model(c)
+    >>> header["kind"], header["labels"]
+    ('compare', ['launch_bound.pt.trace.json.gz', 'graphs.pt.trace.json.gz'])
     """
     lb, la = (str(x) for x in c.labels)
     kernels = []

@@ -15,27 +15,24 @@ JSON header beside a gzipped buffer) of notebooks saved before.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
-from kernelscope.analysis.ncu_kernels import NCU_SOURCE
-from kernelscope.analysis.roofline import same_dots_once
 from kernelscope.analysis.evidence import evidence_rows
+from kernelscope.analysis.kernel_detail import kernel_detail
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.analysis.replay import capabilities, is_replay
-from kernelscope.analysis.roofline import above_roof_note
+from kernelscope.analysis.roofline import above_roof_note, same_dots_once
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
-from kernelscope.analysis.kernel_detail import kernel_detail
-from kernelscope.analysis.ncu_kernels import PRECISION_LABELS
-from kernelscope.view.codec import VIEW_VERSION
-from kernelscope.view.codec import is_numeric, pack_tables
+from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
 from kernelscope.view.vocabulary import vocabulary
+
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
 TOP_OPS = 200
 # Roofline points are per CPU op instance; the chart shows the costliest ones.
@@ -82,9 +79,9 @@ VIEW_HOST_SPANS = 400_000
 def view_model(rep) -> tuple[dict, bytes]:
     """The report as (JSON header, binary column buffer) for the browser.
 
-    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))   # doctest: +SKIP
-    >>> header["stats"]["launches"], len(buf)                                # doctest: +SKIP
-    (2000, 228000)
+    >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))
+    >>> header["stats"]["launches"], len(buf)
+    (2000, 344056)
     """
     k_all = rep.kernels.reset_index(drop=True)
     if "shape" not in k_all.columns:     # the launch shape's code: its row of rep.shapes
@@ -316,7 +313,7 @@ def _stats(rep, k, copies, tl) -> dict:
 def findings_payload(rep, problems=None) -> list:
     out = []
     for f in _safe(lambda: rep.findings, [], problems, "findings"):
-        get = (lambda a: f.get(a)) if isinstance(f, dict) else (lambda a: getattr(f, a, None))
+        get = (lambda a, f=f: f.get(a)) if isinstance(f, dict) else (lambda a, f=f: getattr(f, a, None))
         ev = get("evidence")
         out.append({"kind": _str(get("kind")), "severity": _str(get("severity")), "title": _str(get("title")),
                     "detail": _str(get("detail")), "cost_us": num(get("cost_us")),

@@ -6,6 +6,7 @@ from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS
 from kernelscope.analysis.occupancy import LIMITERS
 from kernelscope.analysis.timeline import CAUSES
 from kernelscope.trace.ncu.export import COMPARED_METRICS
+
 # Host spans on the timeline: CPU ops, runtime/driver calls, and the host-blocking sync calls.
 HOST_COLORS = {"op": "#8c9bb0", "annotation": "#b8a06a", "runtime": "#c4c4c4", "sync": "#9467bd"}
 

@@ -24,8 +24,8 @@ import pandas as pd
 import traitlets
 
 from kernelscope.render.occupancy import shape_details
-from kernelscope.view.report import view_model
 from kernelscope.view.codec import pack
+from kernelscope.view.report import view_model
 
 _STATIC = pathlib.Path(__file__).parent.parent / "static"
 
@@ -111,7 +111,7 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
     """(file name, bytes, None) of the Chrome trace a report came from (``meta["raw_trace"]``:
     the file ``ks.load`` read or ``--trace`` wrote), or (name, None, why not).
 
-    >>> raw_trace_bytes(ks.load("mlp_train.pt.trace.json.gz"))[0]      # doctest: +SKIP
+    >>> raw_trace_bytes(ks.load("mlp_train.pt.trace.json.gz"))[0]
     'mlp_train.pt.trace.json.gz'
     """
     import os

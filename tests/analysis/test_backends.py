@@ -12,7 +12,6 @@ import kernelscope as ks
 from kernelscope.analysis.backend_rules import BACKENDS, RULES, TENSOR_CORE_HINTS
 from kernelscope.analysis.backends import annotate_backends, backend_breakdown, classify, op_backends, op_self_time
 from kernelscope.analysis.names import short_name
-
 from tests.conftest import DATA
 
 VOCAB = set(BACKENDS)

@@ -3,7 +3,6 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.findings import counters as cf
-
 from tests.analysis.test_counters import pm_report
 
 

@@ -16,7 +16,6 @@ import pytest
 import kernelscope as ks
 from kernelscope.analysis.counters import interval_means, kernel_counters, region_means
 from kernelscope.trace.counters import DERIVED_COLUMNS, align, attach_samples, clock_map, placeable, torch_label_metric
-
 from tests.conftest import DATA
 
 REC = DATA / "counters"
@@ -253,8 +252,8 @@ def test_counter_events_of_other_tools_are_ignored(tmp_path):
 
 
 def test_view_payload_carries_the_samples(rep):
-    from kernelscope.view.codec import decode_payload, read_payload
     from kernelscope.view.bundle import mime_payload
+    from kernelscope.view.codec import decode_payload, read_payload
     p = mime_payload(rep)
     hd = read_payload(p)[0]["counters"]
     assert hd["samples"] == 1382 and hd["interval_us"] == 20.0
@@ -297,7 +296,8 @@ def test_sampling_session_failures_are_notes(monkeypatch):
         assert "PM sampling could not start" in note and "another tool may hold CUPTI" in note
     else:
         assert 'pip install "kernelscope[counters]"' in note and "PYTHONPATH" in note
-    pm.start(); pm.stop()
+    pm.start()
+    pm.stop()
     assert pm.collect() is None and cc._users == 0
     monkeypatch.setenv("KERNELSCOPE_CUPTI_PATH", "/nonexistent/cupti")
     monkeypatch.setitem(__import__("sys").modules, "cupti", None)     # as if not installed

@@ -5,7 +5,6 @@ import dataclasses
 
 import kernelscope as ks
 from kernelscope.reports.report import Report
-
 from tests.conftest import DATA
 
 

@@ -6,12 +6,11 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis import findings as fnd
+from kernelscope.analysis.findings import find_all
 from kernelscope.analysis.findings import roofline as roofline_rules
 from kernelscope.analysis.findings.base import Finding, severity_for
-from kernelscope.analysis.findings import find_all
 from kernelscope.analysis.peaks import device_peaks, peaks_table
 from kernelscope.analysis.roofline import op_counts
-
 from tests.conftest import DATA
 
 

@@ -10,11 +10,10 @@ import kernelscope as ks
 from kernelscope.analysis.evidence import evidence_rows, fmt_value
 from kernelscope.analysis.findings.timeline import HOST_IDLE_WORTH_SHARE
 from kernelscope.analysis.priorities import FIX_LIST_MAX, what_to_fix
-from kernelscope.view.codec import read_payload
-from kernelscope.view.bundle import mime_payload
-from kernelscope.view.report import view_model
 from kernelscope.units import fmt_us
-
+from kernelscope.view.bundle import mime_payload
+from kernelscope.view.codec import read_payload
+from kernelscope.view.report import view_model
 from tests.conftest import DATA
 
 WILD = DATA / "wild"

@@ -6,7 +6,6 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.findings.gemm_fallback import _gemm_dims
-
 from tests.conftest import DATA
 
 

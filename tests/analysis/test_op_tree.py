@@ -9,7 +9,6 @@ import kernelscope as ks
 from kernelscope.analysis.op_tree import op_gpu_time, op_summary, op_tree
 from kernelscope.view.codec import decode_buffer
 from kernelscope.view.report import view_model
-
 from tests.conftest import DATA
 
 TRACES = ["mlp_train.pt.trace.json.gz", "wild/llama_train.pt.trace.json.gz", "wild/resnet50_train.pt.trace.json.gz"]

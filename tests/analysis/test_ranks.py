@@ -19,7 +19,6 @@ import kernelscope as ks
 from kernelscope.analysis.collectives import bus_factor, collective_kind, collectives, elem_bytes, parse_nccl_kernel
 from kernelscope.analysis.ranks import assign_ranks, rank_summary
 from kernelscope.view.codec import decode_buffer, unpack
-
 from tests.conftest import DATA, written_out_union
 
 RANKS = DATA / "ranks"
@@ -223,6 +222,38 @@ def test_pool_and_in_process_agree(rep):
     pooled = ks.load_ranks([RANKS / "rank1.pt.trace.json.gz", RANKS / "rank0.pt.trace.json.gz"], workers=2)
     assert pooled.stragglers.equals(rep.stragglers)
     assert pooled.ranks.drop(columns="source").equals(rep.ranks.drop(columns="source"))
+
+
+SCRIPT = """\
+import sys
+sys.path.insert(0, {root!r})
+import kernelscope as ks
+print("STARTED", flush=True)             # once: the workers must not run this script again
+rep = ks.load_ranks({ranks!r}, workers=2)
+print("RANKS", rep.ranks["rank"].tolist(), rep.stragglers["slowest_rank"].tolist(), rep.notes)
+"""
+
+
+def test_load_ranks_in_a_script_without_a_main_guard(tmp_path, rep):
+    import subprocess
+    import sys
+    root = str(DATA.parent.parent)
+    script = tmp_path / "analyze.py"
+    script.write_text(SCRIPT.format(root=root, ranks=str(RANKS)))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("STARTED") == 1
+    assert f"RANKS [0, 1] {rep.stragglers['slowest_rank'].tolist()} []" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_a_reader_process_that_fails_is_replaced_by_this_one(rep, monkeypatch):
+    # Workers that end without their summaries (here: an interpreter that exits at once; in life,
+    # one killed for memory): their traces are read here, with a note.
+    import sys
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    got = ks.load_ranks(RANKS, workers=2)
+    assert got.stragglers.equals(rep.stragglers)
+    assert got.notes == ["a reader process failed (exit status 1); 1 trace(s) read in this process instead"] * 2
 
 
 def test_a_lone_trace_without_rank_is_rank_zero():

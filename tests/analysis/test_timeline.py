@@ -16,7 +16,6 @@ import kernelscope as ks
 from kernelscope.analysis.timeline import activities, gaps_table, intersection_length, merge_intervals, union_length
 from kernelscope.reports.report import Report
 from kernelscope.trace.model import Trace
-
 from tests.conftest import DATA, written_out_union
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -151,7 +150,7 @@ def test_mlp_sync_gaps_follow_the_pageable_copies(reports):
     # Written out: after each pageable HtoD copy, .cuda() calls cudaStreamSynchronize and the GPU
     # sits idle until the host launches again.
     expected = []
-    for i, (s, e, stream, name, corr) in enumerate(iv):
+    for i, (_s, _e, _stream, name, _corr) in enumerate(iv):
         if name == "Memcpy HtoD (Pageable -> Device)":
             busy_until = max(x[1] for x in iv[: i + 1])
             expected.append(iv[i + 1][0] - busy_until)

@@ -15,7 +15,6 @@ import kernelscope as ks
 from kernelscope.analysis.backends import nearest_enclosing, op_self_time
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.analysis.roofline import _MATMUL, above_roof_note, op_counts, roofline
-
 from tests.conftest import DATA
 
 TRACES = sorted(DATA.rglob("*.pt.trace.json.gz"))

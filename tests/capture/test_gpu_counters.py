@@ -141,8 +141,8 @@ def test_pm_against_ncu(rep, tmp_path):
         ident = a.name.replace("(anonymous namespace)", "").split("(")[0].split("<")[0].split("::")[-1]
         assert ident and ident in b.name, (a.name, b.name)
         rows.append((a.short_name, a.duration_us, a.dram_pct,
-                     getattr(b, "ncu_dram_throughput_avg_pct_of_peak_sustained_elapsed_pct"),
-                     a.tensor_pct, getattr(b, "ncu_sm_pipe_tensor_cycles_active_avg_pct_of_peak_sustained_elapsed_pct")))
+                     b.ncu_dram_throughput_avg_pct_of_peak_sustained_elapsed_pct,
+                     a.tensor_pct, b.ncu_sm_pipe_tensor_cycles_active_avg_pct_of_peak_sustained_elapsed_pct))
     print(f"\n{'kernel':40} {'us':>8} {'PM DRAM%':>9} {'ncu DRAM%':>9} {'PM tensor%':>10} {'ncu tensor%':>11}")
     for r in rows:
         print(f"{r[0][:40]:40} {r[1]:8.1f} {r[2]:9.1f} {r[3]:9.1f} {r[4]:10.1f} {r[5]:11.1f}")

@@ -145,7 +145,7 @@ def test_replay_that_differs_is_named(shell, capsys):
 
 
 def test_child_failing_shows_its_stderr(shell, capsys):
-    bad = shell.run_cell("raise RuntimeError('only in the notebook')", store_history=True)
+    shell.run_cell("raise RuntimeError('only in the notebook')", store_history=True)
     n = shell.execution_count - 1
     r = _cell(shell, f"--ncu --setup {shell.setup_cell},{n} -o rep_fail --no-display")
     assert r.success

@@ -8,7 +8,6 @@ import kernelscope as ks
 from kernelscope.capture.stalls import SOURCE
 from kernelscope.view.bundle import mime_payload
 from kernelscope.view.codec import read_payload
-
 from tests.conftest import DATA
 
 PATH = DATA / "counters" / "live_counters.ksreport.json.gz"

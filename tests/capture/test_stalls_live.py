@@ -12,7 +12,6 @@ from kernelscope.analysis.stalls import REASONS
 from kernelscope.capture.stalls import SOURCE, attach_stalls, sample_stalls
 from kernelscope.trace.demangle import demangle, name_key
 from kernelscope.trace.proton import read_hatchet
-
 from tests.conftest import DATA
 
 REC = DATA / "counters"

@@ -167,7 +167,7 @@ def run(outdir, only_impossible=False):
                 row["launched"] = 1
                 row["ncu_id"] = launched
                 launched += 1
-        except Exception as e:  # an impossible launch: record what the driver said
+        except Exception as e:  # noqa: BLE001 - an impossible launch: record what the driver said
             row["launched"] = 0
             row["ncu_id"] = -1
             row["error"] = f"{type(e).__name__}: {e}"[:200]
@@ -176,12 +176,12 @@ def run(outdir, only_impossible=False):
             if p["dyn"] > 48 * KB - p["static"]:
                 try:
                     k.max_dynamic_shared_size_bytes = 48 * KB - k.shared_size_bytes
-                except Exception:
+                except Exception:  # noqa: BLE001 - best effort
                     pass
             if p["carveout"] is not None:
                 try:
                     k.preferred_shared_memory_carveout = -1
-                except Exception:
+                except Exception:  # noqa: BLE001 - best effort
                     pass
         w.writerow(row)
         f.flush()   # keep what was recorded if the run is cut short

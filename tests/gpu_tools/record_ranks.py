@@ -25,7 +25,7 @@ def main():
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "gloo"
     cpu = "--cpu" in sys.argv
     dist.init_process_group(backend)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     torch.manual_seed(rank)
     # Hidden width, batch and straggler matrix: the H200 job's, or a CPU job's that runs in seconds.
     width, batch, side = (256, 64, 384) if cpu else (2048, 512, 4096)

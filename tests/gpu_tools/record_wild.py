@@ -54,7 +54,7 @@ def jax_in_torch():
 
 
 def cupy_libs():
-    torch = _torch()
+    _torch()
     import cupy as cp
     import cupyx.scipy.sparse as sp
     rs = cp.random.RandomState(0)
@@ -250,6 +250,7 @@ def jax_own(outdir):
     """JAX's own profiler: jax.profiler.trace(..., create_perfetto_trace=True)."""
     import glob
     import tempfile
+
     import jax
     import jax.numpy as jnp
 

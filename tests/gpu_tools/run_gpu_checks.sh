@@ -32,11 +32,11 @@ bench)
   tail -30 "$OUT"/overhead.log ;;
 bigtrace)
   # The split reader on this machine's cores (16): its tests, then the 1M-event benchmark, with
-  # and without workers. The tiling tool travels as benchmarks/out/tile_trace.py (ignored).
+  # and without workers (tiled with the repository's tools/tile_trace.py).
   run 120 python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/trace/test_split_reader.py > "$OUT"/split_tests.log 2>&1
   tail -3 "$OUT"/split_tests.log
   run 300 python3 benchmarks/load_trace.py --events 1000000 --out /tmp --skip-json --skip-hta --one-process \
-      --repeat 3 --tile-tool benchmarks/out/tile_trace.py --json-out "$OUT"/load_trace_1m.json > "$OUT"/load_trace.log 2>&1
+      --repeat 3 --json-out "$OUT"/load_trace_1m.json > "$OUT"/load_trace.log 2>&1
   tail -12 "$OUT"/load_trace.log ;;
 notebooks)
   # The new tutorials first; each notebook is packed as soon as it ran, and none starts past the

@@ -1,9 +1,9 @@
 """Packaging: the wheel carries the prebuilt JupyterLab extension, the widget bundle and the
 server extension's config, built from js/ by the build hook with no manual npm step."""
 import json
-import re
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys

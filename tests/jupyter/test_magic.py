@@ -17,7 +17,6 @@ IPython = pytest.importorskip("IPython")
 import kernelscope as ks
 from kernelscope.capture import active
 from kernelscope.capture.lines import line_sources
-
 from tests.conftest import iopub_until_idle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

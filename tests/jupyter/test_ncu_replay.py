@@ -6,16 +6,25 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from types import SimpleNamespace
 
 import pytest
+
+from tests.jupyter.conftest import run_cell, run_replay_child
 
 IPython = pytest.importorskip("IPython")
 torch = pytest.importorskip("torch")
 
 import kernelscope as ks
-from kernelscope.capture.ncu_run import NCU_ENV, NcuError, NcuRun, ReplayCell, check_run, find_ncu, ncu_argv, write_replay
+from kernelscope.capture.ncu_run import (
+    NCU_ENV,
+    NcuError,
+    NcuRun,
+    ReplayCell,
+    check_run,
+    find_ncu,
+    ncu_argv,
+)
 from kernelscope.jupyter.replay import plain_body, replay_cells, replay_differences, summary
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
@@ -23,15 +32,11 @@ NCU_REP = os.path.join(DATA, "ncu_rep")
 
 
 @pytest.fixture()
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-    sh = InteractiveShell.instance()
-    sh.run_line_magic("load_ext", "kernelscope")
-    return sh
+def shell(ipython_shell):
+    return ipython_shell
 
 
-def _run(sh, src):
-    return sh.run_cell(textwrap.dedent(src), store_history=True)
+_run = run_cell
 
 
 def test_earlier_successful_cells_become_plain_python(shell):
@@ -50,13 +55,14 @@ def test_earlier_successful_cells_become_plain_python(shell):
         !echo from-the-shell
         """)
     _run(shell, "%kernelprofile last")                                 # ours: left out entirely
-    cells, notes = replay_cells(shell, None, shell.execution_count)
+    cells, notes = replay_cells(shell, None, shell.execution_count, "w = z * y\n")   # needs z, y, x
     mine = [c for c in cells if int(c.label.strip("[]")) >= start]
     assert [c.label for c in mine] == [f"[{start}]", f"[{start + 2}]", f"[{start + 3}]"]
     assert mine[1].source == "y = x * 2\n"                             # a %%kernelprofile cell's body
     assert "get_ipython().run_line_magic('time', 'z = y + 1')" in mine[2].source
     assert "get_ipython().system('echo from-the-shell')" in mine[2].source
-    assert f"left out cells that raised: [{start + 1}]" in notes
+    raised = [x.split(":")[0] for x in notes if x.endswith(": raised when it ran")]
+    assert len(raised) == 1 and f"[{start + 1}]" in raised[0].replace(",", " ").split()
     # --setup names the cells; "none" replays only the cell
     only, _ = replay_cells(shell, f"{start},{start + 2}", shell.execution_count)
     assert [c.label for c in only] == [f"[{start}]", f"[{start + 2}]"]
@@ -71,11 +77,7 @@ def test_plain_body_drops_our_magics_only():
     assert plain_body("%kernelprofile start\n") == ""
 
 
-def _child(tmp_path, setup, cell):
-    script, status = write_replay(str(tmp_path), setup, cell)
-    out = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    with open(status) as f:
-        return out, json.load(f)
+_child = run_replay_child
 
 
 def test_replay_child_rebuilds_state_then_runs_the_cell_in_its_range(shell, tmp_path):

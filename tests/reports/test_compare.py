@@ -11,19 +11,17 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.diff import NO_REPEATS_NOTE, _noise
-from kernelscope.reports.comparison import Comparison
-from kernelscope.render.compare import comparison_html
 from kernelscope.capture.repeats import per_repeat_totals
+from kernelscope.render.compare import comparison_html
+from kernelscope.reports.comparison import Comparison
 from kernelscope.reports.report import Report
-
 from tests.conftest import CHROMIUM_ARGS, DATA
-
 
 
 def raw_kernels(name):
     with gzip.open(DATA / f"{name}.pt.trace.json.gz", "rt") as f:
         ev = json.load(f)["traceEvents"]
-    return sorted(((e["ts"], e["dur"], e["name"]) for e in ev if e.get("cat") == "kernel"))
+    return sorted((e["ts"], e["dur"], e["name"]) for e in ev if e.get("cat") == "kernel")
 
 
 def totals_by_name(kernels):

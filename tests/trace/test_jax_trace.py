@@ -7,7 +7,6 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.trace.perfetto import looks_like_jax
-
 from tests.conftest import DATA
 
 JAX = DATA / "wild" / "jax_own.perfetto_trace.json.gz"

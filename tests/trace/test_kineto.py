@@ -8,7 +8,6 @@ import pytest
 import kernelscope as ks
 from kernelscope.trace.kineto import read_kineto
 from kernelscope.trace.sources import is_user_frame
-
 from tests.conftest import DATA
 
 

@@ -14,7 +14,7 @@ import pytest
 ncu_report = pytest.importorskip("ncu_report")
 
 import kernelscope as ks
-from kernelscope.analysis.ncu_kernels import memory_access, measured_roofline, speed_of_light
+from kernelscope.analysis.ncu_kernels import measured_roofline, memory_access, speed_of_light
 from kernelscope.analysis.stalls import REASONS, explain, normalize_reason
 from kernelscope.trace.ncu.report import check_report_file, read_ncu_report
 

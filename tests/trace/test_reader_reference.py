@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 
 from kernelscope.trace.model import GRAPH_LAUNCH_CALLS, SYNC_CALLS
-
 from tests.conftest import DATA
 
 TRACES = sorted(p for p in DATA.rglob("*.pt.trace.json.gz"))

@@ -20,7 +20,6 @@ import pytest
 from kernelscope.errors import TraceError
 from kernelscope.trace import split
 from kernelscope.trace.kineto import read_kineto
-
 from tests.conftest import DATA
 from tests.trace.test_reader_reference import TRACES, check, reference
 
@@ -252,6 +251,6 @@ def test_plan_cuts_between_events():
     text = b'{"traceEvents": [' + b", ".join(b'{"ph": "X", "name": "k%d"}' % i for i in range(100)) + b"]}"
     stretches = split.plan(io.BytesIO(text), len(text), 200)
     assert stretches[0][0] == 0 and stretches[-1][1] == len(text)
-    for (a, b), (c, _) in zip(stretches, stretches[1:]):
+    for (_a, b), (c, _) in zip(stretches, stretches[1:]):
         assert text[b - 1:b] == b"}" and text[c:c + 1] == b"{" and text[b:c].strip() == b","
     assert len(stretches) > 5

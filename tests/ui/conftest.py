@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import CHROMIUM_ARGS   # the `chromium` fixture lives there too
+from tests.conftest import CHROMIUM_ARGS  # the `chromium` fixture lives there too
 
 HERE = pathlib.Path(__file__).parent
 ARTIFACTS = HERE / "artifacts"
@@ -134,10 +134,10 @@ def _start(tmp_path_factory, app):
         try:
             server.api("/api/status")
             break
-        except Exception:
+        except Exception:  # noqa: BLE001 - not up yet, whatever the error
             if proc.poll() is not None or time.time() > deadline:
                 log.flush()
-                raise RuntimeError(f"{module} did not start:\n" + pathlib.Path(log.name).read_text()[-3000:])
+                raise RuntimeError(f"{module} did not start:\n" + pathlib.Path(log.name).read_text()[-3000:]) from None
             time.sleep(0.3)
     return server, log
 

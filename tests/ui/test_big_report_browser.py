@@ -3,11 +3,11 @@ the view opens with the launches of the trace's first part, says so, and keeps t
 report's headline figures. (The notebook lowers the budget so that a real recording passes it.)"""
 
 import pytest
+from conftest import DATA
+from test_widget_browser import run_cell, wait_idle
 
 import kernelscope as ks
 from kernelscope.view import report as view
-from conftest import DATA
-from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,6 @@ saved notebook shows them where no JavaScript runs (GitHub)."""
 import json
 
 import pytest
-
 from conftest import ARTIFACTS
 from test_widget_browser import run_cell, wait_idle
 

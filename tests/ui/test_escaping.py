@@ -15,11 +15,11 @@ import urllib.parse
 
 import nbformat
 import pytest
+from conftest import ARTIFACTS
 from nbclient import NotebookClient
+from test_widget_browser import run_cell, wait_idle
 
 import kernelscope as ks
-from conftest import ARTIFACTS
-from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
 

@@ -5,11 +5,11 @@ import json
 import re
 
 import pytest
+from conftest import ARTIFACTS, DATA
+from test_view_page import serve_page, show
 
 import kernelscope as ks
 from kernelscope.view.bundle import mime_payload
-from conftest import ARTIFACTS, DATA
-from test_view_page import serve_page, show
 
 pytestmark = pytest.mark.browser
 WILD = DATA / "wild"

@@ -4,12 +4,12 @@ spots with SASS and Nsight Compute's advice, with the numbers the Python side co
 import json
 
 import pytest
+from conftest import ARTIFACTS, DATA
+from test_view_page import serve_page, show
 
 import kernelscope as ks
 from kernelscope.view.bundle import mime_payload
 from kernelscope.view.report import view_model
-from conftest import ARTIFACTS, DATA
-from test_view_page import serve_page, show
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("ncu_report")

@@ -2,10 +2,10 @@
 render with no kernel, "Profile cell" runs a cell under %%kernelprofile, trace files open in a tab.
 """
 import pytest
-
-import kernelscope as ks
 from conftest import ARTIFACTS, DATA
 from test_widget_browser import wait_idle
+
+import kernelscope as ks
 
 pytestmark = pytest.mark.browser
 

@@ -1,7 +1,6 @@
 """The load progress bar in a real JupyterLab + kernel, driven from Debian chromium: the bar is
 drawn under the cell while the trace loads, and once the load is done nothing of it is left."""
 import pytest
-
 from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser

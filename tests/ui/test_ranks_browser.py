@@ -7,14 +7,14 @@ import shutil
 
 import nbformat
 import pytest
-
-import kernelscope as ks
-from kernelscope.render.text import fmt_us
-from kernelscope.view.ranks import ranks_view_model
-from kernelscope.view.bundle import mime_payload
 from conftest import ARTIFACTS, DATA
 from test_view_page import serve_page
 from test_widget_browser import run_cell, wait_idle
+
+import kernelscope as ks
+from kernelscope.render.text import fmt_us
+from kernelscope.view.bundle import mime_payload
+from kernelscope.view.ranks import ranks_view_model
 
 pytestmark = pytest.mark.browser
 RANKS = DATA / "ranks"
@@ -111,8 +111,8 @@ def test_live_widget_opens_a_rank(lab, page):
     out = run_cell(page, 0).locator(".jp-OutputArea-output")
     try:
         out.locator(".ks-ranks").wait_for(timeout=30_000)
-    except Exception:
-        raise AssertionError(f"{page.errors} {logs[-20:]}")
+    except Exception:  # noqa: BLE001 - any failure to draw: show the page's errors
+        raise AssertionError(f"{page.errors} {logs[-20:]}") from None
     out.locator(".ks-tab[data-tab='Kernels']").click()
     out.locator(".ks-rank-select").select_option("1")
     out.locator(".ks-open-rank").click()

@@ -6,10 +6,10 @@ import shutil
 import time
 
 import pytest
-
-import kernelscope as ks
 from conftest import ARTIFACTS, DATA, NOTEBOOKS
 from test_widget_browser import run_cell, wait_idle
+
+import kernelscope as ks
 
 pytestmark = pytest.mark.browser
 

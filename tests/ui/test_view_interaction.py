@@ -12,13 +12,14 @@ import pathlib
 import sys
 
 import pytest
+from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
-from kernelscope.view.bundle import mime_payload
 from kernelscope.units import fmt_us
-from conftest import ARTIFACTS, DATA
+from kernelscope.view.bundle import mime_payload
+from tests.ui.test_view_page import PAGE as BASE_PAGE
+from tests.ui.test_view_page import serve_page
 from tests.view.test_widget import HOSTILE, hostile_report
-from tests.ui.test_view_page import PAGE as BASE_PAGE, serve_page
 
 pytestmark = pytest.mark.browser
 LLAMA = "wild/llama_train.pt.trace.json.gz"

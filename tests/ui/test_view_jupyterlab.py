@@ -6,11 +6,11 @@ import shutil
 
 import nbformat
 import pytest
+from conftest import ARTIFACTS, DATA
+from test_widget_browser import run_cell, wait_idle
 
 import kernelscope as ks
 from kernelscope.view.bundle import MIME_TYPE, mime_payload
-from conftest import ARTIFACTS, DATA
-from test_widget_browser import run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
 LLAMA = DATA / "wild" / "llama_train.pt.trace.json.gz"

@@ -7,10 +7,10 @@ import json
 import threading
 
 import pytest
+from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
 from kernelscope.view.bundle import mime_payload
-from conftest import ARTIFACTS, DATA
 from tests.view.test_widget import HOSTILE, hostile_report
 
 pytestmark = pytest.mark.browser
@@ -80,11 +80,11 @@ def test_every_tab_draws(site, page):
     lanes = page.evaluate("window.ctl.timeline.rows.map(r => r.label)")
     streams = sorted({f"{d} s{s}" for d, s in zip(rep.kernels["device"], rep.kernels["stream"])}
                      | {f"cuda:{d} s{s}" for d, s in zip(rep.copies["device_index"], rep.copies["stream"])})
-    assert sorted(l for l in lanes if l.startswith("cuda:") and not l.endswith("idle")) == streams
+    assert sorted(x for x in lanes if x.startswith("cuda:") and not x.endswith("idle")) == streams
     assert "cuda:0 idle" in lanes
     # Host lanes: the outermost CPU ops and the CUDA API calls of each thread that made them.
     threads = sorted(set(rep.ops["tid"].astype(str)) | set(rep.runtime["tid"].astype(str)))
-    assert {l.split()[1] for l in lanes if l.startswith("thread ")} == set(threads)
+    assert {x.split()[1] for x in lanes if x.startswith("thread ")} == set(threads)
     drawn = page.evaluate("window.ctl.timeline.drawn")
     assert drawn > 0
     page.screenshot(path=str(ARTIFACTS / "view_timeline.png"))

@@ -6,10 +6,10 @@ selects a row, and checks that Python sees the selection through ``w.selected``.
 import re
 
 import pytest
+from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
 from kernelscope.render.text import fmt_us
-from conftest import ARTIFACTS, DATA
 
 pytestmark = pytest.mark.browser
 

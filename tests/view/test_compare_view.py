@@ -7,10 +7,9 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.diff import MATCHES, SHARED_MIN_SHARE, STATUSES
-from kernelscope.view.compare import compare_view_model
 from kernelscope.view.bundle import MIME_TYPE
 from kernelscope.view.codec import read_payload
-
+from kernelscope.view.compare import compare_view_model
 from tests.conftest import DATA
 
 

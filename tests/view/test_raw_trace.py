@@ -6,7 +6,6 @@ import shutil
 import kernelscope as ks
 from kernelscope.view.report import view_model
 from kernelscope.view.widget import raw_trace_bytes
-
 from tests.conftest import DATA
 
 

@@ -11,10 +11,10 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.render.html import report_html
+from kernelscope.trace.model import Trace
 from kernelscope.view.bundle import MIME_TYPE, mime_payload
 from kernelscope.view.codec import decode_buffer, decode_payload, pack, read_payload, unpack
 from kernelscope.view.report import view_model
-from kernelscope.trace.model import Trace
 from kernelscope.view.widget import ReportWidget
 
 DATA = pathlib.Path(__file__).parent.parent / "data"

@@ -7,7 +7,7 @@ import { ICommandPalette } from "@jupyterlab/apputils";
 import { CommandToolbarButton } from "@jupyterlab/ui-components";
 import { ABCWidgetFactory, DocumentWidget, TextModelFactory } from "@jupyterlab/docregistry";
 import { ServerConnection } from "@jupyterlab/services";
-import { URLExt } from "@jupyterlab/coreutils";
+import { PageConfig, URLExt } from "@jupyterlab/coreutils";
 import { Panel, Widget } from "@lumino/widgets";
 import { MIME_TYPE, fromMime } from "../view/data.js";
 
@@ -32,6 +32,7 @@ const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 const RANK = -20;
 const CMD_PROFILE = "kernelscope:profile-cell";
 const FILE_TYPE = "kernelscope-trace";
+const FILES_OPTION = "kernelscopeFiles";   // page config: the file names our server route reads
 const LOAD_EXTENSION = "get_ipython().extension_manager.load_extension('kernelscope')";
 // How long to wait for a live widget, when a kernel is there, before showing the saved report.
 const WIDGET_WAIT_MS = 4000;
@@ -199,7 +200,7 @@ class TraceView extends Widget {
 
   async _load() {
     const settings = ServerConnection.makeSettings();
-    const url = URLExt.join(settings.baseUrl, "kernelscope", "report") + `?path=${encodeURIComponent(this.path)}`;
+    const url = `${URLExt.join(settings.baseUrl, "kernelscope", "report")}?path=${encodeURIComponent(this.path)}`;
     try {
       const resp = await ServerConnection.makeRequest(url, {}, settings);
       const body = await resp.json();
@@ -320,9 +321,12 @@ const filePlugin = {
   description: "Opens torch.profiler traces and kernelscope report files as a report tab.",
   autoStart: true,
   activate(app) {
+    // Which names open here is kernelscope's server extension's to say (the route that reads them):
+    // Kineto and JAX traces, saved reports, Nsight Compute reports, compressed or not.
+    const pattern = PageConfig.getOption(FILES_OPTION);
+    if (!pattern) console.warn("kernelscope: the server extension is not enabled; trace files open as text");
     app.docRegistry.addFileType({
-      name: FILE_TYPE, displayName: "kernelscope trace",
-      extensions: [".pt.trace.json", ".pt.trace.json.gz", ".ksreport.json", ".ksreport.json.gz", ".ncu-rep"],
+      name: FILE_TYPE, displayName: "kernelscope trace", extensions: [], pattern: pattern || undefined,
       mimeTypes: ["application/json"], contentType: "file", fileFormat: "text",
     });
     app.docRegistry.addModelFactory(new NoContentModelFactory());

@@ -210,7 +210,7 @@ export function label(p, x, y, text, { anchor = "start", cls = "ks-mark-label", 
  * o: { label(row), value(row), color(row), text(row) (value label), tip(row), title, axisLabel, width, format }
  */
 export function barChart(el, rows, o) {
-  const keys = rows.map((r, i) => i);
+  const keys = rows.map((_r, i) => i);
   const labels = rows.map(o.label);
   const left = Math.min(180, 12 + 6.2 * Math.max(4, ...labels.map((l) => String(l).length)));
   const max = Math.max(0, ...rows.map(o.value)) || 1;

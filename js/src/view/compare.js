@@ -5,7 +5,7 @@
 import { h, useVocabulary, NEUTRAL } from "./format.js";
 
 /** Render a decoded comparison view model into `el`; returns {root, setFilter, sortBy, rows}. */
-export function renderCompare(el, model, opts = {}) {
+export function renderCompare(el, model, _opts = {}) {
   const hd = model.header;
   useVocabulary(hd.vocabulary);
   el.textContent = "";
@@ -117,7 +117,7 @@ class CompareTable {
     for (const r of rows) frag.append(this._row(r));
     this.body.append(frag);
     this.visible = rows;
-    this.status.textContent = `${rows.length} of ${this.rows.length} kernels` + (q || status ? " (filtered)" : "");
+    this.status.textContent = `${rows.length} of ${this.rows.length} kernels${q || status ? " (filtered)" : ""}`;
   }
 
   _row(r) {

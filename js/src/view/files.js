@@ -24,7 +24,7 @@ export async function copyText(text) {
       await navigator.clipboard.writeText(text);
       return true;
     }
-  } catch (err) {
+  } catch {
     // Permission refused: fall back to the selection-based copy below.
   }
   // Pages served over plain http (a notebook server on another host) have no Clipboard API.
@@ -35,7 +35,7 @@ export async function copyText(text) {
   document.body.append(ta);
   ta.select();
   let ok = false;
-  try { ok = document.execCommand("copy"); } catch (err) { ok = false; }
+  try { ok = document.execCommand("copy"); } catch { ok = false; }
   ta.remove();
   return ok;
 }
@@ -52,7 +52,7 @@ export function csvField(v) {
 
 /** Rows (arrays) as CSV text with a header line. */
 export function toCSV(header, rows) {
-  return [header, ...rows].map((r) => r.map(csvField).join(",")).join("\r\n") + "\r\n";
+  return `${[header, ...rows].map((r) => r.map(csvField).join(",")).join("\r\n")}\r\n`;
 }
 
 /** A file-name-safe stem of a report title ("run.pt.trace.json.gz" -> "run"). */

@@ -27,9 +27,10 @@ export function fmtInt(n) {
   return Math.round(n).toLocaleString("en-US");
 }
 
+/** A number with `digits` decimals and thousands separators ("4,644.0"), as fmtInt. */
 export function fmtNum(x, digits = 2) {
   if (x === null || x === undefined || Number.isNaN(x)) return "-";
-  return Number(x).toFixed(digits);
+  return Number(x).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
 /** Create an element; text goes in as textContent, never as markup. */

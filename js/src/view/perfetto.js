@@ -82,7 +82,7 @@ export function openInPerfetto(get, name, say = () => {}, origin = PERFETTO) {
     stop();
     send();
   };
-  const timer = setInterval(() => { try { win.postMessage("PING", origin); } catch (err) { /* not loaded yet */ } }, 100);
+  const timer = setInterval(() => { try { win.postMessage("PING", origin); } catch { /* not loaded yet */ } }, 100);
   const giveUp = setTimeout(() => { if (!done) { stop(); say("ui.perfetto.dev did not answer (offline?): download the trace instead"); } }, 60_000);
   function stop() { clearInterval(timer); window.removeEventListener("message", onMsg); if (ready || done) clearTimeout(giveUp); }
   window.addEventListener("message", onMsg);

@@ -264,7 +264,7 @@ export class RankLanes {
 }
 
 function niceStep(x) {
-  const p = Math.pow(10, Math.floor(Math.log10(x || 1)));
+  const p = 10 ** Math.floor(Math.log10(x || 1));
   const m = x / p;
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }

@@ -77,7 +77,9 @@ export function renderReport(el, model, opts = {}) {
     Kernels() {
       ctl.table = new KernelTable(model, { onSelect: (names) => setSelected(names, true), height: opts.tableHeight || 360 });
       ctl.details = h("div", { class: "ks-details" });
-      renderDetails(ctl.details, model, [], opts);
+      // A kernel picked on the timeline before this tab was drawn is selected here too.
+      if (ctl.selected && ctl.selected.length) ctl.table.setSelection(ctl.selected);
+      renderDetails(ctl.details, model, ctl.selected || [], opts);
       panels.Kernels.append(ctl.table.el, ctl.details);
     },
     Timeline() {
@@ -99,7 +101,7 @@ export function renderReport(el, model, opts = {}) {
       });
       panels.Timeline.append(ctl.timeline.el);
       if (ctl.selected && ctl.selected.length) ctl.timeline.highlight(ctl.selected);
-      if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.el.lastChild);
+      if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.wrap.nextSibling);
     },
     Backends() {
       const b = hd.backends || [];
@@ -133,8 +135,10 @@ export function renderReport(el, model, opts = {}) {
     const names = link && link.view === "kernels" ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n)) : [];
     if (link && link.view === "timeline" && Number.isFinite(link.start_us) && Number.isFinite(link.end_us)) {
       select("Timeline");
+      // Zoomed to it and marked: the span itself selected (older payloads: the range shown).
       ctl.timeline.view = [link.start_us, link.end_us];
-      ctl.timeline.draw();
+      if (Number.isFinite(link.mark_start_us) && Number.isFinite(link.mark_end_us)) ctl.timeline.select(link.mark_start_us, link.mark_end_us);
+      else ctl.timeline.select(link.start_us, link.end_us);
       panels.Timeline.scrollIntoView({ block: "nearest" });
     } else if (names.length) {
       select("Kernels");
@@ -239,7 +243,7 @@ function opsTable(ops, stats, names) {
   if (!ops.length) return h("p", { class: "ks-empty", text: "No CPU ops recorded (a --lean recording holds GPU activity only)." });
   const max = Math.max(...ops.map((o) => o.total_us || 0)) || 1;
   const gpuMax = Math.max(...ops.map((o) => o.gpu_inclusive_us ?? o.gpu_us ?? 0)) || 1;
-  const bar = (v, m, color) => h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((v / m) * 60))}px;background:${color}` });
+  const bar = (v, m, color) => h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round((v / m) * 40))}px;background:${color}` });
   const incl = (o) => o.gpu_inclusive_us ?? o.gpu_us;
   const table = sortTable(ops, [
     { key: "name", label: "op", search: true, text: (o) => o.name ?? "-", tip: (o) => o.name ?? null },

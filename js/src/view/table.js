@@ -28,16 +28,18 @@ export const ROW_H = 24;
 export const COLUMNS = [
   { key: "expand", label: "", width: 22, sortable: false },
   { key: "short", label: "Kernel", width: 220, flex: true, align: "left", title: "readable name; hover a row for the full name as recorded" },
-  { key: "backend", label: "Backend", width: 92, align: "left", title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)" },
-  { key: "launches", label: "Launches", width: 86 },
-  { key: "total", label: "Total", width: 78, title: "sum of kernel durations measured by CUPTI" },
-  { key: "mean", label: "Mean", width: 74, title: "mean kernel duration (CUPTI)" },
-  { key: "share", label: "Share", width: 96, title: "share of all kernel time" },
-  { key: "occ", label: "Occupancy", width: 118, title: "theoretical occupancy computed by kernelscope (CUDA occupancy calculator) and what limits it" },
-  { key: "grid", label: "Grid", width: 100, shape: true, title: "grid blocks (x×y×z); a range when launches differ" },
-  { key: "block", label: "Block", width: 78, shape: true, sortable: false, title: "threads per block (x×y×z), recorded by CUPTI" },
-  { key: "regs", label: "Regs", width: 64, shape: true, title: "registers per thread (recorded by CUPTI)" },
-  { key: "smem", label: "Smem", width: 92, shape: true, title: "shared memory per block, static + dynamic (CUPTI)" },
+  { key: "backend", label: "Backend", width: 86, align: "left", title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)" },
+  { key: "launches", label: "Launches", width: 84 },
+  { key: "total", label: "Total", width: 76, title: "sum of kernel durations measured by CUPTI" },
+  { key: "mean", label: "Mean", width: 72, title: "mean kernel duration (CUPTI)" },
+  { key: "share", label: "Share", width: 80, title: "share of all kernel time (of the launches the table holds); a launch row: that launch's share" },
+  { key: "occ", label: "Occupancy", width: 124, title: "theoretical occupancy computed by kernelscope (CUDA occupancy calculator) and what limits it" },
+  // Sized to their values (ranges such as "1–128,000"): with the toggle on, a notebook's ~960 px
+  // output area scrolls sideways and the Kernel column stays in view (style.css, --ks-sx).
+  { key: "grid", label: "Grid", width: 96, shape: true, title: "grid blocks (x×y×z); a range when launches differ" },
+  { key: "block", label: "Block", width: 70, shape: true, sortable: false, title: "threads per block (x×y×z), recorded by CUPTI" },
+  { key: "regs", label: "Regs", width: 58, shape: true, title: "registers per thread (recorded by CUPTI)" },
+  { key: "smem", label: "Smem", width: 80, shape: true, title: "shared memory per block, static + dynamic (CUPTI)" },
   { key: "waves", label: "Waves", width: 84, shape: true, title: "grid blocks / (active blocks per SM x SMs), computed" },
   // Per-kernel duration statistics, as rep.summary() and Nsight Systems' kernel summary (behind "statistics").
   { key: "median", label: "Median", width: 74, stats: true, title: "median launch duration" },
@@ -53,6 +55,8 @@ export const COLUMNS = [
 ];
 const COUNTER_KEYS = { sm_active: "sm_active_pct", tensor: "tensor_pct", dram: "dram_pct" };
 const NAME_MIN = 120;
+// The Kernel column's least width with the launch-shape columns shown.
+const SHAPES_NAME_MIN = 160;
 
 /** A limiter such as "registers+shared_mem" in a few letters for the table cell (the short
  * forms of kernelscope.analysis.occupancy.LIMITERS, from the payload). */
@@ -229,7 +233,11 @@ export class KernelTable {
     this.body.addEventListener("scroll", () => this._schedule());
     this.body.addEventListener("keydown", (e) => this._key(e));
     this.status = h("div", { class: "ks-table-status" });
-    this.el.append(this.toolbar, h("div", { class: "ks-hscroll" }, this.head, this.body), this.status);
+    // Scrolled sideways (a cell narrower than the columns), the expand and Kernel cells stay put:
+    // the rows shift them back by the scroll offset (--ks-sx, style.css).
+    const hscroll = h("div", { class: "ks-hscroll" }, this.head, this.body);
+    hscroll.addEventListener("scroll", () => hscroll.style.setProperty("--ks-sx", `${hscroll.scrollLeft}px`));
+    this.el.append(this.toolbar, hscroll, this.status);
     this.aggCache = {};
     this._layout();
     this.refresh();
@@ -242,14 +250,17 @@ export class KernelTable {
   }
 
   _template() {
-    return this.columns.map((c) => (c.flex ? (this.nameWidth ? `${this.nameWidth}px` : `minmax(${c.width}px, 1fr)`) : `${c.width}px`)).join(" ");
+    return this.columns.map((c) => (c.flex ? (this.nameWidth ? `${this.nameWidth}px` : `minmax(${this._nameMin()}px, 1fr)`) : `${c.width}px`)).join(" ");
+  }
+
+  _nameMin() { return this.state.shapes ? SHAPES_NAME_MIN : COLUMNS.find((c) => c.flex).width;
   }
 
   /** Header cells and widths for the columns shown. */
   _layout() {
     const cols = this.columns;
     this.template = this._template();
-    const minWidth = cols.reduce((a, c) => a + (c.flex && this.nameWidth ? this.nameWidth : c.width), 0);
+    const minWidth = cols.reduce((a, c) => a + (c.flex ? this.nameWidth || this._nameMin() : c.width), 0);
     this.head.style.cssText = `grid-template-columns:${this.template};min-width:${minWidth}px`;
     this.body.style.minWidth = `${minWidth}px`;
     this.head.textContent = "";
@@ -361,7 +372,8 @@ export class KernelTable {
   _agg() {
     const { groupBy, launches } = this.state;
     if (launches) return aggregate(this.model, groupBy, launches);
-    return this.aggCache[groupBy] || (this.aggCache[groupBy] = aggregate(this.model, groupBy));
+    if (!this.aggCache[groupBy]) this.aggCache[groupBy] = aggregate(this.model, groupBy);
+    return this.aggCache[groupBy];
   }
 
   /** The aggregate rows the filters leave, sorted (before --top cuts them). */
@@ -419,7 +431,7 @@ export class KernelTable {
       }
     } else rows.forEach(pushKernel);
     this.rows = flat;
-    this.aggTotal = agg.total;     // what every row's share is of
+    this.aggTotal = agg.total;
     this.visibleKernels = rows.length;
     this.spacer.style.height = `${flat.length * ROW_H}px`;
     this.body.style.height = `${Math.max(3, Math.min(flat.length, Math.floor(this.maxHeight / ROW_H))) * ROW_H + 2}px`;
@@ -431,7 +443,8 @@ export class KernelTable {
       c.querySelector(".ks-h-label").textContent = def.label + (col === sort ? (desc ? " ▼" : " ▲") : "");
     }
     // What the rows shown hold, of the whole report: kernel rows, launches and kernel time.
-    const allAgg = this.aggCache.none || (this.aggCache.none = aggregate(m, "none"));
+    if (!this.aggCache.none) this.aggCache.none = aggregate(m, "none");
+    const allAgg = this.aggCache.none;
     const filtered = !!(filter.trim() || backend || launches);
     let shownLaunches = 0, shownTime = 0;
     for (const a of matched) { shownLaunches += a.launches; shownTime += a.total; }
@@ -513,7 +526,7 @@ export class KernelTable {
       total: h("div", { class: "ks-cell", text: fmtUs(a.total) }),
       mean: h("div", { class: "ks-cell", text: fmtUs(a.mean), title: a.launches > 1 ? `min ${fmtUs(a.min)} · max ${fmtUs(a.max)}` : null }),
       share: h("div", { class: "ks-cell ks-share" },
-        h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(a.share * 44))}px;background:${backendColor(bk)}` }),
+        h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(a.share * 36))}px;background:${backendColor(bk)}` }),
         h("span", { text: fmtPct(a.share) })),
       median: h("div", { class: "ks-cell", text: fmtUs(a.median) }),
       min: h("div", { class: "ks-cell", text: fmtUs(a.min) }),
@@ -556,9 +569,9 @@ export class KernelTable {
       launches: h("div", { class: "ks-cell" }),
       total: h("div", { class: "ks-cell", text: fmtUs(dur), title: `this launch's duration (${(this.model.header.capabilities || {}).duration_source || "CUPTI"})` }),
       mean: h("div", { class: "ks-cell" }),
-      // "Share" means one thing on every row: of all kernel time (the rows' total); of its kernel in the title.
+      // The column's meaning on every row: share of all kernel time; of its kernel in the title.
       share: h("div", { class: "ks-cell", text: this.aggTotal ? fmtPct(dur / this.aggTotal) : "",
-        title: `share of all kernel time${row.a.total ? `; ${fmtPct(dur / row.a.total)} of this kernel's time` : ""}` }),
+        title: `this launch's share of all kernel time${row.a.total ? `; ${fmtPct(dur / row.a.total)} of this kernel's time` : ""}` }),
       median: h("div", { class: "ks-cell" }), min: h("div", { class: "ks-cell" }), max: h("div", { class: "ks-cell" }),
       std: h("div", { class: "ks-cell" }),
       sm_active: h("div", { class: "ks-cell", text: pct100(num(k, "sm_active_pct", i)) }),

@@ -17,13 +17,19 @@
 //   timeline.select(t0, t1)     select a range without moving the view; null clears
 //   timeline.selection          { t0, t1, summary } of the selected range, or null
 //   timeline.view               the [start, end] shown (us); timeline.draw() redraws
+//   timeline.search(text)       find slices whose name matches the regex (case-insensitive; a
+//       bad regex matches as plain text): timeline.matches [{ t, i }] by start, all outlined;
+//       timeline.step(+1 | -1) shows the next / previous one and its properties
+//   timeline.inspect({ t, i } | { gap }) the properties pane of a slice (what a click opens); null hides it
 // Options: onPick(name, launch) a kernel clicked; onDraw(view, width) after every redraw (the
 // utilization strip follows through it); onRange(launches, label) "show in the table" of a
 // range; fill: an element whose height the lanes stretch to fill (a file tab); trace: the raw
 // trace hand-off for "Perfetto" (perfetto.js).
-import { h, fmtUs, fmtBytes, fmtInt, fmtPct, backendColor, causeColor, vocab, NEUTRAL } from "./format.js";
+import { h, fmtUs, fmtBytes, fmtInt, fmtPct, fmtNum, backendColor, causeColor, vocab, NEUTRAL } from "./format.js";
 import { str, int } from "./data.js";
 import { perfettoButton } from "./perfetto.js";
+import { dims } from "./table.js";
+import { sortTable } from "./sorttable.js";
 
 const LANE_H = 18;
 // One call-depth level of a thread's nested ops: thinner, so deep stacks leave room for the GPU.
@@ -44,7 +50,7 @@ export function buildLanes(model) {
   const ht = model.tables.host;
   const hostLanes = new Map();
   // Where each kernel and each host span is drawn (lane index), for the launch -> kernel link.
-  const laneOf = { kernels: null, host: null };
+  const laneOf = { kernels: null, host: null, copies: null };
   if (ht) {
     const depth = ht.cols.depth;
     for (let i = 0; i < ht.rows; i++) {
@@ -79,6 +85,7 @@ export function buildLanes(model) {
   const kt = model.tables.kernels;
   laneOf.kernels = new Int32Array(kt ? kt.rows : 0).fill(-1);
   laneOf.host = new Int32Array(ht ? ht.rows : 0).fill(-1);
+  laneOf.copies = new Int32Array(model.tables.copies ? model.tables.copies.rows : 0).fill(-1);
   out.forEach((lane, li) => {
     for (const lv of lane.levels) {
       lv.items.sort((a, b) => a.s - b.s);
@@ -87,7 +94,7 @@ export function buildLanes(model) {
       lv.maxEnd = new Float64Array(lv.items.length);
       lv.items.forEach((it, j) => {
         m = Math.max(m, it.e); lv.maxEnd[j] = m;
-        if (it.t === "kernels") laneOf.kernels[it.i] = li; else if (it.t === "host") laneOf.host[it.i] = li;
+        laneOf[it.t][it.i] = li;
       });
       if (lv.items.length) { lo = Math.min(lo, lv.items[0].s); hi = Math.max(hi, m); }
     }
@@ -106,6 +113,19 @@ export function buildLanes(model) {
   }
   if (!Number.isFinite(lo)) { lo = 0; hi = 1; }
   return { lanes: out, gaps, lo, hi, laneOf };
+}
+
+/** fn(item, time inside) for each item of a lane level that overlaps [t0, t1] (an instant
+ * inside it counts; a span that only touches an end does not). */
+function overlapping(lv, t0, t1, fn) {
+  let j = lowerBound(lv.items, t0);
+  while (j > 0 && lv.maxEnd[j - 1] >= t0) j--;
+  for (; j < lv.items.length && lv.items[j].s <= t1; j++) {
+    const it = lv.items[j];
+    const d = Math.max(0, Math.min(it.e, t1) - Math.max(it.s, t0));
+    if (it.e < t0 || (d <= 0 && it.e > it.s)) continue;
+    fn(it, d);
+  }
 }
 
 function lowerBound(items, x) {
@@ -136,7 +156,8 @@ export class Timeline {
     this.fill = fill || null;
     this.data = buildLanes(model);
     const pad = (this.data.hi - this.data.lo) * 0.01 || 1;
-    this.full = [this.data.lo - pad, this.data.hi + pad];
+    // The margin never reaches before the report's zero (a long run's 1% is tens of ms).
+    this.full = [Math.max(this.data.lo - pad, Math.min(this.data.lo, 0)), this.data.hi + pad];
     this.view = [...this.full];
     this.scale = 1;
     this.collapsed = new Set();
@@ -152,6 +173,18 @@ export class Timeline {
     const btn = (label, title, fn, cls = "") => h("button", { class: `ks-btn ${cls}`, text: label, title, onclick: fn });
     this.info = h("span", { class: "ks-timeline-info" });
     this.selBar = h("div", { class: "ks-timeline-selection", style: "display:none" });
+    // A clicked slice's properties (Perfetto's / Nsight Systems' details panel).
+    this.pane = h("div", { class: "ks-timeline-pane", style: "display:none" });
+    this.matches = [];
+    this.matchAt = -1;
+    this.findInput = h("input", { class: "ks-filter ks-tl-find", type: "search", placeholder: "find slices (regex)…",
+      "aria-label": "find slices by name (regex)", "data-lm-suppress-shortcuts": "true" });
+    this.findInput.addEventListener("input", () => this.search(this.findInput.value));
+    this.findInput.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); this.step(e.shiftKey ? -1 : 1); }
+      e.stopPropagation();
+    });
+    this.findCount = h("span", { class: "ks-note ks-tl-find-count" });
     this.wrap = h("div", { class: "ks-timeline-wrap", tabindex: "0", "data-lm-suppress-shortcuts": "true",
       "aria-label": "timeline: W/S zoom, A/D pan, drag to select a range" }, this.canvas, this.over);
     this.el = h("div", { class: "ks-timeline" },
@@ -159,9 +192,13 @@ export class Timeline {
         btn("+", "zoom in", () => this.zoom(0.5)), btn("−", "zoom out", () => this.zoom(2)),
         btn("reset", "show everything", () => { this.view = [...this.full]; this.draw(); }), this.info,
         perfettoButton(model.header, trace),
+        this.findInput, btn("‹", "previous match (shift+Enter)", () => this.step(-1), "ks-tl-prev"),
+        btn("›", "next match (Enter)", () => this.step(1), "ks-tl-next"), this.findCount,
         h("span", { class: "ks-hint", text: "ctrl+wheel, W/S: zoom · shift+wheel, A/D: pan · drag: select range · click: kernel" })),
-      this.selBar, this.tip, this.wrap,
-      legend());
+      this.tip, this.wrap,
+      // Below the lanes, so that a selection or a click never moves them.
+      this.selBar, this.pane,
+      legend(model));
     this._bind();
   }
 
@@ -224,6 +261,159 @@ export class Timeline {
     for (const n of names || []) { const c = strings.indexOf(n); if (c >= 0) codes.add(c); }
     this.hl = codes.size ? codes : null;
     this.draw();
+  }
+
+  /** Find slices (kernels by full or readable name, copies, host spans) whose name matches. */
+  search(text) {
+    const q = String(text || "").trim();
+    this.query = q;
+    this.matches = [];
+    this.matchAt = -1;
+    if (q) {
+      let re;
+      try { re = new RegExp(q, "i"); } catch { re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i"); }
+      const m = this.model;
+      for (const t of ["kernels", "copies", "host"]) {
+        const tab = m.tables[t];
+        if (!tab || !tab.cols.name) continue;
+        // Each distinct name is tested once; kernels also by their readable name.
+        const hit = (tab.strings.name || []).map((n, c) => re.test(n) || (t === "kernels" && re.test(m.header.names[c] || "")));
+        const col = tab.cols.name;
+        for (let i = 0; i < tab.rows; i++) if (col[i] >= 0 && hit[col[i]]) this.matches.push({ t, i, s: tab.cols.start_us[i] });
+      }
+      this.matches.sort((a, b) => a.s - b.s);
+    }
+    this._findStatus();
+    this._drawOverlay();
+    return this.matches.length;
+  }
+
+  /** Show the next (+1) or previous (-1) match (centred when out of view), its properties open. */
+  step(dir = 1) {
+    const n = this.matches.length;
+    if (!n) return null;
+    this.matchAt = ((this.matchAt < 0 && dir < 0 ? 0 : this.matchAt + dir) % n + n) % n;
+    const it = this.matches[this.matchAt];
+    const tab = this.model.tables[it.t];
+    const s = tab.cols.start_us[it.i], e = s + tab.cols.duration_us[it.i];
+    let span = this.view[1] - this.view[0];
+    if (s < this.view[0] || e > this.view[1]) {
+      if (span < (e - s) * 1.25) span = (e - s) * 1.25 || span;
+      const c = (s + e) / 2;
+      this.view = [c - span / 2, c + span / 2];
+    }
+    this.draw();
+    this.inspect(it);
+    this._findStatus();
+    return it;
+  }
+
+  _findStatus() {
+    const n = this.matches.length;
+    this.findCount.textContent = !this.query ? "" : n ? `${this.matchAt >= 0 ? `${fmtInt(this.matchAt + 1)} of ` : ""}${plural(n, "match", "matches")}` : "no match";
+  }
+
+  /** Outline every match in view (and the current one thicker). */
+  _drawMatches(ctx, color) {
+    if (!this.matches.length) return;
+    const [a, b] = this.view;
+    ctx.strokeStyle = color;
+    let n = 0;
+    const cur = this.matches[this.matchAt];
+    for (const it of this.matches) {
+      if (n > 5000) break;
+      const tab = this.model.tables[it.t];
+      const s = tab.cols.start_us[it.i];
+      if (s > b) break;
+      if (s + tab.cols.duration_us[it.i] < a) continue;
+      const box = this._box(it.t, it.i);
+      if (!box) continue;
+      ctx.lineWidth = it === cur ? 3 : 1.5;
+      const x0 = Math.max(LABEL_W, box.x0), x1 = Math.min(this.width, Math.max(box.x1, box.x0 + 2));
+      ctx.strokeRect(x0 - 1, box.y + 1, x1 - x0 + 2, box.lh - 2);
+      n++;
+    }
+    ctx.lineWidth = 1;
+  }
+
+  /** The properties pane of a slice ({ t, i }) or an idle gap ({ gap }); null hides it. */
+  inspect(it) {
+    this.inspected = it || null;
+    const pane = this.pane;
+    pane.textContent = "";
+    if (!it) { pane.style.display = "none"; return; }
+    const rows = this._properties(it);
+    pane.append(h("div", { class: "ks-tl-pane-head" }, h("b", { text: rows.title }),
+      h("button", { class: "ks-btn ks-tl-pane-close", text: "×", title: "close (Esc)", onclick: () => this.inspect(null) })),
+    // Short fields side by side in columns; names, stacks and sources across the pane.
+    h("div", { class: "ks-tl-props" }, rows.rows.filter((r) => r[1] !== null && r[1] !== undefined && r[1] !== "")
+      .map(([k, v]) => h("div", { class: `ks-tl-prop${String(v).length > 40 ? " ks-tl-wide" : ""}`, "data-prop": k },
+        h("span", { class: "ks-tl-k", text: k }), h("span", { class: "ks-tl-v", text: v })))));
+    pane.style.display = "";
+  }
+
+  /** What the pane lists: every field the payload holds for the slice. */
+  _properties(it) {
+    const m = this.model;
+    const ht = m.tables.host;
+    if (it.gap) {
+      const gt = m.tables.gaps, i = it.gap.i, cause = str(gt, "cause", i);
+      return { title: `GPU idle ${fmtUs(it.gap.e - it.gap.s)}`, rows: [
+        ["device", str(gt, "device", i)], ["start", fmtUs(it.gap.s)], ["duration", fmtUs(it.gap.e - it.gap.s)],
+        ["cause", (vocab("causes")[cause] || {}).text || cause], ["next op", str(gt, "after_op", i)],
+        ["host blocked in", str(gt, "blocking_call", i)]] };
+    }
+    const t = m.tables[it.t], i = it.i;
+    const num = (c, f) => (t.cols[c] && !Number.isNaN(t.cols[c][i]) ? f(t.cols[c][i]) : null);
+    const base = [["start", fmtUs(t.cols.start_us[i])], ["duration", fmtUs(t.cols.duration_us[i])]];
+    if (it.t === "host") {
+      const k = this._linked(it);
+      const kt = m.tables.kernels;
+      return { title: str(t, "name", i) || "?", rows: [["kind", str(t, "kind", i)], ["thread", str(t, "tid", i)], ...base,
+        ["depth", num("depth", String)], ["correlation id", num("correlation", (v) => (v > 0 ? String(v) : null))],
+        ["launched", k.length ? `${m.header.names[kt.cols.name[k[0]]] || str(kt, "name", k[0])}${k.length > 1 ? ` and ${fmtInt(k.length - 1)} more` : ""}` : null],
+        ["call stack", this._stack(str(t, "tid", i), t.cols.start_us[i], i)]] };
+    }
+    if (it.t === "copies") {
+      return { title: str(t, "name", i) || "copy", rows: [["kind", str(t, "kind", i)], ["direction", str(t, "copy_kind", i)],
+        ["device / stream", `${str(t, "device", i) || "-"} / ${int(t, "stream", i) ?? "-"}`], ...base,
+        ["bytes", num("bytes", fmtBytes)], ["bandwidth", num("bandwidth_gbps", (v) => `${fmtNum(v, 1)} GB/s`)],
+        ["memory", [str(t, "src_memory", i), str(t, "dst_memory", i)].filter(Boolean).join(" → ") || null], ["CPU op", str(t, "op", i)]] };
+    }
+    const call = this._linked(it)[0];
+    const occ = num("theoretical_occupancy", (v) => v);
+    const lim = str(t, "occupancy_limiter", i);
+    const pct = (c) => num(c, (v) => `${fmtNum(v, 0)}%`);
+    return { title: this._name(it), rows: [["name", str(t, "name", i)], ["backend", str(t, "backend", i)],
+      ["device / stream", `${str(t, "device", i) || "-"} / ${int(t, "stream", i) ?? "-"}`], ...base,
+      ["grid", dims(t, "grid", i)], ["block", dims(t, "block", i)],
+      ["registers / thread", int(t, "registers_per_thread", i) === null ? null : String(int(t, "registers_per_thread", i))],
+      ["shared memory / block", int(t, "shared_mem_bytes", i) === null ? null : fmtBytes(int(t, "shared_mem_bytes", i))],
+      ["theoretical occupancy", occ === null ? null : `${fmtPct(occ, 0)}${lim ? ` (limited by ${lim})` : ""}`],
+      ["waves", num("waves", (v) => fmtNum(v, 2))],
+      ["correlation id", num("correlation", (v) => (v > 0 ? String(v) : null))],
+      ["launched by", call === undefined ? null : `${str(ht, "name", call)} at ${fmtUs(ht.cols.start_us[call])} (${fmtUs(t.cols.start_us[i] - ht.cols.start_us[call])} before the start)`],
+      ["CPU op", str(t, "op", i)],
+      ["call stack", call === undefined ? null : this._stack(str(ht, "tid", call), ht.cols.start_us[call], call)],
+      ["source", str(t, "source", i)],
+      ["SMs active", pct("sm_active_pct")], ["tensor pipes", pct("tensor_pct")], ["DRAM", pct("dram_pct")],
+      ["DRAM bandwidth", num("dram_gbps", (v) => `${fmtNum(v, 1)} GB/s`)], ["top stall", t.cols.top_stall ? str(t, "top_stall", i) : null]] };
+  }
+
+  /** The CPU ops of thread `tid` open at time `at` (outermost first), as "a › b › c". */
+  _stack(tid, at, self) {
+    const ht = this.model.tables.host;
+    if (!ht) return null;
+    const open = [];
+    for (let j = 0; j < ht.rows; j++) {
+      if (j === self) continue;
+      const kind = str(ht, "kind", j);
+      if (kind !== "op" && kind !== "annotation") continue;
+      const s = ht.cols.start_us[j];
+      if (s <= at && at <= s + ht.cols.duration_us[j] && str(ht, "tid", j) === tid) open.push([ht.cols.depth ? ht.cols.depth[j] : 0, s, j]);
+    }
+    open.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    return open.length ? open.map((o) => str(ht, "name", o[2])).join(" › ") : null;
   }
 
   _x2t(x) { const w = this.width - LABEL_W; return this.view[0] + ((x - LABEL_W) / w) * (this.view[1] - this.view[0]); }
@@ -313,7 +503,7 @@ export class Timeline {
     else if (k === "a") this.pan(-0.1 * fast);
     else if (k === "d") this.pan(0.1 * fast);
     else if (k === "f" && this.selection) this.showRange(this.selection.t0, this.selection.t1, { select: false });
-    else if (k === "escape") { this.select(null); this.highlight(null); }
+    else if (k === "escape") { this.select(null); this.highlight(null); this.inspect(null); }
     else return;
     // Handled here: not a notebook shortcut (A would insert a cell, D D delete one).
     e.preventDefault();
@@ -402,10 +592,10 @@ export class Timeline {
         }
       } else {
         lines.push(str(t, "name", it.i) || "copy",
-          `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${t.cols.bandwidth_gbps[it.i].toFixed(1)} GB/s`);
+          `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${fmtNum(t.cols.bandwidth_gbps[it.i], 1)} GB/s`);
       }
       if (t.cols.sm_active_pct && !Number.isNaN(t.cols.sm_active_pct[it.i])) {
-        const p = (c) => (t.cols[c] && !Number.isNaN(t.cols[c][it.i]) ? `${t.cols[c][it.i].toFixed(0)}%` : "-");
+        const p = (c) => (t.cols[c] && !Number.isNaN(t.cols[c][it.i]) ? `${fmtNum(t.cols[c][it.i], 0)}%` : "-");
         lines.push(`PM sampling: SMs ${p("sm_active_pct")} · tensor ${p("tensor_pct")} · DRAM ${p("dram_pct")}`);
       }
     }
@@ -468,6 +658,7 @@ export class Timeline {
       }
       return;
     }
+    this.inspect(hit ? hit.item || { gap: hit.gap } : null);
     if (hit && hit.item && hit.item.t === "kernels") {
       const t = this.model.tables.kernels;
       this.onPick(str(t, "name", hit.item.i), hit.item.i);
@@ -477,7 +668,9 @@ export class Timeline {
   }
 
   /** What ran in [t0, t1]: kernel launches and time, copies, GPU busy and idle per device,
-   * the costliest kernels: sums of CUPTI-measured intervals, clipped to the range. */
+   * the costliest kernels: sums of CUPTI-measured intervals, clipped to the range; `rows`: per
+   * kernel name and per CPU op name, { kind, name, short, count, total (us inside), share (of
+   * the range's length) }, as Perfetto's slice summary. */
   summarize(t0, t1) {
     const kt = this.model.tables.kernels;
     const clip = (s, e) => Math.max(0, Math.min(e, t1) - Math.max(s, t0));
@@ -485,15 +678,22 @@ export class Timeline {
     const byName = new Map();
     let kernelTime = 0, copies = 0, copyTime = 0;
     const busy = new Map();   // device -> [[s, e]] clipped intervals
+    const count = new Map(), ops = new Map();
+    const ht = this.model.tables.host;
     for (const lane of this.data.lanes) {
-      if (lane.host) continue;
-      const lv = lane.levels[0];
-      let j = lowerBound(lv.items, t0);
-      while (j > 0 && lv.maxEnd[j - 1] >= t0) j--;
-      for (; j < lv.items.length && lv.items[j].s <= t1; j++) {
-        const it = lv.items[j];
-        const d = clip(it.s, it.e);
-        if (it.e < t0 || (d <= 0 && it.e > it.s)) continue;
+      if (lane.host) {
+        // CPU ops (every nesting level; a nested op counts its own time too, as in Perfetto).
+        if (lane.stream !== 0) continue;
+        for (const lv of lane.levels) {
+          overlapping(lv, t0, t1, (it, d) => {
+            const code = ht.cols.name[it.i];
+            const o = ops.get(code) || ops.set(code, { count: 0, total: 0 }).get(code);
+            o.count++; o.total += d;
+          });
+        }
+        continue;
+      }
+      overlapping(lane.levels[0], t0, t1, (it, d) => {
         if (!busy.has(lane.device)) busy.set(lane.device, []);
         busy.get(lane.device).push([Math.max(it.s, t0), Math.min(it.e, t1)]);
         if (it.t === "kernels") {
@@ -501,8 +701,9 @@ export class Timeline {
           kernelTime += d;
           const code = kt.cols.name[it.i];
           byName.set(code, (byName.get(code) || 0) + d);
+          count.set(code, (count.get(code) || 0) + 1);
         } else { copies++; copyTime += d; }
-      }
+      });
     }
     const devices = [...busy.entries()].map(([device, iv]) => {
       iv.sort((a, b) => a[0] - b[0]);
@@ -518,7 +719,12 @@ export class Timeline {
     if (gt) for (let i = 0; i < gt.rows; i++) idle += clip(gt.cols.start_us[i], gt.cols.start_us[i] + gt.cols.duration_us[i]);
     const top = [...byName.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
       .map(([code, us]) => ({ name: kt.strings.name[code], short: this.model.header.names[code] || kt.strings.name[code], us }));
-    return { duration: t1 - t0, launches, kernelTime, kernels: byName.size, copies, copyTime, devices, idle, top };
+    const span = t1 - t0 || 1;
+    const rows = [...[...byName].map(([code, us]) => ({ kind: "kernel", name: kt.strings.name[code],
+      short: this.model.header.names[code] || kt.strings.name[code], count: count.get(code), total: us, share: us / span })),
+    ...[...ops].map(([code, o]) => ({ kind: "CPU op", name: ht.strings.name[code], short: ht.strings.name[code],
+      count: o.count, total: o.total, share: o.total / span }))];
+    return { duration: t1 - t0, launches, kernelTime, kernels: byName.size, copies, copyTime, devices, idle, top, rows };
   }
 
   _selBar() {
@@ -541,13 +747,29 @@ export class Timeline {
       this.onRange && s.launches.length ? h("button", { class: "ks-btn ks-sel-table", text: "show these launches in the table",
         onclick: () => this.onRange(s.launches, `in ${fmtUs(sel.t0)} – ${fmtUs(sel.t1)}`) }) : null,
       h("button", { class: "ks-btn ks-sel-clear", text: "clear", title: "Esc", onclick: () => this.select(null) }));
+    if (s.rows.length) {
+      // The kernels and CPU ops in the range, costliest first (sortable); the 100 costliest shown.
+      const rows = [...s.rows].sort((a, b) => b.total - a.total);
+      const shown = rows.slice(0, 100);
+      bar.append(h("details", { class: "ks-sel-summary", open: true },
+        h("summary", { text: `${plural(s.kernels, "kernel")} and ${plural(rows.length - s.kernels, "CPU op")} in the range`
+          + (rows.length > shown.length ? ` (the ${shown.length} costliest listed)` : "") }),
+        sortTable(shown, [
+          { key: "short", label: "name", search: true, tip: (r) => r.name },
+          { key: "kind", label: "kind", search: true },
+          { key: "count", label: "count", num: true, title: "slices that overlap the range", text: (r) => fmtInt(r.count) },
+          { key: "total", label: "total", num: true, title: "time inside the range (clipped to it)", text: (r) => fmtUs(r.total) },
+          { key: "share", label: "share", num: true, title: "total / the range's length", text: (r) => fmtPct(r.share) },
+        ], { sort: "total", cls: "ks-sel-rows" }).el));
+    }
   }
 
   /** The lane height factor that fills the `fill` element's height (a file tab), 1 without it. */
   _fillScale() {
     if (!this.fill) return 1;
     const f = this.fill.getBoundingClientRect(), w = this.wrap.getBoundingClientRect();
-    const below = [...this.el.children].filter((c) => c !== this.tip && c.getBoundingClientRect().top > w.top)
+    const below = [...this.el.children].filter((c) => c !== this.tip && c !== this.selBar && c !== this.pane
+      && c.getBoundingClientRect().top > w.top)
       .reduce((a, c) => a + c.offsetHeight, 0);
     const avail = f.bottom - w.top - below - 16;
     const base = this.rows.reduce((a, r) => a + r.levels * (r.lh / this.scale), 0) || 1;
@@ -630,7 +852,7 @@ export class Timeline {
           if (it.e < a) continue;
           const x0 = LABEL_W + Math.max(0, (it.s - a) * sx);
           const x1 = LABEL_W + Math.min(w, (it.e - a) * sx);
-          let color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
+          const color = it.t === "kernels" ? backendColor(bkStrings[kb[it.i]])
             : it.t === "host" ? hostColor(str(ht, "kind", it.i))
             : copyColor(str(ct, "copy_kind", it.i), str(ct, "kind", it.i));
           // A highlight fades the other GPU work; the host lanes stay as context.
@@ -685,6 +907,7 @@ export class Timeline {
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px var(--jp-ui-font-family, sans-serif)";
     const { fg, selFill } = this._colors;
+    this._drawMatches(ctx, selFill);
     this._drawLink(ctx, fg);
     const sel = this.selection;
     if (sel) {
@@ -706,7 +929,7 @@ export class Timeline {
   /** The x span and y of an item on the canvas (row and level), or null when off the lanes. */
   _box(t, i) {
     const tab = this.model.tables[t];
-    const li = t === "kernels" ? this.data.laneOf.kernels[i] : this.data.laneOf.host[i];
+    const li = this.data.laneOf[t] ? this.data.laneOf[t][i] : -1;
     if (li < 0) return null;
     const row = this.rows[li];
     if (!row || row.kind !== "lane") return null;
@@ -757,12 +980,15 @@ export class Timeline {
   }
 }
 
-function legend() {
+function legend(model) {
   const item = (color, label) => h("span", { class: "ks-legend-item" },
     h("span", { class: "ks-swatch", style: `background:${color}` }), label);
   const causes = Object.entries(vocab("causes")).filter(([, c]) => c.legend);
+  // The backends this report's kernels ran on, each in its colour (the payload's vocabulary).
+  const backends = [...new Set(model.tables.kernels.strings.backend || [])].sort();
   return h("div", { class: "ks-legend" },
-    "kernels: backend colours · copies: ", Object.keys(vocab("copies")).map((k) => item(copyColor(k, k), k)),
+    "kernels: ", backends.map((b) => item(backendColor(b), b)),
+    " · copies: ", Object.keys(vocab("copies")).map((k) => item(copyColor(k, k), k)),
     " · host: ", item(hostColor("op"), "CPU op"), item(hostColor("annotation"), "annotation"),
     item(hostColor("runtime"), "CUDA API"), item(hostColor("sync"), "synchronize"),
     " · GPU idle, waiting on: ", causes.map(([, c]) => item(c.color, c.legend)));
@@ -783,7 +1009,7 @@ function copyColor(copyKind, kind) {
 function plural(n, one, many = `${one}s`) { return `${fmtInt(n)} ${n === 1 ? one : many}`; }
 
 function niceStep(x) {
-  const p = Math.pow(10, Math.floor(Math.log10(x || 1)));
+  const p = 10 ** Math.floor(Math.log10(x || 1));
   const m = x / p;
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }

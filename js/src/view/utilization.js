@@ -2,7 +2,7 @@
 // one row per track (SM active, tensor pipe, DRAM ...), on the timeline's own time axis. Canvas,
 // redrawn whenever the timeline redraws (its onDraw hook). Labels, units, colours and the
 // provenance note come from the payload header (kernelscope.render.view._counter_header).
-import { h, fmtUs } from "./format.js";
+import { h, fmtUs, fmtInt, fmtNum } from "./format.js";
 import { str } from "./data.js";
 import { LABEL_W } from "./timeline.js";
 
@@ -90,6 +90,8 @@ export class UtilizationStrip {
     const css = getComputedStyle(this.el);
     const fg = css.getPropertyValue("--ks-fg").trim() || "#333";
     const grid = css.getPropertyValue("--ks-border").trim() || "#ddd";
+    // The scale labels in the theme's secondary text colour (the border colour was near invisible).
+    const fg2 = css.getPropertyValue("--ks-fg2").trim() || "#57606a";
     ctx.font = "11px var(--jp-ui-font-family, sans-serif)";
     const [a, b] = this.view;
     const w = width - LABEL_W;
@@ -101,8 +103,9 @@ export class UtilizationStrip {
       const y0 = r * ROW_H + 1, hgt = ROW_H - 6;
       ctx.fillStyle = fg;
       ctx.fillText(tr.label, 4, y0 + 12);
+      ctx.fillStyle = fg2;
+      ctx.fillText(tr.unit === "%" ? "0-100%" : `0-${fmtInt(tr.scaleMax)} ${tr.unit}`, 4, y0 + 24);
       ctx.fillStyle = grid;
-      ctx.fillText(tr.unit === "%" ? "0-100%" : `0-${Math.round(tr.scaleMax)} ${tr.unit}`, 4, y0 + 24);
       ctx.fillRect(LABEL_W, y0 + hgt, w, 1);
       ctx.fillStyle = tr.color;
       const vals = cols[tr.column];
@@ -142,7 +145,7 @@ export class UtilizationStrip {
 
 function fmtVal(v, unit) {
   if (v === null || v === undefined || Number.isNaN(v)) return "-";
-  if (unit === "%") return `${v.toFixed(1)}%`;
-  if (unit === "GB/s") return `${v.toFixed(0)} GB/s`;
-  return `${v.toFixed(2)} ${unit}`;
+  if (unit === "%") return `${fmtNum(v, 1)}%`;
+  if (unit === "GB/s") return `${fmtNum(v, 0)} GB/s`;
+  return `${fmtNum(v, 2)} ${unit}`;
 }

@@ -18,8 +18,14 @@ from __future__ import annotations
 
 from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
 from kernelscope.analysis.findings.roofline import roofline_findings
-from kernelscope.analysis.findings.timeline import (copy_findings, gpu_bound_findings, graph_findings, host_findings,
-                                                   stream_findings, sync_findings)
+from kernelscope.analysis.findings.timeline import (
+    copy_findings,
+    gpu_bound_findings,
+    graph_findings,
+    host_findings,
+    stream_findings,
+    sync_findings,
+)
 
 __all__ = ["Finding", "find_all", "severity_for"]
 
@@ -27,7 +33,7 @@ __all__ = ["Finding", "find_all", "severity_for"]
 def find_all(report) -> list:
     """All findings of a report, most costly first (``report.findings`` caches this).
 
-    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]   # doctest: +SKIP
+    >>> [f.kind for f in find_all(ks.load("launch_bound.pt.trace.json.gz"))][:1]
     ['launch_bound']
     """
     tl = report.timeline if hasattr(report, "timeline") else None
@@ -37,7 +43,7 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.counters import counter_findings
     from kernelscope.analysis.findings.empty_capture import empty_capture_findings
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
-    from kernelscope.analysis.findings.ncu import access_findings, rule_findings    # Nsight Compute's measurements
+    from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     from kernelscope.analysis.replay import is_replay
     rules = (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
              graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
@@ -52,7 +58,7 @@ def find_all(report) -> list:
     for rule in rules:
         try:
             out.extend(rule(report, tl))
-        except Exception as e:  # one broken rule must not hide the others or the report
+        except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others or the report
             out.append(Finding("analysis_error", "info", f"could not run {rule.__name__}: {e!r}",
                                "This is a kernelscope bug; the other findings are unaffected.",
                                {"rule": rule.__name__}))

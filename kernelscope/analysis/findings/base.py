@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from kernelscope.jsonable import jsonable, num
 from kernelscope.units import fmt_us
+
 # -- thresholds (named so that a test or a reader can see what a word means) -------------------
 # Severity is the cost as a share of the device's active window: a quarter or more is the first
 # thing to fix; under 5% it is within what one change of a step usually moves.
@@ -20,8 +21,8 @@ MAX_EVIDENCE_ROWS = 20
 class Finding:
     """One thing worth knowing about a run, most costly first in ``report.findings``.
 
-    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]        # doctest: +SKIP
-    >>> f.kind, f.severity                                              # doctest: +SKIP
+    >>> f = ks.load("launch_bound.pt.trace.json.gz").findings[0]
+    >>> f.kind, f.severity
     ('launch_bound', 'high')
     """
 
@@ -65,14 +66,15 @@ def severity_for(cost_us: float, window_us: float | None) -> str:
 
 
 def range_link(device, start, end, what) -> dict | None:
-    """A timeline range showing one span (``what``) with its own length of context either side."""
+    """A timeline range showing one span (``what``) with its own length of context either side;
+    ``mark_start_us`` / ``mark_end_us``: the span itself, which the view selects (marks)."""
     start, end = num(start), num(end)
     if start is None or end is None:
         return None
     d = max(end - start, 0.0)
     pad = d if d > 0 else 1.0
     return {"view": "timeline", "device": None if device is None else str(device),
-            "start_us": start - pad, "end_us": end + pad,
+            "start_us": start - pad, "end_us": end + pad, "mark_start_us": start, "mark_end_us": end,
             "label": f"timeline: the longest {what} ({fmt_us(d)} at {fmt_us(start)})"}
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelscope.units import fmt_us
 from kernelscope.analysis.counters import kernel_counters, region_means
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.timeline import covered_length, merge_intervals
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_us
 
 # A kernel name must hold 5% of kernel time to be worth a finding...
 COUNTER_MIN_SHARE = 0.05
@@ -40,8 +40,8 @@ _HOST_COPY_KINDS = ("HtoD", "DtoH")
 def counter_findings(report, tl) -> list:
     """All counter-based findings of a report (none without samples).
 
-    >>> [f.kind for f in counter_findings(rep, rep.timeline)]     # doctest: +SKIP
-    ['counters', 'latency_bound', 'copy_bound']
+    >>> [f.kind for f in counter_findings(live, live.timeline)]
+    ['counters', 'latency_bound', 'gemm_below_tensor_peak', 'copy_bound']
     """
     m = report.metrics
     if m is None or not len(m):

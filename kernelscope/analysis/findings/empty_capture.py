@@ -19,12 +19,13 @@ CAUSES = ("another CUPTI subscriber holds the GPU's activity stream (Nsight Syst
 def empty_capture_findings(report, tl) -> list:
     """One high-severity finding when GPU work ran but no kernels or copies were recorded.
 
-    >>> empty_capture_findings(ks.load("empty_other_subscriber.pt.trace.json.gz"), None)[0].title  # doctest: +SKIP
+    >>> empty_capture_findings(ks.load("counters/empty_other_subscriber.pt.trace.json.gz"), None)[0].title
     'No GPU kernels were recorded, but the region ran GPU work'
     """
     if len(report.kernels) or len(report.copies) or report.meta.get("no_gpu"):
         return []
-    evidence, said = {}, []
+    evidence: dict = {}
+    said = []
     rt = report.runtime
     if len(rt):
         names = rt["name"].astype(str)

@@ -55,7 +55,7 @@ def _device_cc(report):
 def gemm_fallback_findings(report, tl) -> list:
     """GEMMs that ran on an old-architecture or alignment-1/2 kernel because a dimension is odd.
 
-    >>> gemm_fallback_findings(ks.load("gpt2_infer.pt.trace.json.gz"), None)[0].title   # doctest: +SKIP
+    >>> gemm_fallback_findings(ks.load("wild/gpt2_infer.pt.trace.json.gz"), None)[0].title
     'GEMM fallback: aten::mm [512, 768] x [768, 50257] ran on an sm75 alignment-1 kernel'
     """
     k = report.kernels
@@ -139,7 +139,7 @@ def _ideal_us(report, name, op):
         if rl is None:
             from kernelscope.analysis.roofline import roofline
             rl = roofline(report)
-    except Exception:       # no roofline for this report (no shapes, unknown device): cost is all of it
+    except Exception:  # noqa: BLE001 - no roofline for this report (no shapes, unknown device): cost is all of it
         return None
     if not len(rl):
         return None

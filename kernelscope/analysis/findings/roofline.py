@@ -3,9 +3,11 @@ a small share of what the device allows at their arithmetic intensity."""
 from __future__ import annotations
 
 import numpy as np
-from kernelscope.units import fmt_us
+
 from kernelscope.analysis.findings.base import Finding, kernel_link, severity_for
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_us
+
 # Roofline: flag a kernel that holds at least 5% of kernel time, runs long enough (5 us) for a
 # fixed launch latency of a few us not to dominate, and reaches under 30% of its attainable roof.
 ROOF_MIN_SHARE = 0.05
@@ -17,7 +19,7 @@ ROOF_MAX_FINDINGS = 3
 def roofline_findings(report, tl) -> list:
     """Long-running kernels far below the roof their arithmetic intensity allows.
 
-    >>> roofline_findings(rep, rep.timeline)                    # doctest: +SKIP
+    >>> roofline_findings(rep, rep.timeline)
     []
     """
     rl = report.roofline if hasattr(report, "roofline") else None

@@ -8,12 +8,21 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from kernelscope.units import fmt_bytes, fmt_us
+from kernelscope.analysis.findings.base import (
+    MAX_EVIDENCE_ROWS,
+    Finding,
+    gap_link,
+    kernel_link,
+    range_link,
+    safe_ratio,
+    severity_for,
+    span_link,
+)
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
-from kernelscope.analysis.findings.base import Finding, MAX_EVIDENCE_ROWS, gap_link, kernel_link, range_link, safe_ratio, severity_for, span_link
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_bytes, fmt_us
 
 # A GPU busy less than half of its active window is waiting more than it works.
 HOST_BOUND_MAX_BUSY = 0.5
@@ -54,7 +63,7 @@ def host_findings(report, tl) -> list:
     the GPU is busy enough not to be called either, large idle time spent waiting on the host
     (``host_idle``: a fifth of the active window or more).
 
-    >>> [f.kind for f in host_findings(rep, rep.timeline)]      # doctest: +SKIP
+    >>> [f.kind for f in host_findings(rep, rep.timeline)]
     ['host_bound']
     """
     out = []
@@ -178,7 +187,8 @@ def host_findings(report, tl) -> list:
 def sync_findings(report, tl) -> list:
     """Host-blocking synchronizations and blocking copies, with the idle time they caused.
 
-    >>> sync_findings(rep, rep.timeline)[0].evidence["calls"]   # doctest: +SKIP
+    >>> [x["call"] for x in sync_findings(rep, rep.timeline)[0].evidence["calls"]][1:3]
+    ['cudaStreamSynchronize in aten::copy_ (under aten::to)', 'cudaDeviceSynchronize']
     """
     b = tl.blocking
     if not len(b):
@@ -229,8 +239,8 @@ def copy_findings(report, tl) -> list:
     """Pageable host memory, achieved bandwidth against the host link, copies serialized with
     compute on the same stream.
 
-    >>> [f.kind for f in copy_findings(rep, rep.timeline)]      # doctest: +SKIP
-    ['pageable_copies']
+    >>> [f.kind for f in copy_findings(rep, rep.timeline)]
+    ['pageable_copies', 'serialized_copies']
     """
     c = report.copies
     if not len(c):
@@ -309,8 +319,8 @@ def copy_findings(report, tl) -> list:
                                  "op": r.op, "_start": float(r.start_us), "_device": r.device})
         if rows:
             longest = max(rows, key=lambda x: x["time_us"])
-            link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
-                               "copy on the compute stream")
+            copy_link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
+                                   "copy on the compute stream")
             rows = [{a: b for a, b in x.items() if not a.startswith("_")} for x in rows]
             cost = sum(x["time_us"] for x in rows)
             streams = sorted({x["stream"] for x in rows})
@@ -327,14 +337,14 @@ def copy_findings(report, tl) -> list:
             fix = ("Prefetch from pinned memory with non_blocking=True on a side stream "
                    "(torch.cuda.Stream) and wait on it only where the data is needed.")
             out.append(Finding("serialized_copies", severity_for(cost, window), title, detail,
-                               evidence, cost, cause=cause, fix=fix, link=link))
+                               evidence, cost, cause=cause, fix=fix, link=copy_link))
     return out
 
 
 def stream_findings(report, tl) -> list:
     """Which streams ran work, which are side streams, and how long they overlapped.
 
-    >>> stream_findings(rep, rep.timeline)[0].evidence["side_streams"]   # doctest: +SKIP
+    >>> stream_findings(cs, cs.timeline)[0].evidence["side_streams"]
     [38, 42]
     """
     out = []
@@ -346,7 +356,7 @@ def stream_findings(report, tl) -> list:
         main = int(b.sort_values(["activities", "busy_us"], ascending=False).iloc[0]["stream"])
         side = [int(s) for s in b["stream"] if int(s) != main]
         ov = tl.overlap[tl.overlap["device"] == dev["device"]]
-        pairs = [{"streams": [int(r.stream_a), int(r.stream_b)], "overlap_us": float(r.overlap_us),
+        pairs: list[dict] = [{"streams": [int(r.stream_a), int(r.stream_b)], "overlap_us": float(r.overlap_us),
                   "share_of_a": num(r.share_of_a), "share_of_b": num(r.share_of_b)}
                  for r in ov.itertuples()]
         any_ov = [p for p in pairs if p["overlap_us"] > 0]
@@ -374,7 +384,7 @@ def stream_findings(report, tl) -> list:
 def graph_findings(report, tl) -> list:
     """CUDA-graph replays: how many kernels came from them.
 
-    >>> graph_findings(rep, rep.timeline)[0].evidence["graph_launches"]   # doctest: +SKIP
+    >>> graph_findings(after, after.timeline)[0].evidence["graph_launches"]
     2
     """
     ls = tl.launch_stats
@@ -394,7 +404,7 @@ def graph_findings(report, tl) -> list:
 def gpu_bound_findings(report, tl) -> list:
     """The GPU was kept busy: the time is in the kernels (or the copies) themselves.
 
-    >>> gpu_bound_findings(rep, rep.timeline)[0].evidence["busy_in"]     # doctest: +SKIP
+    >>> gpu_bound_findings(after, after.timeline)[0].evidence["busy_in"]
     'kernels'
     """
     out = []

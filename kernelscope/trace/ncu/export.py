@@ -79,7 +79,7 @@ COMPARED_METRICS = (
 def read_ncu(path) -> pd.DataFrame:
     """An ncu CSV export as a tidy table, one row per launch (see the module docstring).
 
-    >>> t = read_ncu("tests/data/ncu_triton_kernels.csv")
+    >>> t = read_ncu("ncu_triton_kernels.csv")
     >>> int(t.loc[0, "block_x"]), float(t.loc[0, "theoretical_occupancy_pct"])
     (256, 62.5)
     """
@@ -397,8 +397,15 @@ def merge_ncu(kernels: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
     sequences are aligned, so launches that only one side recorded (warm-up, setup) are left
     out rather than shifting every later pair. Unpaired kernels get NaN.
 
-    >>> rep = ks.load_ncu("ncu.csv", kernels_report=ks.load("trace.json.gz"))   # doctest: +SKIP
-    >>> rep.kernels[["name", "ncu_achieved_occupancy_pct"]]                     # doctest: +SKIP
+    >>> rep = ks.load_ncu("ncu_mlp_train.csv", kernels_report=ks.load("mlp_train.pt.trace.json.gz"))
+    >>> rep.kernels[["name", "ncu_achieved_occupancy_pct"]]
+                                           name  ncu_achieved_occupancy_pct
+    0   void at::native::vectorized_elementw...                        5.74
+    1   void at::native::vectorized_elementw...                       68.99
+    2   void at::native::vectorized_elementw...                       18.62
+    3   nvjet_sm90_tst_128x128_64x6_2x1_v_bz...                       13.55
+    4   void at::native::vectorized_elementw...                       66.00
+    ...
     """
     k = kernels.copy()
     if ncu is None or not len(ncu) or not len(k):

@@ -223,7 +223,9 @@ def check_report_file(path) -> int:
     number of records. ``ncu_report`` itself loads a foreign file as an empty report and a cut
     one as the launches before the cut, so this check is what makes bad input an error.
 
-    >>> check_report_file("tests/data/ncu_rep/triton_kernels.ncu-rep")   # doctest: +SKIP
+    >>> import lzma
+    >>> _ = (tmp / "k.ncu-rep").write_bytes(lzma.open("ncu_rep/triton_kernels.ncu-rep.xz").read())
+    >>> check_report_file(tmp / "k.ncu-rep")
     21
     """
     path = os.fspath(path)
@@ -292,8 +294,12 @@ def read_ncu_report(path, *, source: bool | int = True) -> NcuReport:
     ``sources`` are empty): correlating them makes ncu_report parse each kernel's code, which is
     most of the time a full report takes to read.
 
-    >>> r = read_ncu_report("tests/data/ncu_rep/triton_kernels.ncu-rep.xz")   # doctest: +SKIP
-    >>> r.launches[["kernel_name", "duration_ns", "achieved_occupancy_pct"]]  # doctest: +SKIP
+    >>> r = read_ncu_report("ncu_rep/triton_kernels.ncu-rep.xz")
+    >>> r.launches[["kernel_name", "duration_ns", "achieved_occupancy_pct"]]
+          kernel_name  duration_ns  achieved_occupancy_pct
+    0      add_kernel      44320.0                 79.7994
+    1  strided_kernel     295328.0                 83.5641
+    2   matmul_kernel      29856.0                 11.8634
     """
     name = os.fspath(path)
     _stat_regular(name)

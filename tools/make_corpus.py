@@ -1,6 +1,6 @@
 """Writes the hostile-input corpus (``tests/corpus/*``) and its ``manifest.json``.
 
-Run from the repository root: ``python tests/corpus/make_corpus.py``. The output is
+Run from the repository root: ``python tools/make_corpus.py``. The output is
 deterministic; the files are committed so that the tests never depend on this script's
 behaviour, and the script stays so that anyone can see how each file was made.
 
@@ -18,8 +18,9 @@ import struct
 import zlib
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-DATA = HERE.parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
+HERE = ROOT / "tests" / "corpus"     # where the corpus is written
+DATA = ROOT / "tests" / "data"
 
 REAL = json.loads(gzip.decompress((DATA / "triton_kernels.pt.trace.json.gz").read_bytes()))
 H200 = REAL["deviceProperties"]
@@ -829,7 +830,7 @@ to every report view (`repr`, `_repr_html_`, `summary()`, `findings`, `backends`
 the widget's view model, save and reload). Every case must end in a Report (possibly partial,
 with `report.notes` saying what was skipped) or in `kernelscope.TraceError` naming the file;
 never another exception, a hang or a crash. `manifest.json` is the machine-readable form of this
-table (the test reads it); `make_corpus.py` writes both and every file, from the real H200
+table (the test reads it); `tools/make_corpus.py` writes both and every file, from the real H200
 recordings in `tests/data/`.
 
 Decisions worth knowing:

@@ -1,0 +1,45 @@
+"""The linters, run by the test command so that CI (which runs only ``python -m pytest``) keeps
+the code clean: ruff (rules in pyproject.toml), mypy on ``kernelscope/`` (its settings there too)
+and biome on ``js/`` (``js/biome.jsonc``). Each fails with the linter's own report."""
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _run(cmd, cwd=ROOT):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))} found problems:\n{r.stdout[-6000:]}{r.stderr[-3000:]}"
+    return r
+
+
+def _module(name):
+    # The linters are in the test extra: pip install -e ".[test]".
+    r = subprocess.run([sys.executable, "-m", name, "--version"], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f'{name} is not installed: pip install -e ".[test]"')
+
+
+def test_ruff_is_clean():
+    _module("ruff")
+    _run([sys.executable, "-m", "ruff", "check", "--no-cache", "."])
+
+
+def test_mypy_is_clean():
+    _module("mypy")
+    r = _run([sys.executable, "-m", "mypy"])   # files and settings: [tool.mypy] in pyproject.toml
+    assert "Success" in r.stdout
+
+
+def test_biome_is_clean():
+    js = ROOT / "js"
+    biome = js / "node_modules" / ".bin" / "biome"
+    if not biome.exists():
+        node = "npm is missing: install Node.js" if shutil.which("npm") is None else "run npm install in js/"
+        pytest.fail(f"biome is not installed ({biome}): {node}")
+    r = _run([str(biome), "lint", "--error-on-warnings", "."], cwd=js)
+    assert "Checked" in r.stdout + r.stderr
