@@ -276,20 +276,21 @@ def backend_breakdown(report) -> pd.DataFrame:
 
     GPU rows (device CUDA/ROCm): ``launches`` kernels or copies, ``gpu_time_us`` their summed
     durations, ``share`` of all GPU kernel+copy time, ``kernel_share`` of kernel time alone
-    (copies and memsets: NaN; the kernel table's backend groups show this one). CPU rows (device CPU, from ``report.ops``):
+    (copies and memsets: NaN; the kernel table's backend groups show this one). CPU rows
+    (device CPU, from ``report.ops``):
     ``launches`` is the number of op calls and ``cpu_time_us`` their summed *self* time: ops nest
     (aten::linear holds aten::addmm holds aten::mm), so summing totals would count the same
     microsecond several times, while self times add up to the time spent inside any op.
     User annotations (record_function ranges) are not ops and are left out.
 
     >>> ks.load("mlp_train.pt.trace.json.gz").backends
-      device backend  launches  gpu_time_us   share  cpu_time_us
-    0   CUDA    ATen        64      642.464  0.6246          NaN
-    1   CUDA  memcpy         4      289.568  0.2815          NaN
-    2   CUDA  cuBLAS        10       95.072  0.0924          NaN
-    3   CUDA  memset         2        1.473  0.0014          NaN
-    4    CPU    ATen       360          NaN     NaN     7849.515
-    5    CPU   other        90          NaN     NaN      466.694
+      device backend  launches  gpu_time_us   share  cpu_time_us  kernel_share
+    0   CUDA    ATen        64      642.464  0.6246          NaN        0.8711
+    1   CUDA  memcpy         4      289.568  0.2815          NaN           NaN
+    2   CUDA  cuBLAS        10       95.072  0.0924          NaN        0.1289
+    3   CUDA  memset         2        1.473  0.0014          NaN           NaN
+    4    CPU    ATen       360          NaN     NaN     7849.515           NaN
+    5    CPU   other        90          NaN     NaN      466.694           NaN
     """
     g = gpu_rows(report)
     if len(g):

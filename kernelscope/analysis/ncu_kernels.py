@@ -87,7 +87,7 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
     >>> rl[rl.dominant & (rl.level == "dram")][["kernel_name", "precision", "roof_share"]]
           kernel_name    precision  roof_share
     0      add_kernel         fp32      0.8509
-    3  strided_kernel         fp32      0.6912
+    3  strided_kernel         fp32      0.6915
     6   matmul_kernel  tensor_fp16      0.6207
     """
     from kernelscope.trace.ncu.report import PRECISIONS
@@ -309,8 +309,13 @@ def roofline_verdict(sol: dict, dot: dict | None, label: str = "") -> str | None
     >>> sol = {"bound": "memory", "compute_pct": 44.3, "memory_pct": 69.2, "dram_pct": 12.7, "l2_pct": 24.7,
     ...        "l1_pct": 84.6}
     >>> dot = {"intensity": 349.7, "ridge": 200.8, "roof_share": 0.222, "bound": "compute"}
-    >>> print(roofline_verdict(sol, dot, "FP16 tensor"))
-    memory-bound (speed of light: memory at 69% of peak, L1/TEX the busiest at 85%). At DRAM: 349.7 FLOP/byte, right of the ridge (200.8), 22.2% of the attainable FP16 tensor roof: the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side.
+    >>> v = roofline_verdict(sol, dot, "FP16 tensor")
+    >>> v[:81]
+    'memory-bound (speed of light: memory at 69% of peak, L1/TEX the busiest at 85%). '
+    >>> v[81:].startswith("At DRAM: 349.7 FLOP/byte, right of the ridge (200.8), 22.2% of the attainable")
+    True
+    >>> v.endswith("the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side.")
+    True
     """
     if not dot or dot.get("intensity") is None or dot["intensity"] != dot["intensity"]:
         return None
@@ -332,8 +337,10 @@ def roofline_verdict(sol: dict, dot: dict | None, label: str = "") -> str | None
         head = "no unit saturated (speed of light)"
     else:
         head = f"{model}-bound at DRAM (no speed-of-light figures)" if model else "-"
-    text = (f"{head}. At DRAM: {inten:,.1f} FLOP/byte, {side} of the ridge"
-            + (f" ({ridge:,.1f})" if ridge is not None and ridge == ridge else "")
+    def fpb(x):     # FLOP/byte: small intensities keep their digits (0.0208, not 0.0)
+        return f"{x:,.1f}" if abs(x) >= 10 else f"{x:.3g}"
+    text = (f"{head}. At DRAM: {fpb(inten)} FLOP/byte, {side} of the ridge"
+            + (f" ({fpb(ridge)})" if ridge is not None and ridge == ridge else "")
             + (f", {share:.1%} of the attainable {label} roof" if share is not None and share == share else ""))
     if bound in ("compute", "memory") and model and model != bound:
         text += (": the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side"

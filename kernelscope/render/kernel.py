@@ -13,7 +13,8 @@ def kernel_detail_text(rep, top: int = 5) -> str:
       strided_kernel  (295.3 us, launch 1, measured by Nsight Compute)
         speed of light: memory-bound: memory throughput is at 69% of peak, compute at 3%
         occupancy: achieved 83.6% of theoretical 100.0% (limited by registers+warps)
-        roofline: FP32 0.06 TFLOP/s of 66, 0.02 FLOP/byte at DRAM, memory-bound, 69.1% of the attainable roof
+        roofline: FP32 0.06 TFLOP/s of 66.81; memory-bound (speed of light: memory at 69% of peak, L2 the
+        busiest at 94%). At DRAM: 0.0171 FLOP/byte, left of the ridge (13.9), 69.1% of the attainable FP32 roof.
         memory: DRAM 69.1% of peak, L1 hit 0.0%, L2 hit 17.9%, global load 32.0 sectors/request
     ...
     """

@@ -20,9 +20,9 @@ def report_text(rep, top: int = 10) -> str:
     kernelscope report: launch_bound.pt.trace.json.gz
       source: launch_bound.pt.trace.json.gz
       devices: NVIDIA H200 (sm_90, 132 SMs)
-      wall time (profiler span): 28.49 ms   kernels: 2000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
+      wall time (profiler span): 28.49 ms   kernels: 2,000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
     <BLANKLINE>
-      kernel                                           backend    launches      total       mean  share
+      kernel                                           backend    launches      total       mean     median        min        max    std dev  share
     ...
     """
     k = rep.kernels
@@ -39,13 +39,13 @@ def report_text(rep, top: int = 10) -> str:
             f"{r.name} (sm_{r.compute_major}{r.compute_minor}, {r.num_sms} SMs)" for r in devs.itertuples()))
     caps = capabilities(rep.meta)
     if caps["kind"] == "replay":
-        lines.append(f"  Nsight Compute replay: {len(k)} launches of {k['name'].nunique()} kernels   "
+        lines.append(f"  Nsight Compute replay: {len(k):,} launches of {k['name'].nunique():,} kernels   "
                      f"kernel time: {fmt_us(rep.gpu_time_us)} ({caps['durations']})")
     else:
         clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
-        lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k)} launches of "
-                     f"{k['name'].nunique()} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
-                     f"   copies + memsets: {len(rep.copies)}")
+        lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k):,} launches of "
+                     f"{k['name'].nunique():,} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
+                     f"   copies + memsets: {len(rep.copies):,}")
     for note in rep.notes:
         lines.append(f"  note: {note}")
     if len(k):

@@ -6,6 +6,7 @@ why. The page is the standalone bundle (the same view code as the widget and Jup
 import json
 
 import pytest
+from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
 from kernelscope.analysis.counters import kernel_counters
@@ -14,7 +15,6 @@ from kernelscope.trace.proton import read_hatchet
 from kernelscope.units import fmt_us
 from kernelscope.view.bundle import mime_payload
 from kernelscope.view.report import view_model
-from conftest import ARTIFACTS, DATA
 from tests.analysis.test_counters import pm_report
 from tests.ui.test_view_page import serve_page, show
 
