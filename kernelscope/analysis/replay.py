@@ -71,7 +71,4 @@ def capabilities(meta) -> dict:
                       "flushed between passes, longer than in a live run" if replay
                       else "kernel durations measured by CUPTI"),
         "share_of": "kernel time" if replay else "wall time",
-        "note": ("An Nsight Compute replay, not a timeline: the launches ran one at a time, so there is no "
-                 "wall time, idle time, CPU op or copy; time at stake is a share of the replayed kernel time."
-                 if replay else None),
     }
