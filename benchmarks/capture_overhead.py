@@ -11,7 +11,12 @@
    decode time, host memory (tracemalloc peak of stop + report; CUPTI's counter-data image per
    sample) and the samples kept.
 
-    python benchmarks/capture_overhead.py [--launches 5000] [--post 10000] [--rounds 5] [--metrics] [--json OUT]
+5. With ``--tuning`` (CUDA and Triton needed): per-launch cost of Triton launches (a plain
+   ``@triton.jit`` kernel and an ``@triton.autotune`` one whose shape is tuned already) under
+   ``ks.profile()`` (the tuning watch wraps ``JITFunction.run`` and ``Autotuner.run``) against
+   ``ks.profile(tuning=False)`` and the bare loop. ``--only-tuning`` measures that alone.
+
+    python benchmarks/capture_overhead.py [--launches 5000] [--post 10000] [--rounds 5] [--metrics] [--tuning] [--json OUT]
 
 On a machine without CUDA it measures CPU ops (torch.add on a small tensor) instead of kernels.
 """
@@ -186,6 +191,47 @@ def counters(n, rounds):
     return out
 
 
+def tuning(n, rounds):
+    """The tuning watch's cost per Triton launch: ks.profile() (watching) against
+    ks.profile(tuning=False) and the bare loop, for a plain and an autotuned kernel."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_one(x, n_el, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x + i, tl.load(x + i, mask=i < n_el) + 1, mask=i < n_el)
+    tuned = triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=1),
+                                     triton.Config({"BLOCK": 256}, num_warps=2)], key=["n_el"])(triton.jit(add_one.fn))
+    x = torch.zeros(256, device=DEV)
+    loops = {"jit": lambda: add_one[(1,)](x, 256, BLOCK=256), "autotune": lambda: tuned[(1,)](x, 256)}
+    out = {}
+    for kind, launch in loops.items():
+        for _ in range(3):
+            launch()
+        _sync()
+
+        def timed(launch=launch):
+            t = time.perf_counter()
+            for _ in range(n):
+                launch()
+            _sync()
+            return time.perf_counter() - t
+
+        def with_ks(**kw):
+            with ks.profile(**kw):
+                return timed()
+        variants = {"bare": timed, "ks_profile_no_tuning": lambda: with_ks(tuning=False),
+                    "ks_profile": with_ks}
+        names = list(variants)
+        res = {k: [] for k in names}
+        for r in range(rounds):
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                res[k].append(variants[k]())
+        out[kind] = {k: statistics.median(v) / n * 1e6 for k, v in res.items()}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--launches", type=int, default=5000)
@@ -193,7 +239,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
     ap.add_argument("--metrics", action="store_true", help="also measure PM sampling (ks.profile(metrics=True))")
+    ap.add_argument("--tuning", action="store_true", help="also measure the tuning watch on Triton launches")
+    ap.add_argument("--only-tuning", action="store_true", help="measure the tuning watch only")
     a = ap.parse_args()
+    if a.only_tuning:
+        res = {"info": {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if CUDA else "cpu",
+                        "launches": a.launches, "rounds": a.rounds}, "tuning": tuning(a.launches, a.rounds)}
+        _print_tuning(res["tuning"], a)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return res
     shell = None
     try:
         from IPython.core.interactiveshell import InteractiveShell
@@ -234,10 +290,21 @@ def main():
                   f"{n(m['image_bytes_per_sample']) / 1024:.1f} KiB/sample, kept values {n(m['values_bytes']) / 1024:.1f} KiB")
             for note in m["notes"]:
                 print("    note:", note)
+    if a.tuning and CUDA:
+        res["tuning"] = tuning(a.launches, a.rounds)
+        _print_tuning(res["tuning"], a)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
     return res
+
+
+def _print_tuning(t, a):
+    print(f"tuning watch ({a.launches} Triton launches, median of {a.rounds}):")
+    for kind, v in t.items():
+        base = v["ks_profile_no_tuning"]
+        for k, us in v.items():
+            print(f"  {kind:9s} {k:22s} {us:8.2f} us   {us / base:5.3f}x ks.profile(tuning=False)")
 
 
 if __name__ == "__main__":

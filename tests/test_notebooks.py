@@ -44,7 +44,8 @@ PENDING_GPU_RUN: set = set()
 def test_tutorials():
     assert [p.name for p in NOTEBOOKS] == [
         "01_quickstart.ipynb", "02_occupancy.ipynb", "03_backends.ipynb", "04_gpu_busy.ipynb",
-        "05_compare_and_import.ipynb", "06_why_is_this_kernel_slow.ipynb", "07_live_counters.ipynb"]
+        "05_compare_and_import.ipynb", "06_why_is_this_kernel_slow.ipynb", "07_live_counters.ipynb",
+        "08_tune_a_triton_kernel.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -128,6 +129,16 @@ def test_recorded_numbers():
     assert deep.kernels["short_name"].tolist() == ["add_kernel", "strided_kernel", "matmul_kernel"]
     assert deep.kernels["ncu_id"].notna().all() and deep.kernels["top_stall"].notna().all()
     assert deep.ncu_detail["hotspots"]["line"].notna().all()          # Triton kernels carry line info
+    # The tuning recordings keep what the process saw: every candidate with its registers and
+    # occupancy, the spilling one, and each launch's config.
+    naive = ks.load(rec / "08_naive_tuning.ksreport.json.gz")
+    t = naive.autotune
+    assert len(t) == 12 and t["winner"].sum() == 1 and t["registers"].notna().all()
+    assert t[t["spills"] > 0]["config"].tolist() == ["BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, GROUP_M=8"]
+    mm = naive.kernels[naive.kernels["producer"] == "Triton"]
+    assert set(mm["config"]) == set(t["config"])
+    steady = ks.load(rec / "08_better_run.ksreport.json.gz")
+    assert steady.autotune["cached"].all() and len(steady.kernels[steady.kernels["producer"] == "Triton"]) == 10
     copies = ks.load(rec / "04_copies.ksreport.json.gz").copies
     assert sorted(zip(copies["src_memory"], copies["dst_memory"], copies["bytes"])) == [
         ("Device", "Pageable", 16 << 20), ("Pageable", "Device", 256 << 20), ("Pinned", "Device", 256 << 20)]

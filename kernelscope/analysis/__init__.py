@@ -10,8 +10,10 @@ _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the kernels table with the analysis columns added, as a new frame; the launch-shapes
     table). Columns added: ``device``, ``device_type``, ``short_name``, ``backend``,
-    ``tensor_cores``, ``backend_rule``, the occupancy columns and ``shape`` (the launch's row of
-    the shapes table, :mod:`kernelscope.analysis.shapes`).
+    ``tensor_cores``, ``backend_rule``, the producer and its knobs (``producer``, ``num_warps``,
+    ``num_stages``, ``config``, ``spills``, ...: :mod:`kernelscope.analysis.producers`), the
+    occupancy columns and ``shape`` (the launch's row of the shapes table,
+    :mod:`kernelscope.analysis.shapes`).
 
     >>> k, shapes = analyze_kernels(ks.load("attention.pt.trace.json.gz").trace)
     >>> k[["short_name", "backend", "theoretical_occupancy"]].head(3)
@@ -28,6 +30,8 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     # copies a column only when it is changed; older pandas needs the deep copy.
     k = annotate_devices(trace.kernels.copy(deep=not _COPY_ON_WRITE), trace.devices)
     k = annotate_backends(k, trace)
+    from kernelscope.analysis.producers import annotate_producers
+    k = annotate_producers(k, trace)
     codes, shapes = launch_shapes(k, trace.devices)
     k = annotate_occupancy(k, trace.devices, shapes=(codes, shapes))
     if "reported_occupancy" in k.columns:

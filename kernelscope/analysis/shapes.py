@@ -83,6 +83,16 @@ def _devices(devices: pd.DataFrame) -> dict:
     return out
 
 
+def modelled_devices(devices: pd.DataFrame) -> dict:
+    """{device index: (compute capability, properties row, SMs)} of the recorded devices the
+    occupancy calculator models (CUDA devices of a known compute capability).
+
+    >>> modelled_devices(ks.load("mlp_train.pt.trace.json.gz").devices)[0][0]   # doctest: +SKIP
+    (9, 0)
+    """
+    return _devices(devices)
+
+
 def _occupancy_of(key, dev):
     d, bx, by, bz, regs, smem = key[:6]
     config = key[6] if len(key) > 6 and key[6] > 0 else None    # the carveout ncu measured

@@ -92,6 +92,13 @@ class profile:
     ``report.metrics`` holds the samples and each kernel gains ``sm_active_pct``, ``tensor_pct``,
     ``dram_pct`` and ``dram_gbps`` (:mod:`kernelscope.capture.counters`; needs
     ``kernelscope[counters]``). Anything that stops sampling leaves the profile intact with a note.
+
+    ``tuning`` (default ``"auto"``) watches, in the process, what produced the kernels and what
+    else was tried: Triton's ``@triton.autotune`` candidates with their times, the compiled
+    variants' registers and spills, Inductor's max-autotune choices
+    (:mod:`kernelscope.capture.tuning`; ``report.autotune``, the ``producer``/``config`` kernel
+    columns). ``"auto"`` watches Triton and Inductor if already imported, ``True`` imports
+    them, ``False`` watches nothing.
     """
 
     def __new__(cls, fn=None, **kwargs):
@@ -104,8 +111,13 @@ class profile:
         return self
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
-                 lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None):
+                 lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
+                 tuning="auto"):
         self.lean = lean
+        # Autotuning and compiled variants watched in the process (capture/tuning.py): "auto"
+        # watches Triton/Inductor when already imported, True imports them, False does not watch.
+        self.tuning = tuning
+        self._tuning = None
         self.metrics = metrics or None
         self.interval_us = interval_us
         self._pm = None
@@ -142,7 +154,8 @@ class profile:
         opts = dict(lean=self.lean, with_stack=self.with_stack, record_shapes=self.record_shapes,
                     with_flops=self.with_flops, lines_of=self.lines_of,
                     trace_path=self.trace_path, name=self.name, metrics=self.metrics,
-                    interval_us=self.interval_us, title=self.title or getattr(fn, "__qualname__", None))
+                    interval_us=self.interval_us, title=self.title or getattr(fn, "__qualname__", None),
+                    tuning=self.tuning)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -186,6 +199,9 @@ class profile:
         except BaseException:
             with _lock:
                 _active = None
+            if self._tuning is not None:
+                self._tuning, watch = None, self._tuning
+                watch.stop()   # the Triton functions it wrapped are put back
             if self._pm is not None:
                 self._pm, pm = None, self._pm
                 pm.collect()   # releases CUPTI's profiler again
@@ -237,6 +253,10 @@ class profile:
             self._event_kind = "torch"
         if self._pm is not None:
             self._pm.start()
+        if self.tuning is not False:
+            from kernelscope.capture.tuning import TuningWatch
+            self._tuning = TuningWatch(force=self.tuning is True)
+            self._tuning.start()
         if self.lines_of is not None and not self.lean:
             from kernelscope.capture.lines import LineMarks
             self._marks = LineMarks(self.lines_of).__enter__()
@@ -312,6 +332,8 @@ class profile:
             finally:
                 self._stop_torch_profiler(torch)
         finally:
+            if self._tuning is not None:
+                self._tuning.stop()    # Triton's functions given back, whatever stopping raised
             try:
                 if self._pm is not None:
                     # decode after the profiler stopped; always releases CUPTI's profiler
@@ -357,6 +379,13 @@ class profile:
                            for a, b in zip(lines, k["source"].tolist())]
         meta = trace.meta
         meta.setdefault("notes", [])
+        if self._tuning is not None:
+            from kernelscope.capture.tuning import attach_tuning
+            try:
+                attach_tuning(trace, self._tuning.tables(set(trace.kernels["name"].dropna().astype(str))))
+            except Exception as e:  # noqa: BLE001 - the profile stands without the tuning tables
+                meta["notes"].append(f"autotuning not collected ({type(e).__name__}: {e})"[:300])
+            self._tuning = None
         pm_notes = self._attach_counters(trace) if self._pm is not None else []
         meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes + notes_from(self._stderr)
         if self._stderr:

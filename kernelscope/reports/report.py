@@ -96,6 +96,23 @@ class Report:
         """
         return self.trace.stalls
 
+    @cached_property
+    def autotune(self) -> pd.DataFrame:
+        """Every autotuning candidate the region's process measured, one row each: ``kernel``,
+        ``producer``, ``tuner`` (``triton.autotune``, ``inductor max-autotune``), ``tuning``
+        (which tuning), ``shape_key``, ``config`` (as its producer writes it), ``num_warps``,
+        ``num_stages``, ``p50_ms``/``p20_ms``/``p80_ms`` (the tuner's measured times),
+        ``registers``, ``spills`` (local memory), ``shared_mem_bytes``,
+        ``theoretical_occupancy`` and ``occupancy_limiter`` (our calculator), ``vs_best``,
+        ``rank``, ``winner``, ``cached`` (measured before the region: a cache hit) and ``note``;
+        each tuning fastest first (:mod:`kernelscope.analysis.producers`). Empty for a trace file:
+        only a live capture sees the tuners (``meta["tuning"]`` says what was watched).
+
+        >>> rep.autotune[["config", "p50_ms", "theoretical_occupancy", "winner"]]   # doctest: +SKIP
+        """
+        from kernelscope.analysis.producers import autotune_table
+        return autotune_table(self.trace)
+
     @property
     def runtime(self) -> pd.DataFrame:
         """CUDA runtime and driver API calls on the host."""

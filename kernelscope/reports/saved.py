@@ -23,6 +23,7 @@ _META_CHECKS = {
         isinstance(v["top"], int) and not isinstance(v["top"], bool) and v["top"] > 0)),
     "repeats": lambda v: isinstance(v, dict), "cell": lambda v: isinstance(v, dict),
     "counters": lambda v: isinstance(v, dict), "stalls": lambda v: isinstance(v, dict),
+    "tuning": lambda v: isinstance(v, dict),
 }
 
 

@@ -229,6 +229,8 @@ COLUMNS: dict[str, dict] = {
         "name": _NAME, "cat": _cat, "pid": _PID, "tid": _TID, "external_id": _EXTERNAL,
         ("input_dims", "input_types"): _shapes("input_dims", "input_types"),
         "flops": _arg("flops"), "sequence": _arg("sequence"), "kernel_backend": _arg("kernel_backend"),
+        "num_warps": _arg("num_warps"), "num_stages": _arg("num_stages"),
+        "kernel_kwargs": _arg("kernel_kwargs"), "kernel_hash": _arg("kernel_hash"),
         "comm": _comm,
     },
     "frames": {
@@ -250,7 +252,8 @@ ARG_FIELDS = {
                 "block", "est_occupancy", "kernel_backend", *_COMM_FIELDS),
     "copies": ("external_id", "device", "stream", "correlation", "bytes", "bandwidth"),
     "runtime": ("external_id", "cbid", "correlation"),
-    "ops": ("external_id", "sequence", "input_dims", "input_types", "flops", "kernel_backend", *_COMM_FIELDS),
+    "ops": ("external_id", "sequence", "input_dims", "input_types", "flops", "num_warps", "kernel_backend",
+            "kernel_kwargs", "num_stages", "kernel_hash", *_COMM_FIELDS),
     "frames": ("python_id", "parent_id"),
     "gsyncs": ("external_id", "sync_type", "stream", "device", "correlation"),
 }

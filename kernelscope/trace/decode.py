@@ -50,6 +50,11 @@ class Args(msgspec.Struct, gc=False):
     flops: Float = None
     sequence: Int = msgspec.field(default=None, name="Sequence number")
     kernel_backend: Str = None
+    # Inductor's CPU-side launch events: the launched kernel's knobs (templates: the first two).
+    num_warps: Int = None
+    num_stages: Int = None
+    kernel_kwargs: Str = None
+    kernel_hash: Str = None
     python_id: Int = msgspec.field(default=None, name="Python id")
     parent_id: Int = msgspec.field(default=None, name="Python parent id")
     sync_type: Str = msgspec.field(default=None, name="cuda_sync_kind")

@@ -50,6 +50,8 @@ OP_COLUMNS = {
     "start_us": "float64", "duration_us": "float64", "external_id": "int64",
     "input_dims": "object", "input_types": "object", "flops": "float64",
     "sequence": "int64", "kernel_backend": "object", "comm": "object",
+    # Inductor's launch events' knobs of the kernel they launch (kernelscope.analysis.producers).
+    "num_warps": "int64", "num_stages": "int64", "kernel_kwargs": "object", "kernel_hash": "object",
 }
 FRAME_COLUMNS = {
     "name": "object", "tid": "object", "start_us": "float64", "duration_us": "float64",
@@ -80,10 +82,30 @@ STALL_COLUMNS = {
     "name": "object", "launch": "int64", "source": "object", "samples": "float64", "top_stall": "object",
     "launches": "int64",
 }
+# Autotuning candidates seen in the process while the region ran (kernelscope.capture.tuning):
+# one row per candidate of each tuning (``tuning`` numbers them), ``cached`` where it was measured
+# before the region. Times are the tuner's own (ms).
+AUTOTUNE_COLUMNS = {
+    "kernel": "object", "producer": "object", "tuner": "object", "tuning": "int64", "op": "object",
+    "shape_key": "object", "choice": "object", "config": "object", "description": "object",
+    "num_warps": "int64", "num_stages": "int64", "num_ctas": "int64",
+    "p50_ms": "float64", "p20_ms": "float64", "p80_ms": "float64",
+    "registers": "int64", "spills": "int64", "shared_mem_bytes": "int64",
+    "winner": "bool", "cached": "bool", "note": "object",
+}
+# Compiled kernels the process held (Triton's device caches, Inductor's launchers): what a
+# launch's name, block, registers and shared memory identify (kernelscope.analysis.producers).
+VARIANT_COLUMNS = {
+    "name": "object", "function": "object", "producer": "object", "config": "object",
+    "num_warps": "int64", "num_stages": "int64", "num_ctas": "int64",
+    "registers": "int64", "spills": "int64", "shared_mem_bytes": "int64",
+    "hash": "object", "source": "object", "source_ops": "object", "device_index": "int64",
+}
 TABLES = {
     "kernels": KERNEL_COLUMNS, "copies": COPY_COLUMNS, "runtime": RUNTIME_COLUMNS,
     "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "syncs": SYNC_COLUMNS,
     "devices": DEVICE_COLUMNS, "counters": COUNTER_COLUMNS, "stalls": STALL_COLUMNS,
+    "autotune": AUTOTUNE_COLUMNS, "variants": VARIANT_COLUMNS,
 }
 # Integers use pandas' nullable Int64 so that "not recorded" stays distinct from 0.
 
@@ -203,6 +225,8 @@ class Trace:
     # Optional tables: readers that know nothing of counters or stalls leave them empty.
     counters: pd.DataFrame = field(default_factory=lambda: frame({}, COUNTER_COLUMNS))
     stalls: pd.DataFrame = field(default_factory=lambda: frame({}, STALL_COLUMNS))
+    autotune: pd.DataFrame = field(default_factory=lambda: frame({}, AUTOTUNE_COLUMNS))
+    variants: pd.DataFrame = field(default_factory=lambda: frame({}, VARIANT_COLUMNS))
 
     def tables(self) -> dict:
         """The tables by name, in a fixed order."""

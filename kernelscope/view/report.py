@@ -31,6 +31,7 @@ from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
 from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
+from kernelscope.view.tuning import tuning_payload
 from kernelscope.view.vocabulary import vocabulary
 
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
@@ -148,6 +149,8 @@ def view_model(rep) -> tuple[dict, bytes]:
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
         "stalls": _stalls_header(rep),
+        # What produced each kernel, its knobs, and its autotunings' candidates (view/tuning.py).
+        "tuning": _safe(lambda: tuning_payload(rep), None, problems, "autotuning"),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
         # Display options of %%kernelprofile (--top, --sort), when it set them.

@@ -239,6 +239,9 @@ def test_older_payloads_still_decode():
     assert payloads
     for p in payloads:
         header, _ = read_payload(p)
+        if header.get("kind") == "compare":     # a comparison's payload (notebook 8): no launch tables
+            assert header["labels"] and decode_payload(p) == {}
+            continue
         assert len(decode_payload(p)["kernels"]["duration_us"]) == header["stats"]["launches"]
 
 

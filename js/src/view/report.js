@@ -9,6 +9,7 @@ import { backendChart, occupancyChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
 import { renderCompare } from "./compare.js";
 import { kernelDetail } from "./kernel.js";
+import { tuningBlock } from "./tuning.js";
 import { sortTable } from "./sorttable.js";
 import { copyText } from "./files.js";
 
@@ -375,6 +376,8 @@ function renderDetails(el, model, names, opts = {}) {
       ["waves", shape.waves.text + (shape.waves.title ? " (differs between launches)" : "")],
     ]));
   el.append(info);
+  const tune = tuningBlock(model, names, new Set(ops.keys()));
+  if (tune) el.append(tune);
   const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
   if (deep) el.append(deep);
   const shapeEntries = model.header.shapes || [];

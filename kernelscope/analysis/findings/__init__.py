@@ -12,7 +12,8 @@ are counted with them, the text says "GPU work items" and names them.
 
 The package: ``base`` (Finding, severity, evidence links), then one module per family of rules:
 ``timeline`` (host, sync, copy, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
-``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``.
+``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``,
+``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys).
 """
 from __future__ import annotations
 
@@ -44,10 +45,11 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.empty_capture import empty_capture_findings
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
+    from kernelscope.analysis.findings.tuning import tuning_findings
     from kernelscope.analysis.replay import is_replay
     rules = (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
              graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
-             counter_findings, rule_findings, access_findings)
+             counter_findings, rule_findings, access_findings, tuning_findings)
     if is_replay(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
         # stream overlap were not recorded, so the timeline's rules have nothing to say.

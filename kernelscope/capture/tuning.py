@@ -1,0 +1,634 @@
+"""What produced each kernel and what else was tried, collected in the process while a region runs.
+
+Three sources, each feature-detected (a Triton or torch without one of these attributes loses
+that source and says so in ``meta["tuning"]["notes"]``; nothing here fails a capture):
+
+- Triton's ``@triton.autotune``: ``Autotuner.run`` is wrapped while the region runs (one Python
+  call per launch of an autotuned kernel). A launch that grows the autotuner's ``cache`` has
+  just tuned a shape key: its ``configs_timings`` ({Config: [p50, p20, p80] ms}) are copied then,
+  since Triton keeps only the last tuning's. Keys in the cache before the region are tunings
+  measured earlier (cache hits), said as such. Triton 3.6 has no autotuning listener.
+- Triton's ``JITFunction.run`` is wrapped too (user kernels, Helion's ``_helion_*``): each
+  function launched is noted, and at the end its compiled variants
+  (``device_caches[dev][0]``: ``CompiledKernel.metadata``, ``n_regs``, ``n_spills``, the
+  constexprs) become rows of the ``variants`` table. Triton's own launch hooks are not used:
+  with one set, every launch builds its metadata.
+- Inductor: ``torch._inductor.select_algorithm.add_feedback_saver`` sees every max-autotune
+  choice's time (Triton templates and cuBLAS/ATen); ``PyCodeCache.modules`` holds each compiled
+  kernel's ``CachingAutotuner`` (its launcher's config, registers, spills, shared memory) and the
+  wrapper code's ``Original ATen: [...]`` comment (the fused ops). Inductor's static launcher
+  calls no Triton hook; its launch events in the trace carry the knobs (trace/builder.py).
+
+Only names, numbers and strings are kept (no references to kernels or tensors outlive the region).
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+# Candidates kept per region: thousands are fine (a table row each); beyond this the rest are
+# counted in the notes rather than kept.
+MAX_CANDIDATES = 20000
+_ATEN_RE = re.compile(r"Original ATen: \[([^\]\n]*)\]")
+_DEF_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)'", re.M)
+_MAX_SOURCE_BYTES = 8 << 20
+
+
+def _num(v):
+    """An int or float from a value that may be anything (a Triton attribute of another version)."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)):
+        return v
+    return None
+
+
+def _scalar_text(v) -> str | None:
+    if isinstance(v, bool) or isinstance(v, (int, float, str)) or v is None:
+        return str(v)
+    if isinstance(v, (list, tuple)) and len(v) <= 16:   # Helion's block_sizes=[64, 32]
+        parts = [_scalar_text(x) for x in v]
+        return None if None in parts else "[" + ", ".join(parts) + "]"
+    name = getattr(v, "__name__", None) or getattr(v, "name", None)
+    return str(name) if isinstance(name, str) else None
+
+
+def config_text(kwargs: dict) -> str:
+    """A producer's configuration as it writes it: ``BLOCK_M=64, BLOCK_N=128``.
+
+    >>> config_text({"BLOCK_M": 64, "BLOCK_N": 128})
+    'BLOCK_M=64, BLOCK_N=128'
+    """
+    parts = []
+    for k, v in (kwargs or {}).items():
+        t = _scalar_text(v)
+        if t is not None:
+            parts.append(f"{k}={t}")
+    return ", ".join(parts)
+
+
+def _jit_of(fn):
+    """The JITFunction under an Autotuner/Heuristics (``.fn`` until one has ``device_caches``)."""
+    for _ in range(8):
+        if fn is None or hasattr(fn, "device_caches"):
+            return fn
+        fn = getattr(fn, "fn", None)
+    return None
+
+
+def _fn_name(jf) -> str:
+    name = getattr(jf, "__name__", None) or getattr(getattr(jf, "fn", None), "__name__", None)
+    return str(name) if name else "<unknown>"
+
+
+def _fn_source(jf) -> str | None:
+    code = getattr(getattr(jf, "fn", None), "__code__", None)
+    if code is None:
+        return None
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def declared_constexprs(jf) -> set | None:
+    """The names of a JITFunction's ``tl.constexpr`` parameters (None if this Triton does not
+    say): Triton also compiles integer arguments equal to 1 as constants, which are not knobs.
+
+    >>> declared_constexprs(object()) is None
+    True
+    """
+    params = getattr(jf, "params", None)
+    if not isinstance(params, (list, tuple)) or not params:
+        return None
+    names = {getattr(p, "name", None) for p in params if getattr(p, "is_constexpr", False)}
+    return {n for n in names if isinstance(n, str)}
+
+
+def _constexprs(ck, arg_names) -> dict:
+    """The constexpr arguments a CompiledKernel was compiled with, by name (ASTSource.constants:
+    {(index,): value}; ``constexprs`` in other versions)."""
+    src = getattr(ck, "src", None)
+    got = getattr(src, "constants", None)
+    if not isinstance(got, dict):
+        got = getattr(src, "constexprs", None)
+    out = {}
+    if not isinstance(got, dict):
+        return out
+    for k, v in got.items():
+        if isinstance(k, tuple) and len(k) == 1 and isinstance(k[0], int) and 0 <= k[0] < len(arg_names):
+            name = arg_names[k[0]]
+        elif isinstance(k, str):
+            name = k
+        else:
+            continue    # a constexpr inside a tuple argument: not a tuning knob
+        if _scalar_text(v) is not None and v is not None:
+            out[name] = v
+    return out
+
+
+def compiled_variants(jf) -> list:
+    """One dict per compiled variant of a Triton JITFunction: name, config (its constexprs),
+    num_warps, num_stages, num_ctas, registers, spills (local memory, Triton's n_spills),
+    shared_mem_bytes, hash, source. Attributes this Triton lacks are left None.
+
+    >>> compiled_variants(object())
+    []
+    """
+    caches = getattr(jf, "device_caches", None)
+    if not caches:
+        return []
+    arg_names = list(getattr(jf, "arg_names", None) or [])
+    declared = declared_constexprs(jf)
+    name, source = _fn_name(jf), _fn_source(jf)
+    out = []
+    try:
+        entries = list(caches.items())
+    except Exception:     # noqa: BLE001 - another Triton's structure: no variants, never a failure
+        return []
+    for device, entry in entries:
+        cache = entry[0] if isinstance(entry, (tuple, list)) and entry else None
+        if not isinstance(cache, dict):
+            continue
+        for ck in list(cache.values()):
+            md = getattr(ck, "metadata", None)
+            consts = _constexprs(ck, arg_names)
+            knobs = {k: v for k, v in consts.items() if declared is None or k in declared}
+            out.append({
+                "name": str(getattr(md, "name", None) or name), "function": name,
+                "producer": "Helion" if name.startswith("_helion_") else "Triton",
+                "config": config_text(knobs), "num_warps": _num(getattr(md, "num_warps", None)),
+                "num_stages": _num(getattr(md, "num_stages", None)), "num_ctas": _num(getattr(md, "num_ctas", None)),
+                "registers": _num(getattr(ck, "n_regs", None)), "spills": _num(getattr(ck, "n_spills", None)),
+                "shared_mem_bytes": _num(getattr(md, "shared", None)),
+                "hash": str(getattr(md, "hash", None) or getattr(ck, "hash", "") or "") or None,
+                "source": source, "source_ops": None, "device_index": _num(device),
+                "_consts": consts,
+            })
+    return out
+
+
+def _match_variant(variants, cfg) -> dict | None:
+    """The compiled variant of a Triton Config: its kwargs among the constexprs, same warps and
+    stages; None when none or several distinct ones match (never a guess)."""
+    kw = getattr(cfg, "kwargs", None) or {}
+    # A Triton whose compiled kernels do not say their constexprs: warps and stages alone,
+    # accepted only where they single one out.
+    blind = not any(v["_consts"] for v in variants)
+    hits = [v for v in variants
+            if (blind or all(k in v["_consts"] and v["_consts"][k] == x for k, x in kw.items()))
+            and v["num_warps"] == _num(getattr(cfg, "num_warps", None))
+            and v["num_stages"] == _num(getattr(cfg, "num_stages", None))]
+    keys = {(h["registers"], h["spills"], h["shared_mem_bytes"]) for h in hits}
+    return hits[0] if len(keys) == 1 else None
+
+
+PRUNED_TO_ONE = "the only config left after pruning: Triton takes it without timing it"
+FAILED = "did not run: the tuner timed it as infinite (out of resources, or it failed to compile)"
+
+
+def _finite(v):
+    v = _num(v)
+    return v if v is not None and v == v and abs(v) != float("inf") else None
+
+
+def _times(t):
+    """(p50, p20, p80) ms of one candidate: Triton gives [p50, p20, p80] (or one float); an
+    infinite time (a config that could not run) is None."""
+    if isinstance(t, (list, tuple)):
+        vals = [_finite(x) for x in t[:3]]
+        return tuple(vals + [None] * (3 - len(vals)))
+    return (_finite(t), None, None)
+
+
+class TuningWatch:
+    """The in-process watch of one region: :meth:`start` before it, :meth:`stop` after, then
+    :meth:`tables` (the ``autotune`` and ``variants`` rows and the notes).
+
+    >>> w = TuningWatch(force=False); w.start(); w.stop(); w.tables({"k"})["autotune"]
+    []
+    """
+
+    def __init__(self, force: bool = False):
+        self.force = force          # import Triton/Inductor to watch them (else: only if imported)
+        self.notes = []
+        self.watched = []
+        self._patches = []          # (owner, attribute, original)
+        self._autotuners = {}       # id -> what _first_seen noted
+        self._jits = {}             # id -> JITFunction launched in the region
+        self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
+        self._feedback = []         # Inductor's choices, as plain rows
+        self._saver: object = None
+        self._helion = {}           # id of a Helion search -> its tuning number
+        self._helion_rows = []
+        self._active = False
+
+    # -- start / stop ---------------------------------------------------------------------
+    def start(self) -> None:
+        self._active = True
+        for step in (self._watch_triton, self._watch_inductor, self._watch_helion):
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - a watch that cannot start is a note, not a failure
+                self.notes.append(f"{step.__name__[7:]}: not watched ({type(e).__name__}: {e})"[:300])
+
+    def stop(self) -> None:
+        self._active = False
+        for owner, attr, orig in reversed(self._patches):
+            try:
+                setattr(owner, attr, orig)
+            except Exception:  # noqa: BLE001
+                pass
+        self._patches.clear()
+        for jf in self._jits.values():
+            if "run" in getattr(jf, "__dict__", {}):
+                try:
+                    del jf.run
+                except AttributeError:
+                    pass
+        if self._saver is not None:
+            try:
+                from torch._inductor import select_algorithm as sa
+                fns = getattr(sa.get_algorithm_selector_cache(), "feedback_saver_fns", None)
+                if isinstance(fns, list) and self._saver in fns:
+                    fns.remove(self._saver)
+            except Exception:  # noqa: BLE001 - left registered, it does nothing once inactive
+                pass
+
+    def _module(self, name):
+        if sys.modules.get(name) is not None:
+            return sys.modules[name]
+        if not self.force or name in sys.modules:    # None in sys.modules: blocked, not installed
+            return None
+        import importlib
+        return importlib.import_module(name)
+
+    def _watch_triton(self) -> None:
+        autotuner = self._module("triton.runtime.autotuner")
+        jit = self._module("triton.runtime.jit")
+        if autotuner is None or jit is None:
+            if self.force:
+                self.notes.append("Triton could not be imported: its autotuning and compiled variants were not watched")
+            elif sys.modules.get("triton") is None:
+                self.notes.append("Triton was not imported when the region started: its autotuning and "
+                                  "compiled variants were not watched (import triton first, or tuning=True)")
+            return
+        at_cls = getattr(autotuner, "Autotuner", None)
+        if at_cls is not None and callable(getattr(at_cls, "run", None)):
+            self._wrap_autotuner(at_cls)
+            self.watched.append("triton.autotune")
+        else:
+            self.notes.append("this Triton has no Autotuner.run: autotuning not watched")
+        jf_cls = getattr(jit, "JITFunction", None)
+        if jf_cls is not None and callable(getattr(jf_cls, "run", None)):
+            self._wrap_jit(jf_cls)
+            self.watched.append("triton.jit")
+        else:
+            self.notes.append("this Triton has no JITFunction.run: compiled variants not watched")
+
+    def _wrap_autotuner(self, cls) -> None:
+        orig = cls.run
+        watch = self
+
+        def run(at, *args, **kwargs):
+            if not watch._active:
+                return orig(at, *args, **kwargs)
+            seen = watch._autotuners.get(id(at))
+            if seen is None:
+                seen = watch._first_seen(at)
+            cache = getattr(at, "cache", None)
+            n = len(cache) if isinstance(cache, dict) else -1
+            try:
+                return orig(at, *args, **kwargs)
+            finally:
+                if n >= 0 and len(cache) != n:
+                    watch._tuned(at, seen)
+        self._patches.append((cls, "run", orig))
+        cls.run = run
+
+    def _wrap_jit(self, cls) -> None:
+        orig = cls.run
+        jits = self._jits
+
+        def run(jf, *args, **kwargs):
+            jits[id(jf)] = jf
+            # Seen once is enough: this function's later launches go straight to Triton (the
+            # instance attribute shadows the class's wrapped run), so a loop of launches pays
+            # nothing per launch; stop() takes the attribute away again.
+            try:
+                jf.run = orig.__get__(jf, type(jf))
+            except (AttributeError, TypeError):   # slotted or frozen: the wrapper stays
+                pass
+            return orig(jf, *args, **kwargs)
+        self._patches.append((cls, "run", orig))
+        cls.run = run
+
+    def _first_seen(self, at) -> list:
+        cache = getattr(at, "cache", None)
+        timings = getattr(at, "configs_timings", None)
+        keys = set(cache) if isinstance(cache, dict) else set()
+        # [autotuner, keys known (grows), timings before the region, bench_time, keys before the region]
+        seen = [at, keys, dict(timings) if isinstance(timings, dict) else None, getattr(at, "bench_time", None),
+                frozenset(keys), id(timings)]
+        self._autotuners[id(at)] = seen
+        return seen
+
+    def _tuned(self, at, seen) -> None:
+        try:
+            cache = at.cache
+            new = [k for k in cache if k not in seen[1]]
+            timings = getattr(at, "configs_timings", None)
+            bench = getattr(at, "bench_time", None)
+            # Triton assigns a new dict at each benchmark: the same one means nothing was timed
+            # (the configs were pruned to one, which Triton takes without benchmarking).
+            fresh = isinstance(timings, dict) and id(timings) != seen[5]
+            # Read from Triton's autotuning disk cache: timings were measured by an earlier process
+            # (bench_time did not move).
+            from_disk = bench is None or bench == seen[3]
+            for k in new:
+                seen[1].add(k)
+                self._tunings.append((id(at), k, dict(timings) if fresh else {cache[k]: None},
+                                      cache[k], fresh and not from_disk) if fresh else
+                                     (id(at), k, {cache[k]: None}, cache[k], True, PRUNED_TO_ONE))
+            seen[3], seen[5] = bench, id(timings)
+        except Exception as e:  # noqa: BLE001
+            self.notes.append(f"an autotuning could not be read ({type(e).__name__}: {e})"[:300])
+
+    def _watch_inductor(self) -> None:
+        sa = self._module("torch._inductor.select_algorithm")
+        if sa is None:
+            return
+        add = getattr(sa, "add_feedback_saver", None)
+        if add is None:
+            self.notes.append("this torch has no select_algorithm.add_feedback_saver: max-autotune "
+                              "choices not watched")
+            return
+
+        def saver(timings, name, input_nodes, choices, *rest):
+            if self._active:
+                self._inductor_choices(timings, name, input_nodes)
+        self._saver = saver
+        add(saver)
+        self.watched.append("inductor.max_autotune")
+
+    def _watch_helion(self) -> None:
+        bs = self._module("helion.autotuner.base_search") if ("helion" in sys.modules or self.force) else None
+        cls = getattr(bs, "BaseSearch", None)
+        if cls is None or not callable(getattr(cls, "benchmark_batch", None)):
+            if bs is not None:
+                self.notes.append("this Helion has no BaseSearch.benchmark_batch: its search not watched")
+            return
+        orig = cls.benchmark_batch
+        watch = self
+
+        def benchmark_batch(search, configs, *args, **kwargs):
+            results = orig(search, configs, *args, **kwargs)
+            if watch._active:
+                try:
+                    watch._helion_results(search, results)
+                except Exception as e:  # noqa: BLE001
+                    watch.notes.append(f"a Helion search could not be read ({type(e).__name__})")
+            return results
+        self._patches.append((cls, "benchmark_batch", orig))
+        cls.benchmark_batch = benchmark_batch
+        self.watched.append("helion.autotune")
+
+    def _helion_results(self, search, results) -> None:
+        bound = getattr(search, "kernel", None)
+        fn = getattr(getattr(bound, "kernel", bound), "fn", None)
+        name = f"_helion_{getattr(fn, '__name__', 'kernel')}"
+        tuning = self._helion.setdefault(id(search), len(self._helion))
+        for r in list(results or []):
+            cfg = getattr(r, "config", None)
+            d = dict(cfg) if hasattr(cfg, "keys") else {}
+            perf = _num(getattr(r, "perf", None))
+            self._helion_rows.append({
+                "kernel": name, "producer": "Helion", "tuner": "helion autotune", "tuning": tuning, "op": None,
+                "shape_key": None, "choice": "config",
+                "config": config_text({k: v for k, v in d.items() if k not in ("num_warps", "num_stages")}),
+                "description": str(getattr(r, "status", "") or "") or None,
+                "num_warps": _num(d.get("num_warps")), "num_stages": _num(d.get("num_stages")), "num_ctas": None,
+                "p50_ms": perf if perf is not None and perf != float("inf") else None, "p20_ms": None, "p80_ms": None,
+                "registers": None, "spills": None, "shared_mem_bytes": None, "winner": False, "cached": False,
+                "note": "Helion's own timing (one figure per config); registers not matched to its variants",
+            })
+
+    def _inductor_choices(self, timings, name, input_nodes) -> None:
+        try:
+            shapes = []
+            for n in input_nodes or []:
+                try:
+                    shapes.append("x".join(str(s) for s in n.get_size()))
+                except Exception:  # noqa: BLE001
+                    shapes.append("?")
+            key = f"{name}({', '.join(shapes)})"
+            finite = {c: t for c, t in timings.items() if isinstance(t, (int, float)) and t == t and t != float("inf")}
+            best = min(finite, key=finite.get) if finite else None
+            tuning = len({r["tuning"] for r in self._feedback})
+            for c, t in timings.items():
+                info = {}
+                try:
+                    got = c.info_dict()
+                    info = got if isinstance(got, dict) else {}
+                except Exception:  # noqa: BLE001
+                    pass
+                bm = getattr(c, "bmreq", None)
+                extern = str(info.get("backend", "")).lower() == "extern" or bm is None
+                kw = {}
+                tile = info.get("tile_shape")
+                if isinstance(tile, str):
+                    m = re.fullmatch(r"\((-?\d+), (-?\d+), (-?\d+)\)", tile.strip())
+                    if m:   # Inductor writes (BLOCK_M, BLOCK_K, BLOCK_N)
+                        kw = {"BLOCK_M": int(m[1]), "BLOCK_N": int(m[3]), "BLOCK_K": int(m[2])}
+                if isinstance(info.get("GROUP_M"), int) and info["GROUP_M"] >= 0:
+                    kw["GROUP_M"] = info["GROUP_M"]
+                desc = str(getattr(c, "description", "") or "")
+                self._feedback.append({
+                    "kernel": str(getattr(c, "name", "?")), "producer": "Inductor", "tuner": "inductor max-autotune",
+                    "tuning": tuning, "op": str(name), "shape_key": key,
+                    "choice": "extern" if extern else "Triton template",
+                    "config": (str(info.get("kernel_call_name") or getattr(c, "name", "")) if extern
+                               else (config_text(kw) or desc)),
+                    "description": desc[:500],
+                    "num_warps": _num(info.get("num_warps")) if not extern else None,
+                    "num_stages": _num(info.get("num_stages")) if not extern else None,
+                    "num_ctas": None, "p50_ms": _finite(t), "p20_ms": None, "p80_ms": None,
+                    "registers": _num(getattr(c, "n_regs", None)), "spills": None, "shared_mem_bytes": None,
+                    "winner": c is best, "cached": False,
+                    "note": FAILED if _finite(t) is None else None if not extern else
+                    "an extern kernel (cuBLAS/ATen): no Triton config",
+                })
+        except Exception as e:  # noqa: BLE001
+            self.notes.append(f"Inductor's autotuning could not be read ({type(e).__name__}: {e})"[:300])
+
+    # -- the tables -------------------------------------------------------------------------
+    def tables(self, kernel_names) -> dict:
+        """``{"autotune": rows, "variants": rows, "notes": [...], "watched": [...]}`` (rows are
+        dicts); ``kernel_names`` (the recorded kernels' names) limits Inductor's variants to
+        the kernels this region ran."""
+        names = set(kernel_names or ())
+        variants, autotune = [], []
+        by_jit = {}
+        for jf in list(self._jits.values()):
+            try:
+                vs = compiled_variants(jf)
+            except Exception as e:  # noqa: BLE001
+                self.notes.append(f"compiled variants of {_fn_name(jf)} not read ({type(e).__name__})")
+                vs = []
+            by_jit[id(jf)] = vs
+            variants.extend(vs)
+        try:
+            variants.extend(self._inductor_variants(names))
+        except Exception as e:  # noqa: BLE001
+            self.notes.append(f"Inductor's compiled kernels not read ({type(e).__name__}: {e})"[:300])
+        tuning_ids = {}
+        for at_id, key, timings, winner, here, *note in self._tunings:
+            autotune.extend(self._candidates(self._autotuners[at_id][0], key, timings, winner, cached=not here,
+                                             note=note[0] if note else None,
+                                             tuning=tuning_ids.setdefault((at_id, key), len(tuning_ids)), by_jit=by_jit))
+        # Tunings from before the region (cache hits): the winner, and the timings Triton still
+        # holds when only one shape was tuned then.
+        for at_id, (at, _, timings, _, before, _) in self._autotuners.items():
+            earlier = list(before)
+            for k in earlier:
+                winner = (getattr(at, "cache", None) or {}).get(k)
+                t = timings if (len(before) == 1 and timings) else {winner: None} if winner is not None else {}
+                autotune.extend(self._candidates(at, k, t, winner, cached=True,
+                                                 tuning=tuning_ids.setdefault((at_id, k), len(tuning_ids)), by_jit=by_jit,
+                                                 note=None if len(before) == 1 and timings else
+                                                 "measured before the region; Triton keeps only the winner of this shape"))
+        base = len(tuning_ids)
+        for r in self._feedback:
+            autotune.append(dict(r, tuning=r["tuning"] + base))
+        base += len({r["tuning"] for r in self._feedback})
+        helion = [dict(r, tuning=r["tuning"] + base) for r in self._helion_rows]
+        for t in {r["tuning"] for r in helion}:
+            timed = [r for r in helion if r["tuning"] == t and r["p50_ms"] is not None]
+            if timed:
+                min(timed, key=lambda r: r["p50_ms"])["winner"] = True
+        autotune.extend(helion)
+        if len(autotune) > MAX_CANDIDATES:
+            self.notes.append(f"{len(autotune) - MAX_CANDIDATES} autotuning candidates beyond the first "
+                              f"{MAX_CANDIDATES} were not kept")
+            autotune = autotune[:MAX_CANDIDATES]
+        for v in variants:
+            v.pop("_consts", None)
+        return {"autotune": autotune, "variants": variants, "notes": list(self.notes), "watched": list(self.watched)}
+
+    def _candidates(self, at, key, timings, winner, *, cached, tuning, by_jit, note=None) -> list:
+        jf = _jit_of(getattr(at, "fn", None))
+        vs = by_jit.get(id(jf)) if jf is not None else None
+        if vs is None and jf is not None:
+            vs = by_jit[id(jf)] = compiled_variants(jf)
+        name = _fn_name(jf) if jf is not None else str(getattr(getattr(at, "base_fn", None), "__name__", "<unknown>"))
+        rows = []
+        for cfg, t in (timings or {}).items():
+            if cfg is None:
+                continue
+            p50, p20, p80 = _times(t)
+            v = _match_variant(vs or [], cfg)
+            rows.append({
+                "kernel": name, "producer": "Helion" if name.startswith("_helion_") else "Triton",
+                "tuner": "triton.autotune", "tuning": tuning, "op": None,
+                "shape_key": ", ".join(str(x) for x in key) if isinstance(key, tuple) else str(key),
+                "choice": "config", "config": config_text(getattr(cfg, "kwargs", None) or {}),
+                "description": None,
+                "num_warps": _num(getattr(cfg, "num_warps", None)), "num_stages": _num(getattr(cfg, "num_stages", None)),
+                "num_ctas": _num(getattr(cfg, "num_ctas", None)),
+                "p50_ms": p50, "p20_ms": p20, "p80_ms": p80,
+                "registers": v["registers"] if v else None, "spills": v["spills"] if v else None,
+                "shared_mem_bytes": v["shared_mem_bytes"] if v else None,
+                "winner": cfg is winner or cfg == winner, "cached": bool(cached),
+                "note": note if note else FAILED if p50 is None and t is not None else
+                (None if v else "its compiled variant could not be identified"),
+            })
+        return rows
+
+    def _inductor_variants(self, names) -> list:
+        cc = sys.modules.get("torch._inductor.codecache")
+        cache = getattr(cc, "PyCodeCache", None)
+        mods = getattr(cache, "modules", None)
+        if mods is None:
+            return []
+        mods = list(mods.values()) if isinstance(mods, dict) else list(mods)
+        aten = {}
+        found = {}
+        for mod in mods:
+            d = getattr(mod, "__dict__", {})
+            path = d.get("__file__")
+            if isinstance(path, str) and "async_compile" in d:
+                aten.update(_origins(path))
+            for k, obj in list(d.items()):
+                if k in found or (names and k not in names):
+                    continue
+                launchers = getattr(obj, "launchers", None)
+                if not isinstance(launchers, list) or not hasattr(obj, "inductor_meta"):
+                    continue
+                found[k] = obj
+        out = []
+        for k, obj in found.items():
+            meta = getattr(obj, "inductor_meta", None) or {}
+            name = str(meta.get("kernel_name") or k)
+            if names and name not in names:
+                continue    # a template benchmarked under its placeholder name, never launched here
+            for ln in list(obj.launchers):
+                cfg = getattr(ln, "config", None)
+                out.append({
+                    "name": name, "function": name, "producer": "Inductor",
+                    "config": config_text(getattr(cfg, "kwargs", None) or {}),
+                    "num_warps": _num(getattr(cfg, "num_warps", None)), "num_stages": _num(getattr(cfg, "num_stages", None)),
+                    "num_ctas": _num(getattr(cfg, "num_ctas", None)),
+                    "registers": _num(getattr(ln, "n_regs", None)), "spills": _num(getattr(ln, "n_spills", None)),
+                    "shared_mem_bytes": _num(getattr(ln, "shared", None)),
+                    "hash": str(getattr(ln, "cache_hash", "") or "") or None, "source": None,
+                    "source_ops": aten.get(name), "device_index": None, "_consts": {},
+                })
+        # Kernels named in the trace whose wrapper said their ops, but with no live launcher
+        for name, ops in aten.items():
+            if name in names and name not in found:
+                out.append({"name": name, "function": name, "producer": "Inductor", "config": None,
+                            "num_warps": None, "num_stages": None, "num_ctas": None, "registers": None,
+                            "spills": None, "shared_mem_bytes": None, "hash": None, "source": None,
+                            "source_ops": ops, "device_index": None, "_consts": {}})
+        return out
+
+
+def _origins(path) -> dict:
+    """{kernel name: "aten.gelu, aten.sum"} from an Inductor wrapper's source (the ``Original
+    ATen: [...]`` comment above each ``async_compile.triton('name', ...)``)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(_MAX_SOURCE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return {}
+    return origins_of_source(text)
+
+
+def origins_of_source(text: str) -> dict:
+    """The fused ATen ops of each kernel an Inductor wrapper defines.
+
+    >>> origins_of_source("# Topologically Sorted Source Nodes: [gelu], Original ATen: [aten.gelu]\\n"
+    ...                   "triton_poi_fused_gelu_0 = async_compile.triton('triton_poi_fused_gelu_0', '''")
+    {'triton_poi_fused_gelu_0': 'aten.gelu'}
+    """
+    out = {}
+    last = None
+    events = sorted([(m.start(), "aten", m[1]) for m in _ATEN_RE.finditer(text)] +
+                    [(m.start(), "def", m[2]) for m in _DEF_RE.finditer(text)])
+    for _pos, kind, val in events:
+        if kind == "aten":
+            last = val.strip()
+        elif last is not None:
+            out[val] = last
+            last = None
+    return out
+
+
+def attach_tuning(trace, got: dict) -> None:
+    """Put a watch's :meth:`TuningWatch.tables` on a trace: its ``autotune`` and ``variants``
+    tables and ``meta["tuning"]`` (what was watched, the notes)."""
+    from kernelscope.trace.model import AUTOTUNE_COLUMNS, VARIANT_COLUMNS, frame
+
+    def table(rows, schema):
+        return frame({c: [r.get(c) for r in rows] for c in schema} if rows else {}, schema)
+    trace.autotune = table(got.get("autotune") or [], AUTOTUNE_COLUMNS)
+    trace.variants = table(got.get("variants") or [], VARIANT_COLUMNS)
+    trace.meta["tuning"] = {"watched": list(got.get("watched") or []), "notes": list(got.get("notes") or []),
+                            "candidates": len(trace.autotune), "variants": len(trace.variants)}

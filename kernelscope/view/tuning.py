@@ -1,0 +1,88 @@
+"""The "Tuning" block of a kernel's details (``js/src/view/tuning.js``): what produced each kernel,
+the knobs its launches ran with, and every tuning of it with its candidates, fastest first.
+
+Everything the browser shows is here: column labels and their tooltips, the winner, where each
+number came from. The candidates of one tuning are capped at :data:`MAX_ROWS` (fastest first; the
+payload says how many there were): ``rep.autotune`` keeps every one.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from kernelscope.jsonable import jsonable
+
+MAX_ROWS = 50          # candidates of one tuning sent to the browser
+MAX_KNOBS = 12         # distinct knob sets of one kernel's launches
+# (key, label, tooltip) of the candidates table, in order.
+CANDIDATE_COLUMNS = [
+    ("config", "config", "the configuration as its producer writes it"),
+    ("num_warps", "warps", "num_warps"),
+    ("num_stages", "stages", "num_stages (software pipelining depth)"),
+    ("p50_ms", "p50 ms", "median time the tuner measured"),
+    ("p20_ms", "p20 ms", "20th percentile the tuner measured"),
+    ("p80_ms", "p80 ms", "80th percentile the tuner measured"),
+    ("vs_best", "vs best", "p50 over the winner's"),
+    ("registers", "regs", "registers per thread (ptxas, as Triton reports them)"),
+    ("spills", "spills", "registers spilled to local memory (Triton's n_spills: bytes / 4)"),
+    ("shared_mem_bytes", "smem", "shared memory per block, bytes"),
+    ("theoretical_occupancy", "occupancy", "theoretical occupancy (kernelscope's calculator on this GPU)"),
+    ("occupancy_limiter", "limited by", "what caps the resident blocks per SM"),
+    ("note", "note", "what the capture could not tell"),
+]
+KNOB_COLUMNS = [
+    ("config", "config", "the configuration as its producer writes it"),
+    ("num_warps", "warps", "num_warps"),
+    ("num_stages", "stages", "num_stages"),
+    ("spills", "spills", "registers spilled to local memory"),
+    ("launches", "launches", "launches with these knobs"),
+    ("config_source", "from", "where the knobs were read"),
+]
+
+
+def _records(df: pd.DataFrame, cols) -> list:
+    df = df[[c for c in cols if c in df.columns]]
+    return jsonable(df.astype(object).where(df.notna(), None).to_dict("records"))
+
+
+def tuning_payload(rep) -> dict:
+    """``{"kernels": {name: {producer, decoded, knobs}}, "tunings": [...], "columns": ...}`` for the
+    view: per kernel name its producer and the knob sets its launches ran with; per tuning its
+    kernel, tuner, shape key, candidates (at most :data:`MAX_ROWS`, fastest first) and counts.
+
+    >>> tuning_payload(ks.load("tests/data/tuning/triton_tuning.ksreport.json.gz"))["tunings"][0]["kernel"]  # doctest: +SKIP
+    'matmul_kernel'
+    """
+    k = rep.kernels
+    kernels = {}
+    if len(k) and "producer" in k.columns:
+        # Only kernels whose producer says something the backend column does not, or with knobs.
+        has = k["config"].notna() | k["num_warps"].notna() | k["config_source"].notna() | k["decoded"].notna() | \
+            (k["producer"] != k["backend"])
+        sub = k[has]
+        for name, g in sub.groupby("name", sort=False):
+            knobs = (g.assign(launches=1).groupby(["config", "num_warps", "num_stages", "spills", "config_source"],
+                                                  dropna=False, sort=False)["launches"].sum()
+                     .reset_index().sort_values("launches", ascending=False, kind="stable"))
+            kernels[str(name)] = {
+                "producer": g["producer"].iloc[0], "decoded": g["decoded"].dropna().iloc[0] if g["decoded"].notna().any() else None,
+                "source_ops": g["source_ops"].dropna().iloc[0] if g["source_ops"].notna().any() else None,
+                "kernel_source": g["kernel_source"].dropna().iloc[0] if g["kernel_source"].notna().any() else None,
+                "knobs": _records(knobs.head(MAX_KNOBS), [c for c, _, _ in KNOB_COLUMNS]),
+                "knob_sets": int(len(knobs)),
+            }
+    tunings = []
+    at = rep.autotune
+    for t, g in (at.groupby("tuning", sort=True) if len(at) else []):
+        first = g.iloc[0]
+        tunings.append({
+            "tuning": int(t), "kernel": str(first["kernel"]), "producer": first["producer"], "tuner": first["tuner"],
+            "shape_key": first["shape_key"], "op": first["op"], "cached": bool(g["cached"].all()),
+            # Inductor's choices are named after its templates, not the kernel that ran: the view
+            # shows them beside the kernels whose CPU op is the one they chose for.
+            "match_op": f"aten::{first['op']}" if first["tuner"] == "inductor max-autotune" and first["op"] else None,
+            "candidates": int(len(g)), "shown": int(min(len(g), MAX_ROWS)),
+            "rows": _records(g.head(MAX_ROWS), [c for c, _, _ in CANDIDATE_COLUMNS] + ["winner", "choice"]),
+        })
+    return jsonable({"kernels": kernels, "tunings": tunings,
+                     "columns": {"candidates": CANDIDATE_COLUMNS, "knobs": KNOB_COLUMNS},
+                     "watched": (rep.meta.get("tuning") or {}).get("watched") if isinstance(rep.meta.get("tuning"), dict) else None})

@@ -1,0 +1,103 @@
+"""The tuning watch on a CUDA device (run on the H200: ``pytest -m gpu tests/capture/test_gpu_tuning.py``):
+real Triton autotunings and compiled variants, collected while a region runs, saved and loaded."""
+import os
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+import kernelscope as ks  # noqa: E402
+
+
+@triton.jit
+def _copy(x, out, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(out + i, tl.load(x + i, mask=m) * 3.0, mask=m)
+
+
+def _tuned():
+    return triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
+                                    ((128, 1), (512, 4), (2048, 8))], key=["n"])(triton.jit(_copy.fn))
+
+
+def test_autotuning_in_the_region_is_collected_with_variants(tmp_path):
+    k = _tuned()
+    x = torch.randn(1 << 20, device="cuda")
+    o = torch.empty_like(x)
+    with ks.profile() as p:
+        k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+        torch.cuda.synchronize()
+    rep = p.report
+    a = rep.autotune
+    print(a[["kernel", "config", "num_warps", "p50_ms", "p20_ms", "p80_ms", "registers", "spills",
+             "theoretical_occupancy", "occupancy_limiter", "winner", "cached"]].to_string())
+    assert len(a) == 3 and a["winner"].sum() == 1 and not a["cached"].any()
+    assert set(a["config"]) == {"BLOCK=128", "BLOCK=512", "BLOCK=2048"}
+    assert a["p50_ms"].notna().all() and (a["p20_ms"] <= a["p80_ms"]).all()
+    assert a["registers"].notna().all(), "every candidate's compiled variant identified"
+    assert a["theoretical_occupancy"].notna().all()
+    # one warp per block: the 32-block limit of sm_90 caps it at half the SM's warps
+    one = a[a["num_warps"] == 1].iloc[0]
+    assert one["theoretical_occupancy"] == 0.5 and "blocks" in one["occupancy_limiter"]
+    launch = rep.kernels[rep.kernels["name"] == "_copy"]
+    win = a[a["winner"]].iloc[0]
+    # every launch (the tuner's own, then the one that used the winner) names its variant; the
+    # 14-register variants were recorded by CUPTI as 16 (analysis/producers.py)
+    assert launch["config"].notna().all() and set(launch["producer"]) == {"Triton"}
+    assert set(launch["config_source"]) == {"process (compiled variant)"}
+    assert launch["config"].iloc[-1] == win["config"]
+    # the in-process tables survive a save and load
+    back = ks.load(rep.save(tmp_path / "t.ksreport.json.gz"))
+    assert back.autotune[["config", "p50_ms", "winner"]].equals(a[["config", "p50_ms", "winner"]])
+    assert back.kernels["config"].tolist() == rep.kernels["config"].tolist()
+    # the watch put Triton's functions back
+    assert triton.runtime.autotuner.Autotuner.run.__qualname__ == "Autotuner.run"
+    assert triton.runtime.jit.JITFunction.run.__qualname__ == "JITFunction.run"
+
+
+def test_a_tuning_before_the_region_is_a_cache_hit():
+    k = _tuned()
+    x = torch.randn(1 << 16, device="cuda")
+    o = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+    torch.cuda.synchronize()
+    with ks.profile() as p:
+        k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+        torch.cuda.synchronize()
+    a = p.report.autotune
+    print(a[["config", "p50_ms", "winner", "cached", "note"]].to_string())
+    assert len(a) == 3 and a["cached"].all() and a["winner"].sum() == 1
+
+
+def test_tuning_false_watches_nothing():
+    k = _tuned()
+    x = torch.randn(4096, device="cuda")
+    o = torch.empty_like(x)
+    with ks.profile(tuning=False) as p:
+        k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+        torch.cuda.synchronize()
+    assert len(p.report.autotune) == 0 and "tuning" not in p.report.meta
+
+
+def test_helion_search_is_collected():
+    pytest.importorskip("helion")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu_tools"))
+    import helion_tuning
+    x = torch.randn(1 << 20, device="cuda")
+    with ks.profile() as p:
+        helion_tuning.scale_add(x, x)
+        torch.cuda.synchronize()
+    rep = p.report
+    a = rep.autotune
+    print(a[["kernel", "producer", "config", "num_warps", "p50_ms", "winner"]].to_string())
+    print(rep.kernels[["name", "producer", "config", "config_source"]].drop_duplicates().to_string())
+    assert len(a) >= 3 and set(a["producer"]) == {"Helion"} and a["winner"].sum() == 1
+    assert "Helion" in set(rep.kernels["producer"])

@@ -1,0 +1,69 @@
+"""The "Tuning" block of a kernel's details (standalone bundle, chromium), on the H200 tuning
+recordings: a user's Triton matmul with its twelve candidates, Inductor's max-autotune choices
+shown beside the cuBLAS kernel that won, and a kernel whose variant could not be identified."""
+import json
+
+import pytest
+
+import kernelscope as ks
+from kernelscope.view.bundle import mime_payload
+from tests.conftest import DATA
+from tests.ui.test_view_page import serve_page, show
+
+pytestmark = pytest.mark.browser
+TUNING = DATA / "tuning"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    reps = {n: ks.load(TUNING / f"{n}.ksreport.json.gz") for n in ("triton_tuning", "inductor_tuning")}
+    for n, rep in reps.items():
+        (root / f"{n}.json").write_text(json.dumps(mime_payload(rep)))
+    with serve_page(root) as url:
+        yield url, reps
+
+
+def _select(page, name):
+    page.evaluate(f"window.ctl.setSelection([{json.dumps(name)}])")
+    page.locator(".ks-details .ks-tuning").wait_for()
+    return page.locator(".ks-details .ks-tuning")
+
+
+def test_candidates_of_a_triton_kernel(site, page):
+    url, reps = site
+    show(page, url, "triton_tuning")
+    block = _select(page, "matmul_kernel")
+    text = block.inner_text()
+    assert "produced by\tTriton" in text or "produced by Triton" in text.replace("\t", " ")
+    assert "triton.autotune: matmul_kernel at 2048, 2048, 2048" in text and "12 candidates" in text
+    rows = block.locator("table.ks-candidates[data-tuning='0'] tbody tr")
+    assert rows.count() == 12
+    first = rows.nth(0).inner_text()
+    win = reps["triton_tuning"].autotune.iloc[0]
+    assert first.startswith("★ " + win["config"])             # fastest first, the winner marked
+    # the spilling candidate says so, and its occupancy is our calculator's
+    spill = block.locator("table.ks-candidates[data-tuning='0'] tbody tr", has_text="BLOCK_M=256, BLOCK_N=128").inner_text()
+    assert "674" in spill and "12.5%" in spill
+    # click a header: sorted by spills, most first
+    block.locator("table.ks-candidates[data-tuning='0'] th[data-col='spills']").click()
+    assert "674" in rows.nth(0).inner_text()
+
+
+def test_a_variant_that_cannot_be_told(site, page):
+    url, _ = site
+    show(page, url, "triton_tuning")
+    text = _select(page, "scale_kernel").inner_text()
+    assert "not identified: several compiled variants match this launch" in text
+
+
+def test_inductor_choice_beside_the_cublas_kernel(site, page):
+    url, reps = site
+    show(page, url, "inductor_tuning")
+    k = reps["inductor_tuning"].kernels
+    cublas = k[(k["backend"] == "cuBLAS") & (k["op"] == "aten::mm")]["name"].iloc[0]
+    block = _select(page, cublas)
+    text = block.inner_text()
+    assert "inductor max-autotune: mm at mm(1024x1024, 1024x1024)" in text and "17 candidates" in text
+    assert "★ extern_kernels.mm" in text
+    assert "from its name" in text and "xmma" in text

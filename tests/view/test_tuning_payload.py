@@ -1,0 +1,43 @@
+"""The tuning block's payload (view/tuning.py): what the browser gets of rep.autotune and of each
+kernel's knobs, from the H200 tuning recordings."""
+import dataclasses
+
+import pandas as pd
+
+import kernelscope as ks
+from kernelscope.view.report import view_model
+from kernelscope.view.tuning import CANDIDATE_COLUMNS, MAX_ROWS, tuning_payload
+from tests.conftest import DATA
+
+TUNING = DATA / "tuning"
+
+
+def test_payload_of_the_triton_recording():
+    rep = ks.load(TUNING / "triton_tuning.ksreport.json.gz")
+    t = view_model(rep)[0]["tuning"]
+    assert [x["kernel"] for x in t["tunings"]] == ["matmul_kernel", "add_kernel"]
+    mm = t["tunings"][0]
+    assert mm["candidates"] == mm["shown"] == 12 and not mm["cached"] and t["tunings"][1]["cached"]
+    assert mm["rows"][0]["winner"] and [r["p50_ms"] for r in mm["rows"]] == sorted(r["p50_ms"] for r in mm["rows"])
+    assert [c[0] for c in t["columns"]["candidates"]] == [c[0] for c in CANDIDATE_COLUMNS]
+    knobs = t["kernels"]["matmul_kernel"]["knobs"]
+    assert sum(r["launches"] for r in knobs) == int((rep.kernels["name"] == "matmul_kernel").sum())
+    assert t["kernels"]["scale_kernel"]["knobs"][0]["config"] is None
+    assert t["watched"] == ["triton.autotune", "triton.jit"]
+
+
+def test_thousands_of_candidates_are_capped_in_the_view_not_the_report():
+    rep = ks.load(TUNING / "triton_tuning.ksreport.json.gz")
+    a = rep.trace.autotune
+    many = pd.concat([a[a["kernel"] == "matmul_kernel"]] * 200, ignore_index=True)
+    big = ks.Report(dataclasses.replace(rep.trace, autotune=many))
+    assert len(big.autotune) == 2400
+    t = tuning_payload(big)["tunings"][0]
+    assert t["candidates"] == 2400 and t["shown"] == len(t["rows"]) == MAX_ROWS
+
+
+def test_no_tuning_no_rows():
+    t = view_model(ks.load(DATA / "mlp_train.pt.trace.json.gz"))[0]["tuning"]
+    assert t["tunings"] == [] and t["watched"] is None
+    nvjet = [v for n, v in t["kernels"].items() if n.startswith("nvjet_")]
+    assert nvjet and all(v["producer"] == "cuBLAS" and v["decoded"].startswith("nvjet:") for v in nvjet)
