@@ -198,7 +198,7 @@ def test_report_from_newer_version_is_refused(tmp_path):
 
 def test_text_repr_reads_like_a_report():
     text = repr(ks.load(DATA / "launch_bound.pt.trace.json.gz"))
-    assert "2000 launches of 2 kernels" in text
+    assert "2,000 launches of 2 kernels" in text      # thousands separated, as the view shows them
     assert "NVIDIA H200 (sm_90, 132 SMs)" in text
 
 
