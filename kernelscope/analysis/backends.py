@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.names import short_name
+from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
 
@@ -166,8 +166,9 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
     codes, first = distinct_rows(cols)
     uniq = [tuple(c[i] for c in cols) for i in first.tolist()]
     found = [classify(*key) for key in uniq]
-    shorts = {}
-    short = [shorts.setdefault(key[0], short_name(_text(key[0]))) for key in uniq]
+    # Unique within the report: two kernels never share a readable name.
+    shorts = unique_short_names(_text(key[0]) for key in uniq)
+    short = [shorts[_text(key[0])] for key in uniq]
 
     def take(values, dtype=object):
         return pd.Series(np.asarray(values, dtype=dtype)[codes] if n else [], index=k.index, dtype=dtype)

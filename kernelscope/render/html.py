@@ -129,7 +129,8 @@ def _ncu(rep) -> str:
 
 def _busy(rep):
     try:
-        return rep.timeline.device().get("busy_share")
+        from kernelscope.analysis.timeline import gpu_busy_share
+        return gpu_busy_share(rep.timeline.device())
     except Exception:  # noqa: BLE001 - a static view shows "-" rather than fail
         return None
 
@@ -149,6 +150,7 @@ def _findings(rep) -> str:
         + f" {_e(x['title'])}"
         + (f"<div style='font-size:12px'><span style='{_MUTED}'>Cause</span> {_e(x['cause'])}</div>" if x["cause"] else "")
         + (f"<div style='font-size:12px'><span style='{_MUTED}'>Fix</span> {_e(x['fix'])}</div>" if x["fix"] else "")
+        + (f"<div style='font-size:12px'><span style='{_MUTED}'>Note</span> {_e(x['note'])}</div>" if x.get("note") else "")
         + "</li>" for x in items)
     head = "What to fix first" if items[0]["cost_us"] is not None else "Findings"
     return f"<div style='margin-top:6px'><b>{head}</b></div><ol style='padding-left:20px;margin:2px 0 6px'>{li}</ol>"

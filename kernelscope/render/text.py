@@ -75,6 +75,8 @@ def report_text(rep, top: int = 10) -> str:
                 lines.append(f"     cause: {x['cause']}")
             if x["fix"]:
                 lines.append(f"     fix:   {x['fix']}")
+            if x.get("note"):
+                lines.append(f"     note:  {x['note']}")
         if len(rep.findings) > len(fixes):
             lines.append(f"  ({len(rep.findings)} findings in all: rep.findings)")
     return "\n".join(lines)

@@ -236,6 +236,18 @@ class Report:
         from kernelscope.analysis.findings import find_all
         return find_all(self)
 
+    def what_to_fix(self) -> pd.DataFrame:
+        """What to fix first, as the first screen lists it (text, HTML and widget read the same
+        list): one row per item with ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``,
+        ``share_of_wall``, ``cause``, ``fix``, ``link``, ``also``, ``within`` and ``note``. Each
+        microsecond is counted once, so ``share_of_wall`` adds up to at most 1.
+
+        >>> rep.what_to_fix()[["rank", "title", "share_of_wall"]]      # doctest: +SKIP
+        """
+        from kernelscope.analysis.priorities import fix_table, what_to_fix
+        base_us, of = self.time_base      # a replay: its kernel time
+        return fix_table(what_to_fix(self.findings, base_us, of=of))
+
     @cached_property
     def timeline(self):
         """Busy time, idle gaps with causes, stream overlap, launch stats (a Timeline).

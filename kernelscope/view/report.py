@@ -26,6 +26,7 @@ from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.analysis.replay import capabilities, is_replay
 from kernelscope.analysis.roofline import above_roof_note, same_dots_once
+from kernelscope.analysis.timeline import gpu_busy_note, gpu_busy_share
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
@@ -298,9 +299,11 @@ def _stats(rep, k, copies, tl) -> dict:
         # Which clock the wall time read (CUDA events, the profiler's span, first to last event).
         "wall_clock": _str(getattr(rep, "wall_time_clock", None)),
         "gpu_time_us": num(rep.gpu_time_us),
-        # Busy share of the active window (first to last GPU activity), as the findings use it.
-        "gpu_busy": num(busy.get("busy_share")),
+        # Busy share of the wall time, as the findings take it; of the active window beside it.
+        "gpu_busy": num(gpu_busy_share(busy)),
         "gpu_busy_of_wall": num(busy.get("wall_busy_share")),
+        "gpu_busy_of_window": num(busy.get("busy_share")),
+        "gpu_busy_note": gpu_busy_note(busy),
         "busy_device": _str(busy.get("device")),
         # Kernel launches only, as everywhere in kernelscope; copies and memsets are counted apart.
         "launches": int(len(k)),

@@ -193,9 +193,7 @@ function header(model) {
         "profiler span": "region wall time: the profiler's span, start to end of the trace (it also holds the profiler's start-up)",
         "first to last event": "region wall time: from the first to the last recorded event (the trace holds no span)",
       }[s.wall_clock] || "region wall time", "wall time"),
-      tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy),
-        `union of kernel and copy time over the active window (first to last GPU activity)${
-          s.gpu_busy_of_wall != null ? `; ${fmtPct(s.gpu_busy_of_wall)} of the wall time` : ""}`),
+      tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy), s.gpu_busy_note || ""),
       tile("kernel launches", fmtInt(s.launches),
         `kernel launches only${s.copies ? `; the ${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets are counted apart` : ""}`),
       tile("kernels", fmtInt(s.kernels), "distinct kernel names"),
@@ -297,6 +295,7 @@ function fixList(hd, showEvidence, showFinding) {
         h("span", { class: "ks-fix-title", text: f.title || "" })),
       f.cause ? h("div", { class: "ks-fix-line ks-fix-cause" }, h("span", { class: "ks-fix-label", text: "Cause" }), f.cause) : null,
       f.fix ? h("div", { class: "ks-fix-line ks-fix-fix" }, h("span", { class: "ks-fix-label", text: "Fix" }), f.fix) : null,
+      f.note ? h("div", { class: "ks-fix-line ks-fix-note" }, h("span", { class: "ks-fix-label", text: "Note" }), f.note) : null,
       h("div", { class: "ks-fix-links" },
         f.link ? h("a", { class: "ks-fix-evidence", href: "#", "data-view": f.link.view || "", text: `${f.link.label || "evidence"} →`,
           onclick: (e) => { e.preventDefault(); showEvidence(f.link, f.finding); } }) : null,
