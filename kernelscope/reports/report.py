@@ -292,7 +292,7 @@ class Report:
 
         >>> path = rep.save(tmp / "run.ksreport.json")
         >>> ks.load(path).kernels.shape
-        (74, 41)
+        (74, 51)
         """
         path = os.fspath(path)
         data = msgspec.json.encode(self.to_dict())
