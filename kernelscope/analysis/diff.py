@@ -25,13 +25,18 @@ OVERALL_METRICS = {
     "busy_us": "GPU busy (union)", "active_us": "GPU active window", "wall_us": "wall time",
     "launches": "kernel launches",
 }
+# Without repeats no noise is measured; a change smaller than this share of the time is not
+# called slower or faster (the note below says differences of a few percent may be noise).
+NO_REPEATS_NOISE = 0.05
 NO_REPEATS_NOTE = ("One run on each side cannot separate noise from change: differences of a few "
-                   "percent may be noise. Profile with %%kernelprofile --repeat N to measure it.")
+                   f"percent may be noise (changes under {NO_REPEATS_NOISE:.0%} read \"within noise\"). "
+                   "Profile with %%kernelprofile --repeat N to measure it.")
 # What each kernel row's ``status`` and ``match`` mean, in the words the views show.
 STATUSES = {
     "slower": "more time in the second run (beyond the noise, where the repeats measured it)",
     "faster": "less time in the second run (beyond the noise, where the repeats measured it)",
-    "within noise": "the change is within the run-to-run noise the repeats measured",
+    "within noise": ("the change is within the run-to-run noise the repeats measured (without repeats: "
+                     f"under {NO_REPEATS_NOISE:.0%})"),
     "same": "exactly the same time in both runs",
     "new": "only in the second run",
     "gone": "only in the first run",
@@ -266,7 +271,9 @@ def _row(name, short, backend, match, names_b, names_a, lb, la, tb, ta, rb, ra):
     if match in ("new", "gone"):
         status, significant = match, True
     elif significant is None:
-        status = "slower" if change > 0 else "faster" if change < 0 else "same"
+        # No repeats: a change of a few percent is not a verdict (x1.01 is not "slower").
+        small = tb > 0 and abs(change) < NO_REPEATS_NOISE * tb
+        status = "same" if change == 0 else "within noise" if small else "slower" if change > 0 else "faster"
     elif significant:
         status = "slower" if change > 0 else "faster"
     else:

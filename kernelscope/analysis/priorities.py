@@ -21,7 +21,7 @@ LINE_MAX = 220
 _ADVICE = re.compile(r"^(Fix:|Consider|Try|Use|Reduce|Increase|Avoid|Pad|Check|Give|Replay|Move|Keep)\b")
 
 
-def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
+def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "wall time") -> list:
     """The first screen's list: findings that cost time, most first, as plain dicts.
 
     Each item: ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``, ``cost_text``,
@@ -30,7 +30,8 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
     merged into it), ``within`` (when part of its time is already in the items above) and
     ``note`` (those two in one line, as the views show it).
     With no finding that costs time, one finding is the item, with no time at stake: the first
-    that says what to do, else the first.
+    that says what to do, else the first. ``of`` names what ``wall_us`` is (``Report.time_base``:
+    an Nsight Compute replay's shares are of its kernel time).
 
     Each microsecond counts once: findings about one kernel share one slot (the costliest speaks,
     the others are listed in ``also``), so do findings that point at the same stretch of the
@@ -58,11 +59,11 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
             continue
         if len(items) >= top:
             break
-        it = _item(f, i, cost, wall_us)
+        it = _item(f, i, cost, wall_us, of)
         if wall_us and listed + cost > wall_us:
             left = max(wall_us - listed, 0.0)
             it["within"] = (f"{fmt_us(cost - left)} of its {fmt_us(cost)} is already in the items above")
-            it.update(_costs(left, wall_us))
+            it.update(_costs(left, wall_us, of))
             it["severity"] = severity_for(left, wall_us)
             if left <= 0:
                 continue
@@ -77,7 +78,7 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
         usable = [i for i, f in enumerate(findings or []) if _get(f, "kind") != "analysis_error"]
         first = next((i for i in usable if _get(findings[i], "fix")), usable[0] if usable else None)
         if first is not None:
-            items.append(_item(findings[first], first, None, wall_us))
+            items.append(_item(findings[first], first, None, wall_us, of))
     for n, it in enumerate(items, 1):
         it["rank"] = n
         it["note"] = _note(it)
@@ -129,17 +130,17 @@ def _kernel_of(f):
     return names[0] if isinstance(names, list) and len(names) == 1 else None
 
 
-def _costs(cost, wall_us) -> dict:
+def _costs(cost, wall_us, of="wall time") -> dict:
     share = cost / wall_us if cost is not None and wall_us else None
     return {"cost_us": cost, "cost_text": fmt_us(cost) if cost is not None else "", "share_of_wall": share,
-            "share_text": f"{_pct(share)} of wall time" if share is not None else ""}
+            "share_text": f"{_pct(share)} of {of}" if share is not None else ""}
 
 
-def _item(f, index, cost, wall_us) -> dict:
+def _item(f, index, cost, wall_us, of="wall time") -> dict:
     detail = _get(f, "detail") or ""
     return {
         "rank": 0, "kind": _get(f, "kind"), "severity": _get(f, "severity"), "title": _get(f, "title"),
-        **_costs(cost, wall_us),
+        **_costs(cost, wall_us, of),
         "cause": _line(_get(f, "cause")) or _line(_first_sentence(detail)),
         "fix": _line(_get(f, "fix")) or _line(_advice(detail)),
         "link": _get(f, "link") or _kernel_link(_get(f, "evidence")),

@@ -12,6 +12,8 @@ import sys
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from kernelscope.units import fmt_us
+
 SORT_KEYS = ("total", "mean", "max", "launches", "name")
 
 
@@ -275,7 +277,7 @@ class KernelProfileMagics(Magics):
         if args.action == "baselines":
             for name, rep in self.baselines.items():
                 print(f"{name}: {len(rep.kernels)} kernel launches, "
-                      f"{rep.gpu_time_us:.1f} us kernel time")
+                      f"{fmt_us(rep.gpu_time_us)} kernel time")
             if not self.baselines:
                 print("no baselines yet: use %%kernelprofile --baseline NAME")
             return None

@@ -151,7 +151,11 @@ class Report:
     @property
     def wall_time_us(self) -> float | None:
         """The region's wall time: CUDA events if recorded, else the profiler's span
-        (:attr:`wall_time_clock` says which)."""
+        (:attr:`wall_time_clock` says which). None for an Nsight Compute replay, which ran its
+        launches one at a time and has no wall time (:attr:`time_base` is its kernel time)."""
+        from kernelscope.analysis.replay import is_replay
+        if is_replay(self.meta):
+            return None
         for key in ("cuda_event_us", "span_us"):
             v = self.meta.get(key)
             if v is not None:
@@ -160,6 +164,17 @@ class Report:
         if not len(t):
             return None
         return float((t["start_us"] + t["duration_us"]).max() - t["start_us"].min())
+
+    @property
+    def time_base(self) -> tuple:
+        """(microseconds, words) that the time at stake is a share of: the wall time of a run, the
+        kernel time of an Nsight Compute replay (``analysis/replay.py``).
+
+        >>> ks.load_ncu("tests/data/ncu_mlp_train.csv").time_base[1]   # doctest: +SKIP
+        'kernel time'
+        """
+        from kernelscope.analysis.replay import time_base
+        return time_base(self.meta, self.wall_time_us, self.gpu_time_us)
 
     @property
     def wall_time_clock(self) -> str | None:
@@ -187,7 +202,8 @@ class Report:
 
     def summary(self, by: str = "name") -> pd.DataFrame:
         """One row per kernel (``by`` a kernels column): launches, total/mean/median/min/max
-        duration in us and share of kernel time, largest total first.
+        duration and its standard deviation in us (``std_us``, as Nsight Systems' kernel summary)
+        and share of kernel time, largest total first.
 
         >>> rep.summary().columns.tolist()[:4]
         ['name', 'short_name', 'backend', 'launches']
@@ -229,7 +245,8 @@ class Report:
         >>> rep.what_to_fix()[["rank", "title", "share_of_wall"]]      # doctest: +SKIP
         """
         from kernelscope.analysis.priorities import fix_table, what_to_fix
-        return fix_table(what_to_fix(self.findings, self.wall_time_us))
+        base_us, of = self.time_base      # a replay: its kernel time
+        return fix_table(what_to_fix(self.findings, base_us, of=of))
 
     @cached_property
     def timeline(self):

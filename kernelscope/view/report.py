@@ -24,9 +24,10 @@ from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.kernel_detail import kernel_detail
-from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
 from kernelscope.analysis.priorities import what_to_fix
-from kernelscope.analysis.roofline import same_dots_once
+from kernelscope.analysis.replay import capabilities, is_replay
+from kernelscope.analysis.roofline import above_roof_note, same_dots_once
 from kernelscope.analysis.timeline import gpu_busy_note, gpu_busy_share
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
@@ -153,6 +154,9 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         "findings": whole["findings"],
         # The first screen: what to fix first, ranked by the time at stake (analysis/priorities.py).
         "fixes": whole["fixes"],
+        # What this report can show: a run's timeline, or an Nsight Compute replay's kernels only
+        # (its tabs, tiles, who measured the durations; analysis/replay.py).
+        "capabilities": capabilities(rep.meta),
         # The tab a report opens on: CPU ops when the run recorded no GPU work.
         "open_tab": "CPU ops" if not len(k_all) and not len(copies_all) and len(rep.ops) else "Kernels",
         "backends": whole["backends"],
@@ -217,7 +221,8 @@ def _whole(rep) -> dict:
         "stats": _stats(rep, k_all, copies_all, tl),
         "devices": records(rep.devices),
         "findings": findings_payload(rep, problems),
-        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.wall_time_us)), [], problems, "what to fix"),
+        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.time_base[0], of=rep.time_base[1])),
+                       [], problems, "what to fix"),
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "roofline": _roofline(rep, k_all, problems),
         "ops": _op_summary(ops, k_all, tree),
@@ -465,7 +470,8 @@ def _title(rep) -> str:
 
 
 def _stats(rep, k, copies, tl) -> dict:
-    busy = _safe(lambda: tl.device(), {}) if tl is not None else {}
+    # A replay's launches ran back to back by construction: its "busy" share would read 100%.
+    busy = _safe(lambda: tl.device(), {}) if tl is not None and not is_replay(rep.meta) else {}
     return {
         "wall_us": num(rep.wall_time_us),
         # Which clock the wall time read (CUDA events, the profiler's span, first to last event).
@@ -545,12 +551,17 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
                "intensity": num(r["intensity"]), "flops_per_s": num(r["achieved_tflops"] * 1e12),
                "duration_us": num(r["duration_us"]), "roof_share": num(r["roof_share"]),
-               "bound": _str(r["bound"]), "count": int(r.get("count", 1))} for _, r in pts.iterrows()]
+               "bound": _str(r["bound"]), "count": int(r.get("count", 1)),
+               # Why a dot is above its roof (analysis/roofline.py), said where it is drawn.
+               "note": above_roof_note(r["bound"], r["roof_share"])}
+              for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if num(r["peak_tflops"]) and num(r["peak_gbps"]):
             src = _str(r["peaks_source"]) or "datasheet"
+            # The deep dive's names for Nsight Compute's precisions ("FP16 tensor"), one name each.
+            prec = PRECISION_LABELS.get(prec, prec) if measured.any() else prec
             # The chart prints these as they are: the numbers and their source are said here, once.
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
                              "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"]),
@@ -565,7 +576,14 @@ def _roofline(rep, k, problems=None) -> dict | None:
                 "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
-    return {"points": points, "ceilings": jsonable(ceilings), "note": note}
+    above = sum(1 for p in points if p["note"])
+    if above:
+        note += (f" {above} dot(s) sit above their roof, each marked with why (data kept in L2 or cache, "
+                 "or a faster precision than the inputs').")
+    # The axis says what the note says: measured bytes, or bytes counted from the op's shapes.
+    x_label = ("arithmetic intensity (FLOP/byte at DRAM, measured by Nsight Compute)" if measured.any()
+               else "arithmetic intensity (FLOP/byte, counted from op shapes)")
+    return {"points": points, "ceilings": jsonable(ceilings), "note": note, "x_label": x_label}
 
 
 def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> list:

@@ -323,7 +323,7 @@ def _union_us(ops):
 def test_breakdown_numbers_on_mlp_train():
     rep = _load("mlp_train")
     b = rep.backends
-    assert list(b.columns) == ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us"]
+    assert list(b.columns) == ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us", "kernel_share"]
     assert set(b["device"]) <= DEVICES
     gpu = b[b["device"] == "CUDA"].set_index("backend")
     assert gpu.loc["ATen", "launches"] == 64 and gpu.loc["ATen", "gpu_time_us"] == pytest.approx(642.464)
@@ -366,7 +366,8 @@ def test_breakdown_on_other_fixtures():
     g = _load("graphs").backends
     assert g.to_dict("records") == [{"device": "CUDA", "backend": "ATen", "launches": 2000,
                                      "gpu_time_us": pytest.approx(2200.477), "share": 1.0,
-                                     "cpu_time_us": pytest.approx(float("nan"), nan_ok=True)}]
+                                     "cpu_time_us": pytest.approx(float("nan"), nan_ok=True),
+                                     "kernel_share": pytest.approx(1.0)}]
 
 
 def test_op_backends():

@@ -49,10 +49,18 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     from kernelscope.analysis.findings.tuning import tuning_findings
+    from kernelscope.analysis.replay import is_replay
+    rules = (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
+             graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
+             counter_findings, rule_findings, access_findings, tuning_findings)
+    if is_replay(getattr(report, "meta", None)):
+        # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
+        # stream overlap were not recorded, so the timeline's rules have nothing to say.
+        timeline_rules = {host_findings, sync_findings, copy_findings, stream_findings, graph_findings,
+                          gpu_bound_findings, empty_capture_findings}
+        rules = tuple(r for r in rules if r not in timeline_rules)
     out = []
-    for rule in (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
-                 graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
-                 counter_findings, rule_findings, access_findings, tuning_findings):
+    for rule in rules:
         try:
             out.extend(rule(report, tl))
         except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others or the report
