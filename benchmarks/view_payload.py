@@ -1,66 +1,122 @@
-"""The report view's payload for a report of a million launches: windowed (what kernelscope
-sends) against every launch, in one run.
+"""How long showing a loaded report takes, and its memory, from a small report to millions of
+events: the display bundle of the first window, of another window (what the window chooser
+asks for), and (``--every``) of every launch, in one run.
 
-    python benchmarks/view_payload.py                      # 1,000,000 launches
-    python benchmarks/view_payload.py --launches 300000 --out /tmp
+    python benchmarks/view_payload.py --out /tmp                         # kernel-dense, 1M and 5M events
+    python benchmarks/view_payload.py --shape cpu_ops --events 1000000 --out /tmp
+    python benchmarks/view_payload.py --shape kernel_dense --events 1000000 --every --out /tmp
 
-The real H200 CUDA-graph recording (``tests/data/graphs.pt.trace.json.gz``: 2,000 kernels in
-4,070 events, two events per launch) is tiled with ``tools/tile_trace.py`` to about
-``--launches`` kernel launches (``--out``: where the tiled trace goes, default benchmarks/out/;
-it is about 0.7 GB at a million launches). For each way: the launch, host-span and column rows
-sent, the column buffer's bytes, the packed blob the widget sends, its base64 text in a saved
-notebook's MIME bundle, and the time of ``view_model`` and ``pack``.
+Each size runs in its own process (so its peak memory is its own): ``ks.load`` and the analyses
+the view shows (summary, backends, findings), then the display bundle the notebook gets
+(``view_model`` + ``pack`` + the MIME entry) of the first window, then of the window after it,
+and with ``--every`` of every launch (the budget lifted). The "small" row is the same real
+recording untiled. Traces are the real H200 recordings of ``load_trace.SHAPES`` tiled with
+``tools/tile_trace.py`` (see ``benchmarks/tiles.py``) into ``--out``, deleted after their run unless
+``--keep``.
 """
 from __future__ import annotations
 
 import argparse
-import math
+import json
 import pathlib
+import resource
+import statistics
 import sys
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from load_trace import SHAPES, run_child  # noqa: E402
 from tiles import make_trace  # noqa: E402
 
-SOURCE = HERE.parent / "tests" / "data" / "graphs.pt.trace.json.gz"
-EVENTS_PER_COPY, LAUNCHES_PER_COPY = 4070, 2000
 
-
-def measure(rep, view, label: str) -> None:
-    t = time.perf_counter()
-    header, buf = view.view_model(rep)
+def _display(rep, window=None) -> dict:
+    from kernelscope.view.bundle import mime_payload
+    from kernelscope.view.codec import pack
+    from kernelscope.view.report import view_model
+    t, c = time.perf_counter(), time.process_time()
+    header, buf = view_model(rep, window=window)
     t1 = time.perf_counter()
-    packed = view.pack(header, buf)
+    packed = pack(header, buf)
+    text = mime_payload(rep, packed=packed)["data"]
     t2 = time.perf_counter()
-    mime = view.mime_payload(rep, packed=packed)["data"]
-    tables = header["tables"]
-    print(f"{label:22s} {tables['kernels']['rows']:>10,} {tables['host']['rows']:>10,} "
-          f"{len(buf) / 1e6:>10.1f} {len(packed) / 1e6:>10.2f} {len(mime) / 1e6:>10.2f} "
-          f"{t1 - t:>8.2f} {t2 - t1:>6.2f}")
+    w = header["window"] or {}
+    # CPU seconds too: on a shared machine the wall time also holds other people's work.
+    return {"s": t2 - t, "cpu_s": time.process_time() - c, "view_s": t1 - t, "pack_s": t2 - t1, "launches": header["tables"]["kernels"]["rows"],
+            "host_spans": header["tables"]["host"]["rows"], "columns_mb": len(buf) / 1e6,
+            "packed_mb": len(packed) / 1e6, "base64_mb": len(text) / 1e6, "until_us": w.get("until_us")}
+
+
+def _child(path: str, rounds: int, every: bool) -> dict:
+    import kernelscope as ks
+    import kernelscope.view.bundle  # noqa: F401  (imports before the clock, as load_trace does)
+    from kernelscope.view import report as view
+    t = time.perf_counter()
+    rep = ks.load(path, progress=False)
+    rep.summary(), rep.backends, rep.findings
+    loaded = time.perf_counter() - t
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    first = _display(rep)
+    # Again: what each later display of the same report costs (its whole-report parts kept).
+    again = [_display(rep) for _ in range(rounds)]
+    later = None
+    if first["until_us"] is not None:
+        later = _display(rep, (first["until_us"], None))
+    out = {"events": None, "kernels": int(len(rep.kernels)), "ops": int(len(rep.ops)), "load_s": loaded,
+           "first": first, "again_s": statistics.median(d["s"] for d in again),
+           "again_cpu_s": statistics.median(d["cpu_s"] for d in again), "later": later,
+           "peak_before_mb": before}
+    if every:
+        view.VIEW_LAUNCHES = view.VIEW_HOST_SPANS = 10**12
+        out["every"] = _display(rep)
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--launches", type=int, default=1_000_000)
-    ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled trace (default benchmarks/out)")
+    ap.add_argument("--shape", default="kernel_dense", choices=list(SHAPES))
+    ap.add_argument("--events", type=int, nargs="*", default=[1_000_000, 5_000_000])
+    ap.add_argument("--rounds", type=int, default=3, help="displays of the same report after the first (median)")
+    ap.add_argument("--every", action="store_true", help="also every launch (the budget lifted)")
+    ap.add_argument("--out", type=pathlib.Path, help="folder for the tiled traces (default benchmarks/out)")
+    ap.add_argument("--keep", action="store_true", help="keep the tiled traces")
     ap.add_argument("--tile-tool", help="path of tile_trace.py (default: $KERNELSCOPE_TILE_TRACE, else tools/tile_trace.py)")
+    ap.add_argument("--child", nargs=2, metavar=("PATH", "ROUNDS,EVERY"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    events = math.ceil(a.launches / LAUNCHES_PER_COPY) * EVENTS_PER_COPY
-    name = f"graphs_{a.launches}_launches.json"
-    path = make_trace(SOURCE, events, name=name, tool=a.tile_tool, out=a.out)
-    import kernelscope as ks
-    from kernelscope.view import report as view
-    t = time.perf_counter()
-    rep = ks.load(path, progress=False)
-    rep.findings, rep.backends
-    print(f"trace: {path.name}, {path.stat().st_size / 2**20:.0f} MiB, {len(rep.kernels):,} launches, "
-          f"loaded and analysed in {time.perf_counter() - t:.1f} s")
-    print(f"{'payload':22s} {'launches':>10s} {'host spans':>10s} {'cols MB':>10s} {'packed MB':>10s} "
-          f"{'base64 MB':>10s} {'view s':>8s} {'pack s':>6s}")
-    measure(rep, view, f"windowed (<= {view.VIEW_LAUNCHES:,})")
-    view.VIEW_LAUNCHES = view.VIEW_HOST_SPANS = 10**12
-    measure(rep, view, "every launch")
+    if a.child:
+        rounds, every = a.child[1].split(",")
+        print(json.dumps(_child(a.child[0], int(rounds), every == "1")))
+        return
+    source = ROOT / "tests" / "data" / SHAPES[a.shape]
+    print(f"{a.shape}: {SHAPES[a.shape]}; each size in its own process")
+    print("display: the first window's bundle (wall s / CPU s); again: the same report shown again; later: "
+          "the window after it (what the chooser fetches)")
+    print(f"{'trace':>12s} {'MiB':>6s} {'kernels':>9s} {'ops':>9s} {'load+an s':>9s} {'display s':>11s} "
+          f"{'again s':>11s} {'later s':>11s} {'launches':>9s} {'host':>8s} {'cols MB':>8s} {'packed MB':>9s} "
+          f"{'peak MiB':>9s} {'x file':>6s}")
+    for events in [0] + list(a.events):
+        path = source if not events else make_trace(source, events, name=f"{a.shape}_{events}.json",
+                                                    tool=a.tile_tool, out=a.out)
+        size = path.stat().st_size / 2**20
+        # run_child samples the process's RSS every 10 ms (load_trace.py); its peak is the one shown.
+        got = run_child(__file__, str(path), f"{a.rounds},{int(a.every)}", 3600)
+        if events and not a.keep:
+            path.unlink(missing_ok=True)
+        if "error" in got:
+            print(f"{events or 'small':>12} error: {got['error']}")
+            continue
+        f, later = got["first"], got["later"]
+        print(f"{events or 'small':>12} {size:6.0f} {got['kernels']:9,} {got['ops']:9,} {got['load_s']:9.2f} "
+              f"{f['s']:5.2f}/{f['cpu_s']:5.2f} {got['again_s']:5.2f}/{got['again_cpu_s']:5.2f} "
+              f"{later['s'] if later else float('nan'):5.2f}/{later['cpu_s'] if later else float('nan'):5.2f} {f['launches']:9,} "
+              f"{f['host_spans']:8,} {f['columns_mb']:8.1f} {f['packed_mb']:9.2f} {got['tree_peak_mb']:9.0f} "
+              f"{got['tree_peak_mb'] / size:6.2f}", flush=True)
+        if "every" in got:
+            e = got["every"]
+            print(f"{'every launch':>12} {'':6s} {'':9s} {'':9s} {'':9s} {e['s']:5.2f}/{e['cpu_s']:5.2f} {'':11s} {'':11s} {e['launches']:9,} "
+                  f"{e['host_spans']:8,} {e['columns_mb']:8.1f} {e['packed_mb']:9.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,13 @@ function render({ model, el }) {
   // Occupancy curves the header lacks are computed by Python on request (custom messages).
   const pending = new Map();
   const pendingRanks = new Map();
+  const pendingWindows = new Map();
+  let windowAsks = 0;
+  const fetchWindow = (from_us, until_us, kernel) => new Promise((resolve, reject) => {
+    const id = ++windowAsks;
+    pendingWindows.set(id, { resolve, reject });
+    model.send({ type: "window", id, from_us, until_us, kernel: kernel ?? null });
+  });
   const onMsg = (msg, buffers) => {
     if (msg && msg.type === "curves" && pending.has(msg.shape)) {
       pending.get(msg.shape)(msg.entry);
@@ -50,6 +57,14 @@ function render({ model, el }) {
       pendingTrace = null;
       const data = (buffers || [])[0];
       resolve({ name: msg.name, error: msg.error, bytes: data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null });
+    }
+    // Another window of a report too big for one view, asked for by the window chooser.
+    if (msg && msg.type === "window" && pendingWindows.has(msg.id)) {
+      const { resolve, reject } = pendingWindows.get(msg.id);
+      pendingWindows.delete(msg.id);
+      const data = (buffers || [])[0];
+      if (msg.error || !data) reject(new Error(msg.error || "no data came back"));
+      else fromPacked(data).then(resolve, reject);
     }
     // One rank's full report, asked for by the multi-rank view's rank selector.
     if (msg && msg.type === "rank" && pendingRanks.has(msg.rank)) {
@@ -93,6 +108,7 @@ function render({ model, el }) {
     ctl = renderReport(el, view, {
       requestCurves,
       requestRank,
+      fetchWindow,
       trace,
       onSelect(names) {
         model.set("selection", names);
@@ -112,6 +128,7 @@ function render({ model, el }) {
     model.off("change:selection", onSel);
     model.off("msg:custom", onMsg);
     pending.clear();
+    pendingWindows.clear();
   };
 }
 

@@ -83,6 +83,12 @@ def annotate(trace, ncu: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.D
     if ncu is not None and len(ncu):
         from kernelscope.trace.ncu.export import merge_ncu
         kernels = merge_ncu(kernels, ncu)
+        from kernelscope.analysis.shapes import CARVEOUT, annotate_occupancy, launch_shapes
+        if CARVEOUT in kernels.columns and kernels[CARVEOUT].notna().any():
+            # Nsight Compute measured the carveout the driver chose: those launches' occupancy is
+            # computed with it, so that every shared-memory block limit shown is ncu's.
+            codes, shapes = launch_shapes(kernels, trace.devices)
+            kernels = annotate_occupancy(kernels, trace.devices, shapes=(codes, shapes))
     if len(trace.counters):
         from kernelscope.analysis.counters import annotate_counters
         copies = annotate_counters(copies, trace.counters)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.names import short_name
+from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
 
@@ -166,8 +166,9 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
     codes, first = distinct_rows(cols)
     uniq = [tuple(c[i] for c in cols) for i in first.tolist()]
     found = [classify(*key) for key in uniq]
-    shorts = {}
-    short = [shorts.setdefault(key[0], short_name(_text(key[0]))) for key in uniq]
+    # Unique within the report: two kernels never share a readable name.
+    shorts = unique_short_names(_text(key[0]) for key in uniq)
+    short = [shorts[_text(key[0])] for key in uniq]
 
     def take(values, dtype=object):
         return pd.Series(np.asarray(values, dtype=dtype)[codes] if n else [], index=k.index, dtype=dtype)
@@ -181,7 +182,7 @@ def annotate_backends(kernels: pd.DataFrame, trace=None) -> pd.DataFrame:
 
 
 # -- breakdowns -------------------------------------------------------------------------------
-_BREAKDOWN_COLUMNS = ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us"]
+_BREAKDOWN_COLUMNS = ["device", "backend", "launches", "gpu_time_us", "share", "cpu_time_us", "kernel_share"]
 
 
 def gpu_rows(report) -> pd.DataFrame:
@@ -275,20 +276,22 @@ def backend_breakdown(report) -> pd.DataFrame:
     """GPU time by device and backend, then CPU op time by framework.
 
     GPU rows (device CUDA/ROCm): ``launches`` kernels or copies, ``gpu_time_us`` their summed
-    durations, ``share`` of all GPU kernel+copy time. CPU rows (device CPU, from ``report.ops``):
+    durations, ``share`` of all GPU kernel+copy time, ``kernel_share`` of kernel time alone
+    (copies and memsets: NaN; the kernel table's backend groups show this one). CPU rows
+    (device CPU, from ``report.ops``):
     ``launches`` is the number of op calls and ``cpu_time_us`` their summed *self* time: ops nest
     (aten::linear holds aten::addmm holds aten::mm), so summing totals would count the same
     microsecond several times, while self times add up to the time spent inside any op.
     User annotations (record_function ranges) are not ops and are left out.
 
     >>> ks.load("mlp_train.pt.trace.json.gz").backends
-      device backend  launches  gpu_time_us   share  cpu_time_us
-    0   CUDA    ATen        64      642.464  0.6246          NaN
-    1   CUDA  memcpy         4      289.568  0.2815          NaN
-    2   CUDA  cuBLAS        10       95.072  0.0924          NaN
-    3   CUDA  memset         2        1.473  0.0014          NaN
-    4    CPU    ATen       360          NaN     NaN     7849.515
-    5    CPU   other        90          NaN     NaN      466.694
+      device backend  launches  gpu_time_us   share  cpu_time_us  kernel_share
+    0   CUDA    ATen        64      642.464  0.6246          NaN        0.8711
+    1   CUDA  memcpy         4      289.568  0.2815          NaN           NaN
+    2   CUDA  cuBLAS        10       95.072  0.0924          NaN        0.1289
+    3   CUDA  memset         2        1.473  0.0014          NaN           NaN
+    4    CPU    ATen       360          NaN     NaN     7849.515           NaN
+    5    CPU   other        90          NaN     NaN      466.694           NaN
     """
     g = gpu_rows(report)
     if len(g):
@@ -296,6 +299,17 @@ def backend_breakdown(report) -> pd.DataFrame:
         gpu = pd.DataFrame({"launches": grp.size(), "gpu_time_us": grp.sum()}).reset_index()
         total = gpu["gpu_time_us"].sum()
         gpu["share"] = gpu["gpu_time_us"] / total if total > 0 else 0.0
+        # Of kernel time alone (copies and memsets left out): what the kernel table's backend
+        # groups show, so a backend reads one number in both places (ATen 61.4%, not 60.6%).
+        k = report.kernels
+        kdev = k["device_type"] if "device_type" in k.columns else pd.Series("CUDA", index=k.index)
+        kt = pd.DataFrame({"device": kdev.fillna("CUDA").astype(object).values, "backend": k["backend"].values,
+                           "duration_us": k["duration_us"].astype(float).values})
+        ktime = kt.groupby(["device", "backend"], sort=False)["duration_us"].sum()
+        ktotal = float(kt["duration_us"].sum())
+        kshare = [ktime.get((d, b), np.nan) / ktotal if ktotal > 0 else np.nan
+                  for d, b in zip(gpu["device"], gpu["backend"])]
+        gpu["kernel_share"] = kshare
         gpu["cpu_time_us"] = np.nan
         gpu = gpu.sort_values("gpu_time_us", ascending=False, kind="stable")
     else:
@@ -316,16 +330,17 @@ def backend_breakdown(report) -> pd.DataFrame:
         cpu["device"] = "CPU"
         cpu["gpu_time_us"] = np.nan
         cpu["share"] = np.nan
+        cpu["kernel_share"] = np.nan
         cpu = cpu.sort_values("cpu_time_us", ascending=False, kind="stable")
     else:
         cpu = pd.DataFrame(columns=_BREAKDOWN_COLUMNS)
     frames = [f[_BREAKDOWN_COLUMNS] for f in (gpu, cpu) if len(f)]
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(
-            _BREAKDOWN_COLUMNS, [object, object, "int64", float, float, float])})
+            _BREAKDOWN_COLUMNS, [object, object, "int64", float, float, float, float])})
     out = pd.concat(frames, ignore_index=True)
     out["launches"] = out["launches"].astype("int64")
-    for c in ("gpu_time_us", "share", "cpu_time_us"):
+    for c in ("gpu_time_us", "share", "cpu_time_us", "kernel_share"):
         out[c] = out[c].astype(float)
     return out
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.names import base_short_name
 from kernelscope.jsonable import jsonable
 
 KERNEL_COLUMNS = ["name", "short_name", "backend", "match", "names_before", "names_after",
@@ -24,13 +25,18 @@ OVERALL_METRICS = {
     "busy_us": "GPU busy (union)", "active_us": "GPU active window", "wall_us": "wall time",
     "launches": "kernel launches",
 }
+# Without repeats no noise is measured; a change smaller than this share of the time is not
+# called slower or faster (the note below says differences of a few percent may be noise).
+NO_REPEATS_NOISE = 0.05
 NO_REPEATS_NOTE = ("One run on each side cannot separate noise from change: differences of a few "
-                   "percent may be noise. Profile with %%kernelprofile --repeat N to measure it.")
+                   f"percent may be noise (changes under {NO_REPEATS_NOISE:.0%} read \"within noise\"). "
+                   "Profile with %%kernelprofile --repeat N to measure it.")
 # What each kernel row's ``status`` and ``match`` mean, in the words the views show.
 STATUSES = {
     "slower": "more time in the second run (beyond the noise, where the repeats measured it)",
     "faster": "less time in the second run (beyond the noise, where the repeats measured it)",
-    "within noise": "the change is within the run-to-run noise the repeats measured",
+    "within noise": ("the change is within the run-to-run noise the repeats measured (without repeats: "
+                     f"under {NO_REPEATS_NOISE:.0%})"),
     "same": "exactly the same time in both runs",
     "new": "only in the second run",
     "gone": "only in the first run",
@@ -228,22 +234,28 @@ def _match(b: pd.DataFrame, a: pd.DataFrame, rb, ra) -> pd.DataFrame:
                          x["launches"], y["launches"], x["total_us"], y["total_us"], rb, ra))
     rest_b = b[~b["name"].isin(exact)]
     rest_a = a[~a["name"].isin(exact)]
-    gb = {key: g for key, g in rest_b.groupby(["short_name", "backend"], sort=False)}
-    ga = {key: g for key, g in rest_a.groupby(["short_name", "backend"], sort=False)}
+    # Matched by readable name without what tells namesakes apart within one report ("[NNT]",
+    # "#2": those words depend on the report's other kernels); a kernel only one side ran keeps
+    # its own row, under its own readable name.
+    gb = {key: g for key, g in rest_b.groupby([rest_b["short_name"].map(base_short_name), rest_b["backend"]], sort=False)}
+    ga = {key: g for key, g in rest_a.groupby([rest_a["short_name"].map(base_short_name), rest_a["backend"]], sort=False)}
     for key in gb.keys() | ga.keys():
         x, y = gb.get(key), ga.get(key)
         if x is not None and y is not None:
-            match, name = "short_name+backend", key[0]
+            parts = [("short_name+backend", key[0], key[0], x, y)]
         elif y is not None:
-            match, name = "new", (y["name"].iloc[0] if len(y) == 1 else key[0])
+            parts = [("new", (g["name"].iloc[0] if len(g) == 1 else s), s, None, g)
+                     for s, g in y.groupby("short_name", sort=False)]
         else:
-            match, name = "gone", (x["name"].iloc[0] if len(x) == 1 else key[0])
-        rows.append(_row(name, key[0], key[1], match,
-                         list(x["name"]) if x is not None else [], list(y["name"]) if y is not None else [],
-                         x["launches"].sum() if x is not None else 0.0,
-                         y["launches"].sum() if y is not None else 0.0,
-                         x["total_us"].sum() if x is not None else 0.0,
-                         y["total_us"].sum() if y is not None else 0.0, rb, ra))
+            parts = [("gone", (g["name"].iloc[0] if len(g) == 1 else s), s, g, None)
+                     for s, g in x.groupby("short_name", sort=False)]
+        for match, name, short, x, y in parts:
+            rows.append(_row(name, short, key[1], match,
+                             list(x["name"]) if x is not None else [], list(y["name"]) if y is not None else [],
+                             x["launches"].sum() if x is not None else 0.0,
+                             y["launches"].sum() if y is not None else 0.0,
+                             x["total_us"].sum() if x is not None else 0.0,
+                             y["total_us"].sum() if y is not None else 0.0, rb, ra))
     out = pd.DataFrame(rows, columns=KERNEL_COLUMNS)
     if len(out):
         out = out.iloc[np.argsort(-out["change_us"].abs().to_numpy(), kind="stable")].reset_index(drop=True)
@@ -259,7 +271,9 @@ def _row(name, short, backend, match, names_b, names_a, lb, la, tb, ta, rb, ra):
     if match in ("new", "gone"):
         status, significant = match, True
     elif significant is None:
-        status = "slower" if change > 0 else "faster" if change < 0 else "same"
+        # No repeats: a change of a few percent is not a verdict (x1.01 is not "slower").
+        small = tb > 0 and abs(change) < NO_REPEATS_NOISE * tb
+        status = "same" if change == 0 else "within noise" if small else "slower" if change > 0 else "faster"
     elif significant:
         status = "slower" if change > 0 else "faster"
     else:

@@ -53,9 +53,9 @@ def kernel_detail(rep) -> dict | None:
         entry = {"id": lid, "kernel_name": _s(r.get("kernel_name")), "duration_us": _n(r.get("_dur"), 1e-3),
                  "nvtx": _s(r.get("nvtx")), "source": MEASURED}
         sol = speed_of_light(r)
-        entry["sol"] = {k: _n(v) if k != "verdict" else v for k, v in sol.items()}
+        entry["sol"] = {k: v if k in ("verdict", "bound") else _n(v) for k, v in sol.items()}
         entry["sol"]["metrics"] = {k: metric_of(c) for k, c in _SOL_COLUMNS.items()}
-        entry["roofline"] = _roofline(rl[rl["id"] == lid], PRECISION_LABELS)
+        entry["roofline"] = _roofline(rl[rl["id"] == lid], PRECISION_LABELS, sol)
         entry["occupancy"] = _occupancy(r, devices.get(whole(r.get("device"))))
         entry["memory"] = _memory(r, mem.loc[lid] if mem is not None and lid in mem.index else None)
         entry["stalls"] = {"bars": stall_bars(rep.stalls, lid), "samples": _stall_samples(rep.stalls, lid),
@@ -86,7 +86,11 @@ def metric_of(column: str) -> str | None:
     return dict(METRICS).get(column)
 
 
-def _roofline(rows: pd.DataFrame, labels: dict) -> dict | None:
+def _roofline(rows: pd.DataFrame, labels: dict, sol: dict | None = None) -> dict | None:
+    """The launch's roofline panel. Its ``bound`` is the speed of light's (one verdict per
+    launch); ``dram_side`` is where the DRAM roofline alone places it, and ``verdict`` the
+    sentence that reconciles the two (``ncu_kernels.roofline_verdict``)."""
+    from kernelscope.analysis.ncu_kernels import roofline_verdict
     if not len(rows):
         return None
     dom = rows[rows["dominant"]]
@@ -98,8 +102,12 @@ def _roofline(rows: pd.DataFrame, labels: dict) -> dict | None:
     d = dram.iloc[0] if len(dram) else dom.iloc[0]
     others = (rows[(rows["level"] == "dram") & ~rows["dominant"]]
               .sort_values("flops_per_s", ascending=False))
+    sol = sol or {}
+    verdict = roofline_verdict(sol, {"intensity": _n(d["intensity"]), "ridge": _n(d["ridge"]),
+                                     "roof_share": _n(d["roof_share"]), "bound": d["bound"]}, labels.get(p, p))
     return {"precision": p, "label": labels.get(p, p), "peak_flops_per_s": _n(d["peak_flops_per_s"]),
-            "points": points, "ceilings": ceilings, "bound": d["bound"], "roof_share": _n(d["roof_share"]),
+            "points": points, "ceilings": ceilings, "bound": sol.get("bound") or d["bound"],
+            "dram_side": d["bound"], "verdict": verdict, "roof_share": _n(d["roof_share"]),
             "other_precisions": [{"precision": x["precision"], "label": labels.get(x["precision"], x["precision"]),
                                   "flops_per_s": _n(x["flops_per_s"]), "peak_flops_per_s": _n(x["peak_flops_per_s"])}
                                  for x in others.to_dict("records")],

@@ -39,11 +39,81 @@ def short_name(name: str) -> str:
     """
     if not isinstance(name, str) or not name.strip():
         return "" if name is None else str(name)
+    name = demangle_if_mangled(name)   # a mangled symbol (Proton, Nsight Compute, cuDNN's CUTLASS kernels)
     for decode in _DECODERS:
         out = decode(name)
         if out:
             return out
     return _fold(name)
+
+
+# Tokens of a recorded name that can tell two kernels apart (template arguments, layouts, tiles).
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+# At most this many tokens go into a name to tell it from its namesakes.
+MAX_TELL_TOKENS = 3
+
+
+def unique_short_names(names) -> dict:
+    """Readable names that are unique within a set of recorded names: where two kernels read the
+    same (two cuBLAS GEMMs that differ in layout only, two vectorized adds of different types), each
+    keeps what tells it apart, the tokens of its recorded name that its namesakes lack; failing
+    that, a number in order of appearance.
+
+    >>> u = unique_short_names(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+    ...                         "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"])
+    >>> sorted(u.values())
+    ['cuBLAS GEMM 256x128 (sm90) [NNT]', 'cuBLAS GEMM 256x128 (sm90) [TNT]']
+    """
+    names = list(dict.fromkeys(str(n) for n in names))
+    short = {n: short_name(n) for n in names}
+    groups = {}
+    for n in names:
+        groups.setdefault(short[n], []).append(n)
+    taken = set(short.values())
+    for s, group in groups.items():
+        if len(group) < 2:
+            continue
+        toks = {n: _TOKEN.findall(demangle_if_mangled(n)) for n in group}
+        counts = {}
+        for n in group:
+            for t in set(toks[n]):
+                counts[t] = counts.get(t, 0) + 1
+        new = {}
+        for n in group:
+            tell = [t for t in dict.fromkeys(toks[n]) if counts[t] < len(group) and len(t) <= 24]
+            new[n] = f"{s} [{' '.join(tell[:MAX_TELL_TOKENS])}]" if tell else None
+        seen = {}
+        for n in group:
+            v = new[n]
+            if v is None or v in taken or list(new.values()).count(v) > 1:
+                i = seen.get(s, 0) + 1
+                while f"{s} #{i}" in taken:
+                    i += 1
+                seen[s] = i
+                v = f"{s} #{i}"
+            taken.add(v)
+            short[n] = v
+    return short
+
+
+_TOLD_APART = re.compile(r" (\[[^\]]*\]|#\d+)$")
+
+
+def base_short_name(short) -> str:
+    """A readable name without what :func:`unique_short_names` added to tell namesakes apart.
+
+    >>> base_short_name("cuBLAS GEMM 256x128 (sm90) [NNT]"), base_short_name("CuPy copy #2")
+    ('cuBLAS GEMM 256x128 (sm90)', 'CuPy copy')
+    """
+    return _TOLD_APART.sub("", short) if isinstance(short, str) else short
+
+
+def demangle_if_mangled(name: str) -> str:
+    """The demangled name of a ``_Z...`` symbol, else the name."""
+    if isinstance(name, str) and name.startswith("_Z"):
+        from kernelscope.trace.demangle import demangle
+        return demangle(name)
+    return name
 
 
 # -- library GEMMs and other self-describing names --------------------------------------------
@@ -140,10 +210,12 @@ def inductor_ops(fused: str) -> list:
 
 
 def _inductor(n):
-    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?\d+)?$", n)
+    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?(\d+))?$", n)
     if m:
         ops = inductor_ops(m.group(2))
-        return f"{INDUCTOR_KINDS[m.group(1)]}" + (f": {' + '.join(ops)}" if ops else "") + " (Triton)"
+        # The number tells kernels of one graph apart, and finds them in Inductor's output_code.py.
+        return (f"{INDUCTOR_KINDS[m.group(1)]}" + (f": {' + '.join(ops)}" if ops else "")
+                + (f" (Triton _{m.group(3)})" if m.group(3) else " (Triton)"))
 
 
 def _helion(n):

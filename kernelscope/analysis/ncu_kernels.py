@@ -87,7 +87,7 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
     >>> rl[rl.dominant & (rl.level == "dram")][["kernel_name", "precision", "roof_share"]]
           kernel_name    precision  roof_share
     0      add_kernel         fp32      0.8509
-    3  strided_kernel         fp32      0.6912
+    3  strided_kernel         fp32      0.6915
     6   matmul_kernel  tensor_fp16      0.6207
     """
     from kernelscope.trace.ncu.report import PRECISIONS
@@ -96,17 +96,19 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
             "dominant"]
     if launches is None or not len(launches) or "fp32_flops_per_s" not in launches.columns:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    peaks = report_peaks(launches)
     rows = []
     for r in launches.to_dict("records"):
+        dev_peaks = peaks.get(_device_of(r), {})
         work = {p: _f(r.get(f"{p}_flops_per_s")) for p in PRECISIONS}
         work = {p: v for p, v in work.items() if v == v and v > 0}
         if not work:
             continue
         top = max(work, key=work.get)
         for p, flops in work.items():
-            peak = _f(r.get(f"{p}_peak_flops_per_s"))
+            peak = dev_peaks.get(f"{p}_peak_flops_per_s", np.nan)
             for level in LEVELS:
-                bps, bw = _f(r.get(f"{level}_bytes_per_s")), _f(r.get(f"{level}_peak_bytes_per_s"))
+                bps, bw = _f(r.get(f"{level}_bytes_per_s")), dev_peaks.get(f"{level}_peak_bytes_per_s", np.nan)
                 inten = flops / bps if bps > 0 else np.nan
                 ridge = peak / bw if peak > 0 and bw > 0 else np.nan
                 attain, bound = np.nan, None      # no bytes at this level, or no peaks: no point on its roof
@@ -120,6 +122,56 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
                              "roof_share": flops / attain if attain == attain and attain > 0 else np.nan,
                              "bound": bound, "dominant": p == top})
     return pd.DataFrame(rows, columns=cols)
+
+
+def report_peaks(launches: pd.DataFrame) -> dict:
+    """One ceiling per device and precision (and per memory level) for a whole report: the
+    median over its launches of Nsight Compute's peak at the clocks it measured for each (for a
+    precision, over the launches that did work in it).
+
+    ncu prices each launch's peak at that launch's own clock, so two launches of one report
+    read 965.5 and 1,012 TFLOP/s FP16 tensor; a chart with one roof per precision, and a deep
+    dive beside it, must use one number. Keys are ``{precision}_peak_flops_per_s`` and
+    ``{level}_peak_bytes_per_s``.
+
+    >>> t = pd.DataFrame({"device": [0, 0, 0], "tensor_fp16_peak_flops_per_s": [965.5e12, 1012e12, 1067e12],
+    ...                   "tensor_fp16_flops_per_s": [214e12, 30e12, 0.0]})
+    >>> report_peaks(t)[0]["tensor_fp16_peak_flops_per_s"] / 1e12
+    988.75
+    """
+    from kernelscope.trace.ncu.report import PRECISIONS
+    cols = [f"{p}_peak_flops_per_s" for p in PRECISIONS] + [f"{lv}_peak_bytes_per_s" for lv in LEVELS]
+    cols = [c for c in cols if c in launches.columns]
+    if launches is None or not len(launches) or not cols:
+        return {}
+    dev = [_device_of(r) for r in launches[["device"]].to_dict("records")] if "device" in launches.columns \
+        else [None] * len(launches)
+    t = launches[cols].apply(pd.to_numeric, errors="coerce").assign(_dev=dev)
+    # A precision's roof: the median over the launches that did work in it (the dots under it),
+    # else over every launch; a memory level's over every launch.
+    work = {}
+    for p in PRECISIONS:
+        c = f"{p}_flops_per_s"
+        if f"{p}_peak_flops_per_s" in cols and c in launches.columns:
+            work[f"{p}_peak_flops_per_s"] = pd.to_numeric(launches[c], errors="coerce").fillna(0).to_numpy() > 0
+    out = {}
+    for d, g in t.groupby("_dev", dropna=False, sort=False):
+        peaks = {}
+        for c in cols:
+            v = g[c]
+            did = work.get(c)
+            if did is not None and did[g.index.map(t.index.get_loc)].any():
+                v = v[did[g.index.map(t.index.get_loc)]]
+            m = v.median(skipna=True)
+            if m == m and m > 0:
+                peaks[c] = float(m)
+        out[d] = peaks
+    return out
+
+
+def _device_of(r: dict):
+    d = _f(r.get("device"))
+    return int(d) if d == d else None
 
 
 def roofline_rows(report) -> list[dict]:
@@ -156,7 +208,8 @@ def roofline_rows(report) -> list[dict]:
             "achieved_gbps": r["bytes_per_s"] / 1e9, "peak_tflops": r["peak_flops_per_s"] / 1e12,
             "peak_gbps": r["peak_bytes_per_s"] / 1e9,
             "attainable_tflops": r["attainable_flops_per_s"] / 1e12, "roof_share": r["roof_share"],
-            "bound": r["bound"], "peaks_source": "Nsight Compute (device peaks at the measured clocks)"})
+            "bound": r["bound"],
+            "peaks_source": "Nsight Compute (the device's peaks at the measured clocks, median over the report's launches)"})
     return out
 
 
@@ -234,9 +287,66 @@ def speed_of_light(row) -> dict:
                    "warps are waiting (see the stall reasons) or there are too few of them")
     else:
         verdict = f"no unit is saturated: compute at {c:.0f}%, memory at {m:.0f}% of peak"
+    if c != c or m != m:
+        bound = None
+    elif max(c, m) >= SOL_BOUND_PCT:
+        bound = "compute" if c >= m else "memory"
+    else:
+        bound = "latency" if max(c, m) < SOL_LATENCY_PCT else "balanced"
     return {"compute_pct": c, "memory_pct": m,
             "dram_pct": _f(row.get("dram_throughput_pct")), "l2_pct": _f(row.get("l2_cache_throughput_pct")),
-            "l1_pct": _f(row.get("l1_per_tex_cache_throughput_pct")), "verdict": verdict}
+            "l1_pct": _f(row.get("l1_per_tex_cache_throughput_pct")), "verdict": verdict, "bound": bound}
+
+
+def roofline_verdict(sol: dict, dot: dict | None, label: str = "") -> str | None:
+    """The roofline panel's sentence for one launch, which agrees with the speed of light.
+
+    The speed of light decides what bounds a launch (it measures every unit's throughput); the
+    roofline places the launch by its DRAM bytes only. Where the two disagree (a cuDNN conv
+    whose DRAM intensity is past the ridge while L1 runs at 85% of peak), the sentence says why
+    instead of giving a second verdict.
+
+    >>> sol = {"bound": "memory", "compute_pct": 44.3, "memory_pct": 69.2, "dram_pct": 12.7, "l2_pct": 24.7,
+    ...        "l1_pct": 84.6}
+    >>> dot = {"intensity": 349.7, "ridge": 200.8, "roof_share": 0.222, "bound": "compute"}
+    >>> v = roofline_verdict(sol, dot, "FP16 tensor")
+    >>> v[:81]
+    'memory-bound (speed of light: memory at 69% of peak, L1/TEX the busiest at 85%). '
+    >>> v[81:].startswith("At DRAM: 349.7 FLOP/byte, right of the ridge (200.8), 22.2% of the attainable")
+    True
+    >>> v.endswith("the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side.")
+    True
+    """
+    if not dot or dot.get("intensity") is None or dot["intensity"] != dot["intensity"]:
+        return None
+    sol = sol or {}
+    inten, ridge, share = dot["intensity"], dot.get("ridge"), dot.get("roof_share")
+    side = "right" if ridge is not None and ridge == ridge and inten >= ridge else "left"
+    bound, model = sol.get("bound"), dot.get("bound")
+    units = {"DRAM": sol.get("dram_pct"), "L2": sol.get("l2_pct"), "L1/TEX": sol.get("l1_pct")}
+    units = {k: v for k, v in units.items() if v is not None and v == v}
+    busiest = max(units, key=units.get) if units else None
+    if bound == "memory" and busiest:
+        head = (f"memory-bound (speed of light: memory at {sol.get('memory_pct', float('nan')):.0f}% of peak, "
+                f"{busiest} the busiest at {units[busiest]:.0f}%)")
+    elif bound == "compute":
+        head = f"compute-bound (speed of light: compute at {sol.get('compute_pct', float('nan')):.0f}% of peak)"
+    elif bound == "latency":
+        head = "latency-bound (speed of light: no unit near its peak)"
+    elif bound == "balanced":
+        head = "no unit saturated (speed of light)"
+    else:
+        head = f"{model}-bound at DRAM (no speed-of-light figures)" if model else "-"
+    def fpb(x):     # FLOP/byte: small intensities keep their digits (0.0208, not 0.0)
+        return f"{x:,.1f}" if abs(x) >= 10 else f"{x:.3g}"
+    text = (f"{head}. At DRAM: {fpb(inten)} FLOP/byte, {side} of the ridge"
+            + (f" ({fpb(ridge)})" if ridge is not None and ridge == ridge else "")
+            + (f", {share:.1%} of the attainable {label} roof" if share is not None and share == share else ""))
+    if bound in ("compute", "memory") and model and model != bound:
+        text += (": the DRAM roofline counts DRAM bytes only, so it puts the launch on the compute side"
+                 if model == "compute" else
+                 ": its DRAM traffic alone would bound it, but the SM's pipes are the busiest unit")
+    return text + "."
 
 
 # -- source hot spots -----------------------------------------------------------------------------

@@ -34,47 +34,93 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     start = pd.to_numeric(ops["start_us"], errors="coerce").to_numpy(dtype=float)
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
+<<<<<<< HEAD
     tid = _text(ops["tid"]) if "tid" in ops.columns else np.full(n, "", dtype=object)
     names = _text(ops["name"])
+=======
+    # Threads told apart by their text (7 and "7" are one thread).
+    tid = pd.factorize(ops["tid"].astype(str).to_numpy())[0] if "tid" in ops.columns else np.zeros(n, np.int64)
+    names = pd.factorize(ops["name"].astype(str), use_na_sentinel=False)[0]
+    placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
+>>>>>>> main
     # Per thread by start; at equal starts the longer op encloses the shorter.
-    order = np.lexsort((-dur, start, tid))
-    # Plain lists in the loop: indexing numpy arrays element by element costs 3-4x as much.
-    st, en, nm, td = start.tolist(), end.tolist(), names.tolist(), tid.tolist()
-    par, dep, out = [-1] * n, [0] * n, [True] * n
-    stack: list[int] = []
-    open_names: dict[str, int] = {}
-    cur_tid = None
-    for i in order.tolist():
-        s_i = st[i]
-        if s_i != s_i:        # no start time: not placed in the tree
-            continue
-        if td[i] != cur_tid:
-            stack.clear()
-            open_names.clear()
-            cur_tid = td[i]
-        while stack and s_i >= en[stack[-1]] - _EPS_US:
-            j = stack.pop()
-            c = open_names[nm[j]] - 1
-            if c:
-                open_names[nm[j]] = c
-            else:
-                del open_names[nm[j]]
-        if stack:
-            par[i] = stack[-1]
-            dep[i] = len(stack)
-        name = nm[i]
-        out[i] = name not in open_names
-        stack.append(i)
-        open_names[name] = open_names.get(name, 0) + 1
-    parent = np.array(par, dtype=np.int64)
-    depth = np.array(dep, dtype=np.int64)
-    outer = np.array(out, dtype=bool)
+    order = placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
+    par_sorted = _open_parent(start[order], end[order], tid[order])
+    # The walk with a stack this replaces (and gives the same answers as, on every real trace:
+    # tests/analysis/test_op_tree.py): an op's parent is the nearest op before it, on its thread,
+    # still open when it starts (ending more than _EPS_US after its start).
+    depth_sorted = _depth(par_sorted)
+    outer_sorted = ~_same_name_above(par_sorted, names[order])
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[order] = np.where(par_sorted >= 0, order[np.maximum(par_sorted, 0)], -1)
+    depth = np.zeros(n, dtype=np.int64)
+    depth[order] = depth_sorted
+    outer = np.ones(n, dtype=bool)
+    outer[order] = outer_sorted
     child = np.zeros(n)
     has = parent >= 0
     np.add.at(child, parent[has], dur[has])
     self_us = np.maximum(dur - child, 0.0)
     return pd.DataFrame({"parent": parent, "depth": depth, "self_us": self_us, "outermost_of_name": outer},
                         index=ops.index)
+
+
+def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """For ops sorted by (thread, start, longer first): the sorted position of each one's
+    parent (-1: none), the nearest earlier op of its thread still open at its start, as a walk
+    with a stack finds it (pop while the top ends by the new op's start), for all ops at once.
+
+    A candidate that has closed is replaced by its own candidate: every op between the two
+    closed before the candidate started (the walk popped it), so before this op starts too,
+    and the gap to the parent closes in O(log n) rounds of array operations.
+
+    >>> _open_parent(np.array([0.0, 1.0, 5.0, 0.0]), np.array([10.0, 4.0, 9.0, 3.0]),
+    ...              np.array([0, 0, 0, 1])).tolist()
+    [-1, 0, 0, -1]
+    """
+    n = len(start)
+    cand = np.arange(-1, n - 1)
+    if n:
+        cand[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])] = -1
+    close = end - _EPS_US
+    todo = np.flatnonzero(cand >= 0)
+    todo = todo[start[todo] >= close[cand[todo]]]
+    while len(todo):
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+        todo = todo[start[todo] >= close[cand[todo]]]
+    return cand
+
+
+def _depth(parent: np.ndarray) -> np.ndarray:
+    """How many ancestors each op has (``parent``: positions, -1 at the top), by pointer
+    doubling: each round adds the distance to the node above and jumps twice as far.
+
+    >>> _depth(np.array([-1, 0, 1, 0, -1, 2])).tolist()
+    [0, 1, 2, 1, 0, 3]
+    """
+    depth = (parent >= 0).astype(np.int64)
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while len(live):
+        a = up[live]
+        depth[live] = depth[live] + depth[a]
+        up[live] = up[a]
+        live = live[up[live] >= 0]
+    return depth
+
+
+def _same_name_above(parent: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Whether an op has an ancestor of its own name (a recursive op's nested calls)."""
+    found = np.zeros(len(parent), dtype=bool)
+    idx = np.flatnonzero(parent >= 0)
+    anc = parent[idx]
+    while len(idx):
+        hit = names[anc] == names[idx]
+        found[idx[hit]] = True
+        keep = ~hit & (parent[anc] >= 0)
+        idx, anc = idx[keep], parent[anc[keep]]
+    return found
 
 
 def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -110,11 +156,12 @@ def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | N
                         index=ops.index)
 
 
-def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per op name, costliest host time first: ``calls``, host time (``total_us``, nested ops
     counting in their parents too; ``self_us`` without them; ``mean_us``), and the GPU time of
     the kernels launched by the op itself (``kernels``, ``gpu_us``) or by it and the ops nested
     in it (``kernels_inclusive``, ``gpu_inclusive_us``; a recursive op's kernels count once).
+    ``tree``: :func:`op_tree` of ``ops``, when already computed.
 
     >>> op_summary(rep.ops, rep.kernels).iloc[0][["name", "calls", "total_us", "gpu_us"]]
     name        aten::div
@@ -128,7 +175,7 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     if not len(ops):
         return pd.DataFrame(columns=cols)
     ops = ops.reset_index(drop=True)
-    tree = op_tree(ops)
+    tree = op_tree(ops) if tree is None else tree.reset_index(drop=True)
     gpu = op_gpu_time(ops, kernels, tree)
     frame = pd.concat([ops[["name", "duration_us"]], tree[["self_us", "outermost_of_name"]], gpu], axis=1)
     g = frame.groupby("name", sort=False)

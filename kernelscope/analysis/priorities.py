@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from kernelscope.analysis.findings.base import severity_for
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
@@ -20,52 +21,130 @@ LINE_MAX = 220
 _ADVICE = re.compile(r"^(Fix:|Consider|Try|Use|Reduce|Increase|Avoid|Pad|Check|Give|Replay|Move|Keep)\b")
 
 
-def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX) -> list:
+def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "wall time") -> list:
     """The first screen's list: findings that cost time, most first, as plain dicts.
 
     Each item: ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``, ``cost_text``,
     ``share_of_wall`` (``None`` without a wall time), ``share_text``, ``cause``, ``fix``,
-    ``link`` (or ``None``) and ``finding`` (its index in ``findings``). With no finding that
-    costs time, one finding is the item, with no time at stake: the first that says what to
-    do, else the first.
+    ``link`` (or ``None``), ``finding`` (its index in ``findings``), ``also`` (titles of findings
+    merged into it), ``within`` (when part of its time is already in the items above) and
+    ``note`` (those two in one line, as the views show it).
+    With no finding that costs time, one finding is the item, with no time at stake: the first
+    that says what to do, else the first. ``of`` names what ``wall_us`` is (``Report.time_base``:
+    an Nsight Compute replay's shares are of its kernel time).
+
+    Each microsecond counts once: findings about one kernel share one slot (the costliest speaks,
+    the others are listed in ``also``), so do findings that point at the same stretch of the
+    timeline (two rules about the same copies), and an item is cut to the wall time the items
+    above leave, so the listed shares add up to at most the wall time.
 
     >>> rep = ks.load("wild/llama_train.pt.trace.json.gz")
     >>> what_to_fix(rep.findings, rep.wall_time_us)[0]["share_text"]
-    '78% of wall time'
+    '87% of wall time'
     """
-    items = []
+    items, by_kernel, by_key = [], {}, {}
+    listed = 0.0
     for i, f in enumerate(findings or []):
         if _get(f, "kind") == "analysis_error":
             continue
         cost = num(_get(f, "cost_us"))
-        if cost and cost > 0:
-            items.append(_item(f, i, cost, wall_us))
+        if not cost or cost <= 0:
+            continue
+        kernel = _kernel_of(f)
+        key = _place(_get(f, "link")) or (round(cost, 1), _get(f, "title"))
+        same = by_kernel.get(kernel) if kernel else None
+        same = same if same is not None else by_key.get(key)
+        if same is not None:
+            same["also"].append(_get(f, "title"))
+            continue
         if len(items) >= top:
             break
+        it = _item(f, i, cost, wall_us, of)
+        if wall_us and listed + cost > wall_us:
+            left = max(wall_us - listed, 0.0)
+            it["within"] = (f"{fmt_us(cost - left)} of its {fmt_us(cost)} is already in the items above")
+            it.update(_costs(left, wall_us, of))
+            it["severity"] = severity_for(left, wall_us)
+            if left <= 0:
+                continue
+        listed += it["cost_us"]
+        items.append(it)
+        if kernel:
+            by_kernel[kernel] = it
+        by_key[key] = it
     if not items:
         # Nothing costs time: the first finding that says what to do (the GPU-bound one names
         # the kernels to speed up), else the first one.
         usable = [i for i, f in enumerate(findings or []) if _get(f, "kind") != "analysis_error"]
         first = next((i for i in usable if _get(findings[i], "fix")), usable[0] if usable else None)
         if first is not None:
-            items.append(_item(findings[first], first, None, wall_us))
+            items.append(_item(findings[first], first, None, wall_us, of))
     for n, it in enumerate(items, 1):
         it["rank"] = n
+        it["note"] = _note(it)
     return items
 
 
-def _item(f, index, cost, wall_us) -> dict:
-    detail = _get(f, "detail") or ""
+def _note(it) -> str:
+    """One line that says what an item holds beyond its own finding (the views show it as is)."""
+    parts = []
+    if it.get("also"):
+        parts.append("Same time as: " + "; ".join(_line(t) for t in it["also"][:3])
+                     + (f" (and {len(it['also']) - 3} more)" if len(it["also"]) > 3 else ""))
+    if it.get("within"):
+        parts.append(it["within"].capitalize() + ".")
+    return _line(". ".join(p.rstrip(".") for p in parts) + ("." if parts else ""))
+
+
+# The columns of :func:`fix_table` (``Report.what_to_fix()``).
+FIX_COLUMNS = ["rank", "kind", "severity", "title", "cost_us", "share_of_wall", "cause", "fix", "link",
+               "also", "within", "note"]
+
+
+def fix_table(items):
+    """:func:`what_to_fix`'s list as a DataFrame with :data:`FIX_COLUMNS`.
+
+    >>> fix_table(what_to_fix(rep.findings, rep.wall_time_us)).columns[:3].tolist()   # doctest: +SKIP
+    ['rank', 'kind', 'severity']
+    """
+    import pandas as pd
+    return pd.DataFrame([{c: it.get(c) for c in FIX_COLUMNS} for it in items], columns=FIX_COLUMNS)
+
+
+def _place(link):
+    """Where a timeline link points (device and range, not its words): two copy findings that
+    point at the same longest copy are about the same copies."""
+    if isinstance(link, dict) and link.get("view") == "timeline":
+        return ("timeline", link.get("device"), num(link.get("start_us")), num(link.get("end_us")))
+    return None
+
+
+def _kernel_of(f):
+    """The one kernel a finding is about (its evidence's, or its link's only name), else None."""
+    ev = _get(f, "evidence")
+    k = ev.get("kernel") if isinstance(ev, dict) else None
+    if isinstance(k, str) and k:
+        return k
+    link = _get(f, "link")
+    names = link.get("names") if isinstance(link, dict) and link.get("view") == "kernels" else None
+    return names[0] if isinstance(names, list) and len(names) == 1 else None
+
+
+def _costs(cost, wall_us, of="wall time") -> dict:
     share = cost / wall_us if cost is not None and wall_us else None
+    return {"cost_us": cost, "cost_text": fmt_us(cost) if cost is not None else "", "share_of_wall": share,
+            "share_text": f"{_pct(share)} of {of}" if share is not None else ""}
+
+
+def _item(f, index, cost, wall_us, of="wall time") -> dict:
+    detail = _get(f, "detail") or ""
     return {
         "rank": 0, "kind": _get(f, "kind"), "severity": _get(f, "severity"), "title": _get(f, "title"),
-        "cost_us": cost, "cost_text": fmt_us(cost) if cost is not None else "",
-        "share_of_wall": share,
-        "share_text": f"{_pct(share)} of wall time" if share is not None else "",
+        **_costs(cost, wall_us, of),
         "cause": _line(_get(f, "cause")) or _line(_first_sentence(detail)),
         "fix": _line(_get(f, "fix")) or _line(_advice(detail)),
         "link": _get(f, "link") or _kernel_link(_get(f, "evidence")),
-        "finding": index,
+        "finding": index, "also": [], "within": None,
     }
 
 

@@ -33,11 +33,35 @@ _ELEMENTWISE = {
     "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "_softmax",
     "_log_softmax", "fill_", "lerp", "addcmul", "addcdiv", "sign", "reciprocal", "sin", "cos",
 }
+# Ops that store values and compute nothing: bytes (the output written once), no FLOPs. An
+# elementwise fill credited with one FLOP per element read 194% of its attainable roof.
+_NO_FLOPS = {"fill_", "zero_", "zeros_like", "ones_like", "full_like"}
+# Why a point sits above its roof (``roof_note``): counted bytes assume DRAM traffic and counted
+# FLOPs assume the precision of the inputs; the measurement cannot beat the hardware.
+ABOVE_MEMORY_ROOF = ("above the DRAM roof: its data stayed in L2 or another cache (the bytes counted from "
+                     "its shapes assume every byte crosses DRAM); the point is an upper bound on DRAM traffic")
+ABOVE_COMPUTE_ROOF = ("above the compute roof of its input precision: the kernel runs a faster path (e.g. "
+                      "TF32 or reduced-precision tensor cores for fp32) or the FLOP count overstates its work")
+
+def above_roof_note(bound, roof_share):
+    """Why a point at ``roof_share`` of its attainable roof sits above it; None when it does not.
+
+    >>> above_roof_note("memory", 1.96)[:19], above_roof_note("memory", 0.5)
+    ('above the DRAM roof', None)
+    """
+    try:
+        share = float(roof_share)
+    except (TypeError, ValueError):
+        return None
+    if not share > 1.0 + 1e-9:
+        return None
+    return {"memory": ABOVE_MEMORY_ROOF, "compute": ABOVE_COMPUTE_ROOF}.get(bound)
+
 
 ROOFLINE_COLUMNS = ["op", "op_index", "kernel", "short_name", "device", "precision", "kernels",
                     "duration_us", "flops", "bytes", "flops_source", "intensity",
                     "achieved_tflops", "achieved_gbps", "peak_tflops", "peak_gbps",
-                    "attainable_tflops", "roof_share", "bound", "peaks_source"]
+                    "attainable_tflops", "roof_share", "bound", "peaks_source", "roof_note"]
 
 
 def _size(x) -> bool:
@@ -77,6 +101,9 @@ def op_counts(name: str, dims, types, trace_flops=None):
         nbytes += batch * m * n * DTYPE_BYTES.get(t, 4)
     elif base == "copy_" and len(tensors) == 2:
         pass  # reads src, writes self: exactly the two inputs
+    elif base in _NO_FLOPS:
+        # Writes its output once (the tensor recorded as input is the one written, not read).
+        nbytes = float(max(math.prod(d) * DTYPE_BYTES[t] for d, t in tensors))
     elif base.rstrip("_") in _ELEMENTWISE or base in _ELEMENTWISE:
         try:
             out = np.broadcast_shapes(*[tuple(d) for d, _ in tensors])
@@ -197,6 +224,11 @@ def _counted_roofline(report) -> pd.DataFrame:
         share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
     bound = np.where(by_roof, roof_bound, np.where(peak_b > 0, "memory", None)).astype(object)
     bound[bound == "None"] = None
+    with np.errstate(invalid="ignore"):
+        above = np.nan_to_num(share, nan=0.0) > 1.0 + 1e-9
+    note = np.where(above & (bound == "memory"), ABOVE_MEMORY_ROOF,
+                    np.where(above & (bound == "compute"), ABOVE_COMPUTE_ROOF, None)).astype(object)
+    note[note == "None"] = None
     t_short = tops["short_name"] if "short_name" in tops.columns else tops["name"]
     t_label = tops["device"] if "device" in tops.columns else tops["device_index"]
     # Text as object arrays, computed numbers as float arrays, and the values taken as they are
@@ -214,7 +246,7 @@ def _counted_roofline(report) -> pd.DataFrame:
         "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_obj.tolist(),
         "attainable_tflops": attain,
         "peak_gbps": peak_b_obj.tolist(), "roof_share": share,
-        "bound": _as_rows(bound), "peaks_source": _as_rows(peak_src),
+        "bound": _as_rows(bound), "peaks_source": _as_rows(peak_src), "roof_note": _as_rows(note),
     }, columns=ROOFLINE_COLUMNS)
 
 

@@ -23,10 +23,15 @@ from kernelscope.analysis.occupancy import UNLIMITED, occupancy, occupancy_curve
 
 # The columns of a kernels table that make a launch shape, in the order of the code.
 SHAPE_KEY = ("device_index", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes")
+# The shared-memory carveout the driver chose, where Nsight Compute measured it (its "Shared Memory
+# Configuration Size", merged as this column): part of the shape then, so that our block limits
+# are Nsight Compute's (one shared-memory block limit per launch, in every panel).
+CARVEOUT = "ncu_shared_memory_configuration_size_bytes"
 # The launch-shapes table's columns (one row per shape; ``shape`` is the row's code).
 SHAPE_COLUMNS = {
     "shape": "int64", "device_index": "Int64", "block_x": "Int64", "block_y": "Int64", "block_z": "Int64",
     "threads_per_block": "Int64", "registers_per_thread": "Int64", "shared_mem_bytes": "Int64",
+    "shared_mem_config_bytes": "Int64",
     "compute_major": "Int64", "compute_minor": "Int64", "num_sms": "Int64",
     "launches": "int64", "total_us": "float64",
     "theoretical_occupancy": "float64", "occupancy_limiter": "object", "limiters": "object",
@@ -45,11 +50,12 @@ def shape_codes(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     [0, 1, 0]
     """
     n = len(kernels)
+    key = SHAPE_KEY + ((CARVEOUT,) if CARVEOUT in kernels.columns else ())
     if not n or not all(c in kernels.columns for c in SHAPE_KEY):
-        return np.zeros(n, dtype=np.int64), np.full((1 if n else 0, len(SHAPE_KEY)), -1, dtype=np.int64)
+        return np.zeros(n, dtype=np.int64), np.full((1 if n else 0, len(key)), -1, dtype=np.int64)
     # missing values become -1, which no launch has (negative sizes are not modelled)
     arr = np.column_stack([pd.to_numeric(kernels[c], errors="coerce").astype("float64")
-                           .to_numpy(na_value=np.nan) for c in SHAPE_KEY])
+                           .to_numpy(na_value=np.nan) for c in key])
     arr = np.where(np.isfinite(arr) & (np.abs(arr) < 2**62), arr, -1).astype(np.int64)
     # one hash factorize per column, combined into one code per launch shape
     combined = np.zeros(n, dtype=np.int64)
@@ -88,12 +94,14 @@ def modelled_devices(devices: pd.DataFrame) -> dict:
 
 
 def _occupancy_of(key, dev):
-    d, bx, by, bz, regs, smem = key
-    if any(v < 0 for v in key) or int(d) not in dev:
+    d, bx, by, bz, regs, smem = key[:6]
+    config = key[6] if len(key) > 6 and key[6] > 0 else None    # the carveout ncu measured
+    if any(v < 0 for v in key[:6]) or int(d) not in dev:
         return None
     cc, row, _ = dev[int(d)]
     try:
-        return occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row)
+        return occupancy(cc, (int(bx), int(by), int(bz)), int(regs), int(smem), device=row,
+                         shared_mem_config_bytes=None if config is None else int(config))
     except ValueError:      # a damaged trace's sizes: no occupancy rather than no report
         return None
 
@@ -121,6 +129,8 @@ def launch_shapes(kernels: pd.DataFrame, devices: pd.DataFrame) -> tuple[np.ndar
     for j, key in enumerate(keys.tolist()):
         for c, v in zip(SHAPE_KEY, key):
             cols[c][j] = None if v < 0 else v
+        if len(key) > len(SHAPE_KEY) and key[len(SHAPE_KEY)] > 0:
+            cols["shared_mem_config_bytes"][j] = key[len(SHAPE_KEY)]
         bx, by, bz = key[1:4]
         if min(bx, by, bz) >= 0 and bx * by * bz < 2**62:     # hostile sizes stay unknown
             cols["threads_per_block"][j] = bx * by * bz
@@ -170,6 +180,8 @@ def shape_curves(shape: dict, devices: pd.DataFrame) -> pd.DataFrame | None:
         return None
     cc, row, _ = dev
     try:
+        # The calculator's carveout, not the one ncu saw: at another shared-memory size the
+        # driver would choose another carveout.
         return occupancy_curves(cc, int(shape["threads_per_block"]), int(shape["registers_per_thread"]),
                                 int(shape["shared_mem_bytes"]), device=row)
     except ValueError:

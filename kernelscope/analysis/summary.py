@@ -5,12 +5,13 @@ import pandas as pd
 
 
 def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
-    """Per-kernel statistics over launches (see :meth:`Report.summary`).
+    """Per-kernel statistics over launches (see :meth:`Report.summary`): launches, total, mean,
+    median, min, max and standard deviation of the durations (us), and ``share`` of all kernel time.
 
     >>> int(kernel_summary(rep.kernels).iloc[0]["launches"])
     4
     """
-    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "share"]
+    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "std_us", "share"]
     keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
     if not len(kernels):
         return pd.DataFrame(columns=[by, *keep, *cols])
@@ -19,6 +20,8 @@ def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
     out = pd.DataFrame({
         "launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
         "min_us": d.min(), "max_us": d.max(),
+        # Sample standard deviation, as Nsight Systems' kernel summary (0 for one launch).
+        "std_us": d.std(ddof=1).fillna(0.0),
     })
     for c in keep:
         out[c] = g[c].first()

@@ -427,6 +427,66 @@ def overlap_table(acts: pd.DataFrame) -> pd.DataFrame:
                                        "overlap_us", "share_of_a", "share_of_b"])
 
 
+def gpu_busy_share(dev: dict):
+    """A device's busy share as the first screen shows it: of the wall time when known (never
+    above 1: a wall time shorter than the GPU's active window gives way to it), else of the active
+    window.
+
+    >>> gpu_busy_share({"busy_share": 0.93, "wall_busy_share": 0.40})
+    0.4
+    """
+    w, b = dev.get("wall_busy_share"), dev.get("busy_share")
+    if w is not None and w == w:
+        return min(float(w), float(b)) if b is not None and b == b else float(w)
+    return b
+
+
+def gpu_busy_note(dev: dict) -> str:
+    """What the GPU-busy figure is a share of, in words (the view's tooltip)."""
+    w, b = dev.get("wall_busy_share"), dev.get("busy_share")
+    if w is not None and w == w:
+        return (f"union of kernel and copy time over the region's wall time; {b:.1%} of the active window "
+                "(first to last GPU activity)" if b is not None and b == b else
+                "union of kernel and copy time over the region's wall time")
+    return "union of kernel and copy time over the active window (first to last GPU activity): no wall time recorded"
+
+
+def host_in_gaps(ops: pd.DataFrame, gaps: pd.DataFrame, top: int = 3) -> dict:
+    """What the host did while the GPU idled: how much of the idle gaps the recorded CPU ops
+    cover, how much no op covers (Python or other host code the profiler does not record: numpy,
+    JAX's dispatch), and the outermost ops that cover the most.
+
+    Returns ``{"idle_us", "covered_us", "uncovered_us", "top_ops": [{"op", "us"}]}``.
+
+    >>> host_in_gaps(rep.ops, rep.gaps)["uncovered_us"]             # doctest: +SKIP
+    """
+    out: dict = {"idle_us": 0.0, "covered_us": 0.0, "uncovered_us": 0.0, "top_ops": []}
+    if gaps is None or not len(gaps):
+        return out
+    gs, ge = merge_intervals(gaps["start_us"], gaps["end_us"])
+    out["idle_us"] = float((ge - gs).sum())
+    o = ops if ops is not None and len(ops) else None
+    if o is not None and "cat" in o:
+        o = o[~o["cat"].astype(str).str.contains("annotation")]   # cell/step markers span everything
+    if o is None or not len(o):
+        out["uncovered_us"] = out["idle_us"]
+        return out
+    o = o.sort_values(["tid", "start_us"], kind="stable")
+    s = o["start_us"].to_numpy(float)
+    e = s + o["duration_us"].fillna(0).to_numpy(float)
+    prev_end = pd.Series(e, index=o.index).groupby(o["tid"].to_numpy()).transform(
+        lambda x: x.cummax().shift(1)).to_numpy(float)
+    outer = ~(s < np.nan_to_num(prev_end, nan=-np.inf))
+    s, e, names = s[outer], e[outer], o["name"].astype(str).to_numpy()[outer]
+    ms, me = merge_intervals(s, e)
+    out["covered_us"] = float(covered_length(gs, ge, ms, me).sum())
+    out["uncovered_us"] = max(out["idle_us"] - out["covered_us"], 0.0)
+    each = covered_length(gs, ge, s, e)
+    by = pd.Series(each).groupby(names).sum().sort_values(ascending=False)
+    out["top_ops"] = [{"op": str(n), "us": float(v)} for n, v in by.head(top).items() if v > 0]
+    return out
+
+
 def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     """Per device: how fast work was launched and how it compares to the kernels' length.
 

@@ -12,6 +12,8 @@ import sys
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from kernelscope.units import fmt_us
+
 SORT_KEYS = ("total", "mean", "max", "launches", "name")
 
 
@@ -161,6 +163,10 @@ class KernelProfileMagics(Magics):
             _say_if_context_lost()
         if "repeats" in report.meta:
             report.meta["repeats"]["warmup"] = args.warmup
+        if args.warmup == 0 and first_run(cell, _history(self.shell, cell)):
+            # What runs once (compiles, module loading, library handles) is in this recording.
+            report.meta["first_run"] = True
+            report.meta.setdefault("notes", []).append(FIRST_RUN_NOTE)
         if self._cell_name:
             report.meta["cell"] = {"file": self._cell_name, "first_line": self._cell_first_line,
                                    "execution_count": self._count()}
@@ -271,7 +277,7 @@ class KernelProfileMagics(Magics):
         if args.action == "baselines":
             for name, rep in self.baselines.items():
                 print(f"{name}: {len(rep.kernels)} kernel launches, "
-                      f"{rep.gpu_time_us:.1f} us kernel time")
+                      f"{fmt_us(rep.gpu_time_us)} kernel time")
             if not self.baselines:
                 print("no baselines yet: use %%kernelprofile --baseline NAME")
             return None
@@ -334,6 +340,45 @@ try:  # IPython's own UsageError prints without a traceback
     from IPython.core.error import UsageError  # type: ignore[assignment]  # noqa: F811
 except ImportError:  # pragma: no cover
     pass
+
+
+FIRST_RUN_NOTE = ("first run: this cell's code has not run before in this kernel, so what runs once "
+                  "(compiles, module loading, cuBLAS/cuDNN setup, allocator growth) is in the recording; "
+                  "run the cell again, or use --warmup 1, for the steady state")
+
+
+def first_run(cell: str, history) -> bool:
+    r"""Whether a cell's code runs for the first time in this kernel: no earlier input (a plain
+    cell, or an earlier %%kernelprofile of it) holds its code. Lines are compared stripped and
+    without blanks, so an indent or an added empty line does not make it new.
+
+    >>> first_run("y = f(x)\n", ["x = 1", "%%kernelprofile\ny = f(x)"])
+    False
+    >>> first_run("y = f(x)\n", ["x = 1"])
+    True
+    """
+    body = _code_lines(cell)
+    if not body:
+        return False
+    n = len(body)
+    for past in history:
+        lines = _code_lines(past)
+        if any(lines[i:i + n] == body for i in range(len(lines) - n + 1)):
+            return False
+    return True
+
+
+def _code_lines(text) -> list:
+    return [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+
+
+def _history(shell, cell) -> list:
+    """The inputs run before this one in the kernel: IPython's ``In``, without the current input
+    when it is stored there (a kernel stores each cell before running it)."""
+    ins = list(getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or [])
+    if ins and not first_run(cell, ins[-1:]):
+        ins = ins[:-1]
+    return ins
 
 
 def _start(prof):

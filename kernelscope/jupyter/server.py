@@ -1,6 +1,8 @@
 """Jupyter server extension: ``GET /kernelscope/report?path=...`` reads a trace or report file
 (relative to the server's root) and answers with the report's MIME payload, so JupyterLab can
-open ``.pt.trace.json(.gz)`` and ``.ksreport.json(.gz)`` files in a tab without a kernel.
+open ``.pt.trace.json(.gz)`` and ``.ksreport.json(.gz)`` files in a tab without a kernel;
+``&window=1&from_us=...&until_us=...`` answers with another window of a trace too big for one
+view (the report stays read while the file is unchanged).
 
 Parsing happens here, in the server, because opening a file should not start a kernel (the
 kernel may also run in an environment without kernelscope), and because the reader is Python:
@@ -13,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import threading
 
 
 def _jupyter_server_extension_points():
@@ -28,6 +31,29 @@ def _load_jupyter_server_extension(serverapp):
     # The lab extension opens these files with the route (its file type's pattern comes from here).
     web_app.settings.setdefault("page_config_data", {})[PAGE_CONFIG_KEY] = file_pattern()
     serverapp.log.info("kernelscope: serving reports at %s", route)
+
+
+# Reports read lately, kept so that choosing another window of a big trace does not read the
+# file again: (path, modification time, size) -> Report, the latest last. Two, for two tabs.
+_KEEP_REPORTS = 2
+_reports: dict = {}
+_reports_lock = threading.Lock()
+
+
+def _report(os_path: str):
+    """The report of a file, read once while the file is unchanged (the last few are kept)."""
+    from kernelscope import load
+    st = os.stat(os_path)
+    key = (os_path, st.st_mtime_ns, st.st_size)
+    with _reports_lock:
+        rep = _reports.pop(key, None)
+    if rep is None:
+        rep = load(os_path, progress=False)
+    with _reports_lock:
+        _reports[key] = rep
+        while len(_reports) > _KEEP_REPORTS:
+            _reports.pop(next(iter(_reports)))
+    return rep
 
 
 PAGE_CONFIG_KEY = "kernelscopeFiles"
@@ -48,21 +74,36 @@ def file_pattern() -> str:
     return r"(^|\.)(" + "|".join(re.escape(s) for s in ends) + ")$"
 
 
-def report_payload(os_path: str, display_path: str | None = None) -> dict:
-    """The MIME payload of a trace or report file (what the handler answers).
+def report_payload(os_path: str, display_path: str | None = None, window: tuple | dict | None = None) -> dict:
+    """The MIME payload of a trace or report file (what the handler answers); ``window``:
+    ``(from_us, until_us)`` of a trace too big for one view (``view_model``'s ``window``), or
+    ``{"kernel": name, "after_us": t}``: from the next launch of that kernel.
 
     >>> from kernelscope.view.codec import read_payload
     >>> read_payload(report_payload("attention.pt.trace.json.gz"))[0]["title"]
     'attention.pt.trace.json.gz'
     """
-    from kernelscope import load
+    from kernelscope.errors import TraceError
     from kernelscope.view.bundle import mime_payload
-    from kernelscope.view.report import view_model
-    rep = load(os_path)
-    header, buf = view_model(rep)
+    from kernelscope.view.report import kernel_window, view_model
+    rep = _report(os_path)
+    if isinstance(window, dict):
+        window = kernel_window(rep, window.get("kernel"), window.get("after_us"))
+        if window is None:
+            raise TraceError(os_path, "the report has no launch of that kernel")
+    header, buf = view_model(rep, window=window)
     if display_path:
         header["title"] = os.path.basename(display_path)
     return mime_payload(rep, (header, buf))
+
+
+def _query_us(text: str):
+    """A time in microseconds from the query string (None when empty or not a finite number)."""
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if v == v and abs(v) != float("inf") else None
 
 
 def _handler_class():
@@ -97,9 +138,15 @@ def _handler_class():
                 raise web.HTTPError(403, f"{path} is not in the root directory")   # as /files answers
             if not os.path.isfile(os_path):
                 raise web.HTTPError(404, f"{path}: no such file")
+            window = None
+            if self.get_query_argument("window", ""):   # the window chooser: ?window=1&from_us=&until_us=
+                window = tuple(_query_us(self.get_query_argument(k, "")) for k in ("from_us", "until_us"))
+                kernel = self.get_query_argument("kernel", "")
+                if kernel:      # &kernel=NAME: from the next launch of that kernel after from_us
+                    window = {"kernel": kernel, "after_us": window[0]}
             loop = asyncio.get_running_loop()
             try:
-                payload = await loop.run_in_executor(None, report_payload, os_path, path)
+                payload = await loop.run_in_executor(None, report_payload, os_path, path, window)
             except TraceError as e:
                 # Name the file as the user knows it, not the server's absolute path.
                 raise web.HTTPError(400, f"{path}: {e.problem}") from None

@@ -9,6 +9,7 @@ from html import escape
 
 from kernelscope.analysis.backend_rules import BACKENDS
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.replay import capabilities
 from kernelscope.units import fmt_us
 
 # Inline styles (notebook sanitizers and GitHub drop <style> blocks), kept short: every cell of
@@ -63,9 +64,10 @@ def report_html(rep, top: int = 20) -> str:
         bar = f"<span style='display:inline-block;height:8px;width:{max(1, round(r.share * 60))}px;background:{colour}'></span>"
         rows.append(
             f"{_TR}<td style='{_CELL}' title='{_e(r.name)}'>{_e(r.short_name)}</td>"
-            f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches}</td>"
+            f"<td style='{_CELL}'>{_e(r.backend)}</td><td style='{_NUM}'>{r.launches:,}</td>"
             f"<td style='{_NUM}'>{fmt_us(r.total_us)}</td><td style='{_NUM}'>{fmt_us(r.mean_us)}</td>"
-            f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
+            + "".join(f"<td style='{_NUM}'>{fmt_us(v)}</td>" for v in (r.median_us, r.min_us, r.max_us, r.std_us))
+            + f"<td style='{_NUM}'>{bar} {_pct(r.share)}</td>"
             f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td>"
             + "".join(f"<td style='{_NUM}'>{_pct100(kc.loc[r.name, c] if kc is not None and r.name in kc.index else None)}</td>"
                       for c in measured)
@@ -75,7 +77,7 @@ def report_html(rep, top: int = 20) -> str:
     more = k["name"].nunique() - len(s) if len(k) else 0
     labels = {"sm_active_pct": "SMs active", "tensor_pct": "tensor", "dram_pct": "DRAM"}
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
-                   ("kernel", "backend", "launches", "total", "mean", "share", "occupancy",
+                   ("kernel", "backend", "launches", "total", "mean", "median", "min", "max", "std dev", "share", "occupancy",
                     *[labels[c] for c in measured], *(["top stall"] if stall else [])))
     table = (f"<table style='{_TABLE}margin:6px 0'><thead>{_TR}{head}</tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>" if rows else "<p>No GPU kernels were recorded.</p>")
@@ -91,10 +93,13 @@ def report_html(rep, top: int = 20) -> str:
                   "</p>")
 
     clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
+    caps = capabilities(rep.meta)
     stats = [(f"wall time{clock}", fmt_us(rep.wall_time_us)), ("GPU busy", _pct(busy)),
              ("kernel launches", f"{len(k):,}"),
              ("kernels", f"{k['name'].nunique():,}" if len(k) else "0"), ("GPU kernel time", fmt_us(rep.gpu_time_us)),
              ("copies + memsets", f"{len(rep.copies):,}")]
+    # The tiles a replay can fill (analysis/replay.py), as the interactive view shows them.
+    stats = [(n, v) for n, v in stats if n.split(" (")[0] in caps["tiles"]]
     tiles = " &nbsp; ".join(f"<span><b>{v}</b> <span style='{_MUTED}'>{n}</span></span>" for n, v in stats)
     devs = ", ".join(f"{_e(d.name)} (sm_{_e(d.compute_major)}{_e(d.compute_minor)}, {_e(d.num_sms)} SMs)"
                      for d in rep.devices.itertuples())
@@ -124,7 +129,8 @@ def _ncu(rep) -> str:
 
 def _busy(rep):
     try:
-        return rep.timeline.device().get("busy_share")
+        from kernelscope.analysis.timeline import gpu_busy_share
+        return gpu_busy_share(rep.timeline.device())
     except Exception:  # noqa: BLE001 - a static view shows "-" rather than fail
         return None
 
@@ -132,7 +138,8 @@ def _busy(rep):
 def _findings(rep) -> str:
     """What to fix first: the first screen's list (analysis/priorities.py), as the view shows it."""
     try:
-        items = what_to_fix(rep.findings, rep.wall_time_us)
+        base_us, of = rep.time_base
+        items = what_to_fix(rep.findings, base_us, of=of)
     except Exception:  # noqa: BLE001
         return ""
     if not items:
@@ -143,6 +150,7 @@ def _findings(rep) -> str:
         + f" {_e(x['title'])}"
         + (f"<div style='font-size:12px'><span style='{_MUTED}'>Cause</span> {_e(x['cause'])}</div>" if x["cause"] else "")
         + (f"<div style='font-size:12px'><span style='{_MUTED}'>Fix</span> {_e(x['fix'])}</div>" if x["fix"] else "")
+        + (f"<div style='font-size:12px'><span style='{_MUTED}'>Note</span> {_e(x['note'])}</div>" if x.get("note") else "")
         + "</li>" for x in items)
     head = "What to fix first" if items[0]["cost_us"] is not None else "Findings"
     return f"<div style='margin-top:6px'><b>{head}</b></div><ol style='padding-left:20px;margin:2px 0 6px'>{li}</ol>"
@@ -157,9 +165,10 @@ def _backends(rep) -> str:
         return ""
     rows = "".join(
         f"{_TR}<td style='{_CELL}'>{_e(r.get('device'))}</td><td style='{_CELL}'>{_e(r.get('backend'))}</td>"
-        f"<td style='{_NUM}'>{r.get('launches')}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
-        f"<td style='{_NUM}'>{_pct(r.get('share'))}</td></tr>"
+        f"<td style='{_NUM}'>{r.get('launches'):,}</td><td style='{_NUM}'>{fmt_us(r.get('gpu_time_us'))}</td>"
+        f"<td style='{_NUM}'>{_pct(r.get('share'))}</td><td style='{_NUM}'>{_pct(r.get('kernel_share'))}</td></tr>"
         for r in b.to_dict("records"))
-    head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in ("device", "backend", "launches", "GPU time", "share"))
+    head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
+                   ("device", "backend", "launches", "GPU time", "share of GPU time", "share of kernel time"))
     return (f"<details><summary>Backends</summary><table style='{_TABLE}'>"
             f"<thead>{_TR}{head}</tr></thead><tbody>{rows}</tbody></table></details>")

@@ -13,7 +13,8 @@ def kernel_detail_text(rep, top: int = 5) -> str:
       strided_kernel  (295.3 us, launch 1, measured by Nsight Compute)
         speed of light: memory-bound: memory throughput is at 69% of peak, compute at 3%
         occupancy: achieved 83.6% of theoretical 100.0% (limited by registers+warps)
-        roofline: FP32 0.06 TFLOP/s of 66, 0.02 FLOP/byte at DRAM, memory-bound, 69.1% of the attainable roof
+        roofline: FP32 0.06 TFLOP/s of 66.81; memory-bound (speed of light: memory at 69% of peak, L2 the
+        busiest at 94%). At DRAM: 0.0171 FLOP/byte, left of the ridge (13.9), 69.1% of the attainable FP32 roof.
         memory: DRAM 69.1% of peak, L1 hit 0.0%, L2 hit 17.9%, global load 32.0 sectors/request
     ...
     """
@@ -38,8 +39,7 @@ def kernel_detail_text(rep, top: int = 5) -> str:
             dram = next((p for p in roof["points"] if p["level"] == "dram"), None)
             if dram and dram["flops_per_s"]:
                 lines.append(f"    roofline: {roof['label']} {dram['flops_per_s'] / 1e12:.2f} TFLOP/s of "
-                             f"{(roof['peak_flops_per_s'] or 0) / 1e12:.0f}, {dram['intensity']:.2f} FLOP/byte at DRAM, "
-                             f"{roof['bound'] or '-'}-bound, {_pct(roof['roof_share'])} of the attainable roof")
+                             f"{(roof['peak_flops_per_s'] or 0) / 1e12:.2f}; {roof.get('verdict') or ''}")
         mem = e["memory"]
         lines.append(f"    memory: DRAM {_one_decimal(mem['dram_pct'])}% of peak, L1 hit {_one_decimal(mem['l1_hit_pct'])}%, "
                      f"L2 hit {_one_decimal(mem['l2_hit_pct'])}%, global load {_one_decimal(mem.get('load_sectors_per_request'))} "

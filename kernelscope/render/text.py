@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.analysis.replay import capabilities
 from kernelscope.units import fmt_us
 
 __all__ = ["fmt_us", "printable", "report_text"]
@@ -21,9 +22,9 @@ def report_text(rep, top: int = 10) -> str:
     kernelscope report: launch_bound.pt.trace.json.gz
       source: launch_bound.pt.trace.json.gz
       devices: NVIDIA H200 (sm_90, 132 SMs)
-      wall time (profiler span): 28.49 ms   kernels: 2000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
+      wall time (profiler span): 28.49 ms   kernels: 2,000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
     <BLANKLINE>
-      kernel                                           backend    launches      total       mean  share
+      kernel                                           backend    launches      total       mean     median        min        max    std dev  share
     ...
     """
     k = rep.kernels
@@ -38,27 +39,36 @@ def report_text(rep, top: int = 10) -> str:
     if len(devs):
         lines.append("  devices: " + ", ".join(
             f"{r.name} (sm_{r.compute_major}{r.compute_minor}, {r.num_sms} SMs)" for r in devs.itertuples()))
-    clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
-    lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k)} launches of "
-                 f"{k['name'].nunique()} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
-                 f"   copies + memsets: {len(rep.copies)}")
+    caps = capabilities(rep.meta)
+    if caps["kind"] == "replay":
+        lines.append(f"  Nsight Compute replay: {len(k):,} launches of {k['name'].nunique():,} kernels   "
+                     f"kernel time: {fmt_us(rep.gpu_time_us)} ({caps['durations']})")
+    else:
+        clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
+        lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k):,} launches of "
+                     f"{k['name'].nunique():,} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
+                     f"   copies + memsets: {len(rep.copies):,}")
     for note in rep.notes:
         lines.append(f"  note: {note}")
     if len(k):
         s = rep.summary().head(top)
         lines.append("")
-        lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'share':>6}")
+        # The columns of rep.summary() and of the view's kernel table (its "statistics" columns).
+        lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'median':>10} "
+                     f"{'min':>10} {'max':>10} {'std dev':>10} {'share':>6}")
         for r in s.itertuples():
-            lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8} "
-                         f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {r.share:>6.1%}")
+            lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8,} "
+                         f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {fmt_us(r.median_us):>10} "
+                         f"{fmt_us(r.min_us):>10} {fmt_us(r.max_us):>10} {fmt_us(r.std_us):>10} {r.share:>6.1%}")
         more = k["name"].nunique() - len(s)
         if more > 0:
             lines.append(f"  … and {more} more kernels (rep.summary() has them all)")
         lines += _measured_lines(rep, s["name"].tolist()[:5])
-    fixes = what_to_fix(rep.findings, rep.wall_time_us)
+    base_us, of = rep.time_base
+    fixes = what_to_fix(rep.findings, base_us, of=of)
     if fixes:
         lines.append("")
-        lines.append("  what to fix first (time at stake, share of wall time):" if fixes[0]["cost_us"] is not None
+        lines.append(f"  what to fix first (time at stake, share of {of}):" if fixes[0]["cost_us"] is not None
                      else "  findings:")
         for x in fixes:
             cost = f" {x['cost_text']}, {x['share_text']}:" if x["cost_text"] else ""
@@ -67,6 +77,8 @@ def report_text(rep, top: int = 10) -> str:
                 lines.append(f"     cause: {x['cause']}")
             if x["fix"]:
                 lines.append(f"     fix:   {x['fix']}")
+            if x.get("note"):
+                lines.append(f"     note:  {x['note']}")
         if len(rep.findings) > len(fixes):
             lines.append(f"  ({len(rep.findings)} findings in all: rep.findings)")
     return printable("\n".join(lines))

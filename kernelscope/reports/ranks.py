@@ -100,10 +100,10 @@ class RankReport:
         ``backend``), launches, total and mean time and share of the rank's kernel time.
 
         >>> ranks.summary().query("rank == 1")[["rank", "short_name", "launches", "total_us"]].head(3)
-            rank                         short_name  launches    total_us
-        15     1   cuBLAS GEMM 256x128 (sm80, ffma)        60  162784.625
-        16     1  CUTLASS GEMM 256x128 (sm80, simt)         6    1047.518
-        17     1     cuBLAS GEMM 64x64 (sm80, ffma)         3     699.357
+            rank                              short_name  launches    total_us
+        15     1        cuBLAS GEMM 256x128 (sm80, ffma)        60  162784.625
+        16     1  CUTLASS GEMM 256x128 (sm80, simt) [nt]         6    1047.518
+        17     1          cuBLAS GEMM 64x64 (sm80, ffma)         3     699.357
         """
         k = self._t.kernels
         if by == "name":
@@ -138,10 +138,10 @@ class RankReport:
         """The full Report of one rank (its trace is opened again: only summaries were kept).
 
         >>> ranks.rank(1).summary()[["short_name", "launches", "total_us"]].head(3)
-                                  short_name  launches    total_us
-        0   cuBLAS GEMM 256x128 (sm80, ffma)        60  162784.625
-        1  CUTLASS GEMM 256x128 (sm80, simt)         6    1047.518
-        2     cuBLAS GEMM 64x64 (sm80, ffma)         3     699.357
+                                       short_name  launches    total_us
+        0        cuBLAS GEMM 256x128 (sm80, ffma)        60  162784.625
+        1  CUTLASS GEMM 256x128 (sm80, simt) [nt]         6    1047.518
+        2          cuBLAS GEMM 64x64 (sm80, ffma)         3     699.357
         """
         sources = {s.info["rank"]: s.info["source"] for s in self.summaries}
         if rank not in sources:

@@ -158,7 +158,11 @@ class Report:
     @property
     def wall_time_us(self) -> float | None:
         """The region's wall time: CUDA events if recorded, else the profiler's span
-        (:attr:`wall_time_clock` says which)."""
+        (:attr:`wall_time_clock` says which). None for an Nsight Compute replay, which ran its
+        launches one at a time and has no wall time (:attr:`time_base` is its kernel time)."""
+        from kernelscope.analysis.replay import is_replay
+        if is_replay(self.meta):
+            return None
         for key in ("cuda_event_us", "span_us"):
             v = self.meta.get(key)
             if v is not None:
@@ -167,6 +171,17 @@ class Report:
         if not len(t):
             return None
         return float((t["start_us"] + t["duration_us"]).max() - t["start_us"].min())
+
+    @property
+    def time_base(self) -> tuple:
+        """(microseconds, words) that the time at stake is a share of: the wall time of a run, the
+        kernel time of an Nsight Compute replay (``analysis/replay.py``).
+
+        >>> ks.load_ncu("tests/data/ncu_mlp_train.csv").time_base[1]   # doctest: +SKIP
+        'kernel time'
+        """
+        from kernelscope.analysis.replay import time_base
+        return time_base(self.meta, self.wall_time_us, self.gpu_time_us)
 
     @property
     def wall_time_clock(self) -> str | None:
@@ -194,7 +209,8 @@ class Report:
 
     def summary(self, by: str = "name") -> pd.DataFrame:
         """One row per kernel (``by`` a kernels column): launches, total/mean/median/min/max
-        duration in us and share of kernel time, largest total first.
+        duration and its standard deviation in us (``std_us``, as Nsight Systems' kernel summary)
+        and share of kernel time, largest total first.
 
         >>> rep.summary().columns.tolist()[:4]
         ['name', 'short_name', 'backend', 'launches']
@@ -226,6 +242,18 @@ class Report:
         """What to fix first: a list of Finding, most costly first."""
         from kernelscope.analysis.findings import find_all
         return find_all(self)
+
+    def what_to_fix(self) -> pd.DataFrame:
+        """What to fix first, as the first screen lists it (text, HTML and widget read the same
+        list): one row per item with ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``,
+        ``share_of_wall``, ``cause``, ``fix``, ``link``, ``also``, ``within`` and ``note``. Each
+        microsecond is counted once, so ``share_of_wall`` adds up to at most 1.
+
+        >>> rep.what_to_fix()[["rank", "title", "share_of_wall"]]      # doctest: +SKIP
+        """
+        from kernelscope.analysis.priorities import fix_table, what_to_fix
+        base_us, of = self.time_base      # a replay: its kernel time
+        return fix_table(what_to_fix(self.findings, base_us, of=of))
 
     @cached_property
     def timeline(self):
@@ -274,7 +302,7 @@ class Report:
 
         >>> path = rep.save(tmp / "run.ksreport.json")
         >>> ks.load(path).kernels.shape
-        (74, 41)
+        (74, 51)
         """
         from kernelscope.trace.files import write_file
         path = os.fspath(path)

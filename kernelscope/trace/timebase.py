@@ -7,6 +7,7 @@ and ``meta["time_origin_ns"]`` keeps where 0 lies on the absolute clock.
 from __future__ import annotations
 
 from kernelscope.trace.decode import header_num
+from kernelscope.units import fmt_us
 
 
 def time_origin(tables: dict, span) -> float:
@@ -59,5 +60,5 @@ def cover_span(trace) -> None:
     if end > span:
         trace.meta["span_us"] = end
         if end - span > 1.0:   # clocks of CPU and GPU events disagree by far less than 1 us
-            trace.meta.setdefault("notes", []).append(f"events end {end - span:.1f} us after the profiler's span; "
+            trace.meta.setdefault("notes", []).append(f"events end {fmt_us(end - span)} after the profiler's span; "
                                                       "the span was widened to cover them")

@@ -15,6 +15,8 @@ JSON header beside a gzipped buffer) of notebooks saved before.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 
@@ -22,9 +24,11 @@ from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.kernel_detail import kernel_detail
-from kernelscope.analysis.ncu_kernels import NCU_SOURCE
+from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
 from kernelscope.analysis.priorities import what_to_fix
-from kernelscope.analysis.roofline import same_dots_once
+from kernelscope.analysis.replay import capabilities, is_replay
+from kernelscope.analysis.roofline import above_roof_note, same_dots_once
+from kernelscope.analysis.timeline import gpu_busy_note, gpu_busy_share
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
@@ -66,49 +70,71 @@ GAP_COLUMNS = [
 ]
 # Stall rows listed in the view (by samples); the rest stay in rep.stalls.
 TOP_STALL_ROWS = 200
-# Launches (kernels + copies) sent to the browser at most. Past this the view gets the launches
-# of the trace's first part up to the budget, with the host spans, gaps and counter samples of
-# the same window, and says so; its headline numbers, findings, backends, roofline and op list
-# stay whole-report. A million launches would be ~100 MB of columns (~25 MB packed, a third more
-# as base64 in a saved notebook) for a table and timeline drawn from the browser's memory.
-VIEW_LAUNCHES = 200_000
+# Launches (kernels + copies) sent to the browser at most. Past this the view gets one window
+# of the trace (its first part by default, another on request: ``view_model(rep, window=...)``)
+# up to the budget, with the host spans, gaps and counter samples of the same window, and says
+# so; its headline numbers, findings, backends, roofline and op list stay whole-report, and an
+# overview of the whole trace lets the user pick another window. The budget keeps the display
+# of any report about as fast as that of a small one (benchmarks/view_payload.py: 50k launches
+# and 100k host spans are ~9 MB of columns, well under a second to build and pack here).
+VIEW_LAUNCHES = 50_000
 # The same for the host lanes' spans (every CPU op and runtime call; ~40 bytes each).
-VIEW_HOST_SPANS = 400_000
+VIEW_HOST_SPANS = 100_000
+# The overview strip of a windowed view: the whole trace in this many bins.
+OVERVIEW_BINS = 480
+# The longest idle gaps of the whole trace the window chooser lists.
+OVERVIEW_GAPS = 5
 
 
-def view_model(rep) -> tuple[dict, bytes]:
+def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
     """The report as (JSON header, binary column buffer) for the browser.
+
+    ``window``: ``(from_us, until_us)``, the part of the trace the launch-level tables hold
+    (either end None: the trace's start / as far as the budget goes), cut at
+    :data:`VIEW_LAUNCHES` launches and :data:`VIEW_HOST_SPANS` host spans from ``from_us``;
+    None: the trace's first part up to the budget. What covers the whole report (headline
+    figures, findings, backends, roofline, ops, the overview) is computed once per report, so
+    each window costs only its own rows.
 
     >>> header, buf = view_model(ks.load("launch_bound.pt.trace.json.gz"))
     >>> header["stats"]["launches"], len(buf)
     (2000, 344056)
+    >>> view_model(big, window=(5e6, None))[0]["window"]["from_us"]           # doctest: +SKIP
+    5000000.0
     """
-    k_all = rep.kernels.reset_index(drop=True)
-    if "shape" not in k_all.columns:     # the launch shape's code: its row of rep.shapes
-        k_all = k_all.assign(shape=0)
-    copies_all = rep.copies.reset_index(drop=True)
-    host_all = _host_spans(rep.ops, rep.runtime)
-    until = view_window(k_all, copies_all, host_all)
-    k, copies, host = ((_before(k_all, until), _before(copies_all, until), _before(host_all, until))
-                       if until is not None else (k_all, copies_all, host_all))
+    whole = _whole(rep)
+    k_all, copies_all = whole["kernels"], whole["copies"]
+    span = _window_span(whole, window)
+    if span is None:
+        k, copies = k_all.reset_index(drop=True), copies_all.reset_index(drop=True)
+        host = _host_spans(rep.ops, rep.runtime, whole["depth"])
+    else:
+        lo, until = span
+        k, copies = _within(k_all, lo, until), _within(copies_all, lo, until)
+        host = _host_spans(rep.ops, rep.runtime, whole["depth"], lo, until)
+    if "shape" not in k.columns:     # the launch shape's code: its row of rep.shapes
+        k = k.assign(shape=0)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
     counter_cols = [c for c in PER_KERNEL if c in k.columns and is_numeric(k[c])]
     launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
                    + ([("top_stall", "str")] if "top_stall" in k.columns else []))
-    counters = _counter_samples(rep)
-
-    problems = []
-    tl = _safe(lambda: rep.timeline, None, problems, "timeline")
+    counters = whole["counters"]
+    problems = list(whole["problems"])
+    tl = whole["timeline"]
     gaps = tl.gaps.reset_index(drop=True) if tl is not None else pd.DataFrame()
     window = None
-    if until is not None:
-        gaps = _before(gaps, until)
+    if span is not None:
+        lo, until = span
+        gaps = _within(gaps, lo, until, overlapping=True)
         if counters is not None:
-            counters = (_before(counters[0], until), counters[1])
-        window = {"until_us": float(until), "launches": int(len(k)), "of_launches": int(len(k_all)),
+            counters = (_within(counters[0], lo, until), counters[1])
+        window = {"from_us": None if lo is None else float(lo), "until_us": float(until),
+                  "launches": int(len(k)), "of_launches": int(len(k_all)),
                   "copies": int(len(copies)), "of_copies": int(len(copies_all)),
-                  "host_spans": int(len(host)), "of_host_spans": int(len(host_all))}
+                  "host_spans": int(len(host)), "of_host_spans": whole["host_rows"],
+                  "budget": {"launches": VIEW_LAUNCHES, "host_spans": VIEW_HOST_SPANS},
+                  "overview": whole["overview"]}
     copy_spec = COPY_COLUMNS + [(c, "f32") for c in PER_KERNEL if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]
@@ -123,32 +149,34 @@ def view_model(rep) -> tuple[dict, bytes]:
         "partial": bool(rep.partial),
         "notes": [str(n) for n in rep.notes] + problems + ([_window_note(window)] if window else []),
         "window": window,
-        "stats": _stats(rep, k_all, copies_all, tl),
-        "devices": records(rep.devices),
-        "findings": findings_payload(rep, problems),
+        "stats": whole["stats"],
+        "devices": whole["devices"],
+        "findings": whole["findings"],
         # The first screen: what to fix first, ranked by the time at stake (analysis/priorities.py).
-        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.wall_time_us)),
-                       [], problems, "what to fix"),
+        "fixes": whole["fixes"],
+        # What this report can show: a run's timeline, or an Nsight Compute replay's kernels only
+        # (its tabs, tiles, who measured the durations; analysis/replay.py).
+        "capabilities": capabilities(rep.meta),
         # The tab a report opens on: CPU ops when the run recorded no GPU work.
-        "open_tab": "CPU ops" if not len(k) and not len(copies) and len(rep.ops) else "Kernels",
-        "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
+        "open_tab": "CPU ops" if not len(k_all) and not len(copies_all) and len(rep.ops) else "Kernels",
+        "backends": whole["backends"],
         "names": _name_table(k),
         "name_notes": _name_notes(k),
-        "shapes": occupancy_entries(rep, k),
-        "roofline": _roofline(rep, k_all, problems),
-        "ops": _op_summary(rep.ops, k_all),
+        "shapes": whole["shapes"] if len(k) else [],
+        "roofline": whole["roofline"],
+        "ops": whole["ops"],
         # How many op names there are: "ops" holds the costliest TOP_OPS of them.
-        "op_names": int(rep.ops["name"].nunique()) if len(rep.ops) else 0,
+        "op_names": whole["op_names"],
         # The Chrome trace the report was read from or written with (--trace), for Perfetto.
         "raw_trace": _raw_trace(rep),
         "ncu_columns": ncu_cols,
         # Hardware-counter samples (the "counters" table) and warp stalls, with their labels.
         "counters": _counter_header(rep, counters),
-        "stalls": _stalls_header(rep),
+        "stalls": whole["stalls"],
         # What produced each kernel, its knobs, and its autotunings' candidates (view/tuning.py).
         "tuning": _safe(lambda: tuning_payload(rep), None, problems, "autotuning"),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
-        "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
+        "kernel_detail": whole["kernel_detail"],
         # Display options of %%kernelprofile (--top, --sort), when it set them.
         "view": jsonable(rep.meta.get("view")) if isinstance(rep.meta.get("view"), dict) else {},
         "tables": tables,
@@ -157,45 +185,194 @@ def view_model(rep) -> tuple[dict, bytes]:
     return header, buf
 
 
-def view_window(kernels: pd.DataFrame, copies: pd.DataFrame, host: pd.DataFrame | None = None) -> float | None:
-    """Where the view's window ends (``start_us`` of the first row left out), or None when the
-    launches (kernels + copies) fit :data:`VIEW_LAUNCHES` and the host spans :data:`VIEW_HOST_SPANS`.
+# What a report's views share, per report (weakly held): the whole-report parts of the header
+# and the sorted start times that place a window, computed at its first view.
+_WHOLE = weakref.WeakKeyDictionary()
 
-    >>> view_window(pd.DataFrame({"start_us": [3.0, 1.0, 2.0, 4.0] * 100_000}), pd.DataFrame())
-    3.0
+
+def _whole(rep) -> dict:
+    """The whole-report parts of the view model, computed once per report (again if its tables
+    were replaced)."""
+    key = tuple(id(getattr(rep, t, None)) for t in ("kernels", "copies", "ops", "runtime"))
+    try:
+        got = _WHOLE.get(rep)
+    except TypeError:     # cannot be weakly referenced: computed for each view
+        got = None
+    if got is not None and got[0] == key:
+        return got[1]
+    problems = []
+    # The report's own tables (not copies: a window takes its rows from them).
+    k_all, copies_all = rep.kernels, rep.copies
+    tl = _safe(lambda: rep.timeline, None, problems, "timeline")
+    ops = rep.ops
+    # Each op's depth in its thread's call tree, for the host lanes (one tree for every window
+    # and for the ops table).
+    tree = None
+    if len(ops):
+        from kernelscope.analysis.op_tree import op_tree
+        tree = op_tree(ops.reset_index(drop=True))
+    launch_starts = _sorted_starts([k_all, copies_all])
+    host_starts = _sorted_starts([ops, rep.runtime])
+    whole = {
+        "kernels": k_all, "copies": copies_all, "timeline": tl,
+        "depth": tree["depth"].to_numpy() if tree is not None else None,
+        "launch_starts": launch_starts, "host_starts": host_starts, "host_rows": int(len(host_starts)),
+        "counters": _counter_samples(rep),
+        "stats": _stats(rep, k_all, copies_all, tl),
+        "devices": records(rep.devices),
+        "findings": findings_payload(rep, problems),
+        "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.time_base[0], of=rep.time_base[1])),
+                       [], problems, "what to fix"),
+        "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
+        "roofline": _roofline(rep, k_all, problems),
+        "ops": _op_summary(ops, k_all, tree),
+        "op_names": int(ops["name"].nunique()) if len(ops) else 0,
+        "stalls": _stalls_header(rep),
+        # Per launch shape of the report (rep.shapes), whichever window shows.
+        "shapes": occupancy_entries(rep, k_all),
+        "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
+        "problems": problems,
+    }
+    whole["overview"] = _overview(whole, k_all, copies_all, tl)
+    try:
+        _WHOLE[rep] = (key, whole)
+    except TypeError:
+        pass
+    return whole
+
+
+def kernel_window(rep, name: str, after_us=None) -> tuple | None:
+    """The window (``view_model``'s ``window``) that starts at the first launch of kernel
+    ``name`` after ``after_us`` (from the trace's first launch of it when none is later), or
+    None when the report has no launch of that name.
+
+    >>> kernel_window(rep, "ampere_sgemm_128x64_tn", after_us=5e6)     # doctest: +SKIP
+    (5000123.5, None)
     """
-    cuts = [_nth_start([kernels, copies], VIEW_LAUNCHES)]
-    if host is not None:
-        cuts.append(_nth_start([host], VIEW_HOST_SPANS))
-    cuts = [c for c in cuts if c is not None]
+    k = rep.kernels
+    if not len(k) or not isinstance(name, str):
+        return None
+    starts = k["start_us"].to_numpy(dtype=float, na_value=np.nan)[(k["name"] == name).to_numpy(dtype=bool)]
+    starts = np.sort(starts[~np.isnan(starts)])
+    if not len(starts):
+        return None
+    after = num(after_us)
+    i = int(np.searchsorted(starts, after, "right")) if after is not None else 0
+    return float(starts[i if i < len(starts) else 0]), None
+
+
+def _sorted_starts(tables) -> np.ndarray:
+    starts = [pd.to_numeric(t["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+              for t in tables if len(t) and "start_us" in t.columns]
+    starts = np.concatenate(starts) if starts else np.empty(0)
+    return np.sort(starts[~np.isnan(starts)])
+
+
+def _cut(launch_starts: np.ndarray, host_starts: np.ndarray, lo: float | None) -> float | None:
+    """The start of the first row past the budget counting from ``lo`` (None: they all fit)."""
+    cuts = []
+    for starts, budget in ((launch_starts, VIEW_LAUNCHES), (host_starts, VIEW_HOST_SPANS)):
+        i = 0 if lo is None else int(np.searchsorted(starts, lo, "left"))
+        if len(starts) - i > budget:
+            cuts.append(float(starts[i + budget]))
     return min(cuts) if cuts else None
 
 
-def _nth_start(tables, budget: int) -> float | None:
-    """The start of the row after the first ``budget`` rows in time order (None: they all fit)."""
-    starts = [t["start_us"].to_numpy(dtype=float, na_value=np.nan) for t in tables
-              if len(t) and "start_us" in t.columns]
-    starts = np.concatenate(starts) if starts else np.empty(0)
-    starts = starts[~np.isnan(starts)]
-    if len(starts) <= budget:
-        return None
-    return float(np.partition(starts, budget)[budget])
+def _window_span(whole: dict, window) -> tuple | None:
+    """(from_us or None, until_us) of the window to send, or None when the whole report fits.
+    A window that starts at or before the trace's first row is the first window (``from_us``
+    None); one past the last row starts at the last row, so that it holds something."""
+    ls, hs = whole["launch_starts"], whole["host_starts"]
+    have = [a for a in (ls, hs) if len(a)]
+    lo, hi = (num(x) for x in window) if window is not None else (None, None)
+    if lo is not None and have:
+        lo = min(lo, max(float(a[-1]) for a in have))
+        if lo <= min(float(a[0]) for a in have):
+            lo = None
+    until = min([u for u in (_cut(ls, hs, lo), hi) if u is not None], default=None)
+    if until is None:
+        if lo is None:
+            return None
+        until = float(np.nextafter(max(float(a[-1]) for a in have), np.inf))   # to the trace's end
+    if lo is not None and until <= lo:
+        until = float(np.nextafter(lo, np.inf))
+    return lo, until
 
 
-def _before(df: pd.DataFrame, until: float) -> pd.DataFrame:
-    """The rows of ``df`` that start before ``until``."""
+def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool = False) -> pd.DataFrame:
+    """The rows of ``df`` that start in [``lo``, ``until``) (``overlapping``: that overlap it)."""
     if not len(df) or "start_us" not in df.columns:
         return df
-    return df[(df["start_us"] < until).to_numpy(dtype=bool, na_value=False)].reset_index(drop=True)
+    start = pd.to_numeric(df["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    keep = start < until
+    if lo is not None:
+        if overlapping:
+            dur = np.nan_to_num(pd.to_numeric(df["duration_us"], errors="coerce").to_numpy(dtype=float, na_value=0.0))
+            keep &= start + dur > lo
+        else:
+            keep &= start >= lo
+    return df[keep].reset_index(drop=True)
+
+
+def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | None:
+    """The whole trace at a glance, for the window chooser's strip: per bin of time, the GPU's
+    busy share (kernel and copy time in the bin over its length, capped at 1: streams overlap)
+    and the launches and host spans that start in it; and the longest idle gaps."""
+    ls, hs = whole["launch_starts"], whole["host_starts"]
+    if not len(ls) and not len(hs):
+        return None
+    t0 = min(float(a[0]) for a in (ls, hs) if len(a))
+    ends = [float(np.nanmax(t["start_us"].to_numpy(float) + np.nan_to_num(t["duration_us"].to_numpy(float))))
+            for t in (k, copies) if len(t)]
+    t1 = max([float(a[-1]) for a in (ls, hs) if len(a)] + ends)
+    width = max((t1 - t0) / OVERVIEW_BINS, 1e-3)
+    edges = t0 + width * np.arange(OVERVIEW_BINS + 1)
+    busy = np.diff(_covered(k, copies, edges)) / width
+    count = lambda a: np.diff(np.searchsorted(a, edges, "left")).tolist() if len(a) else [0] * OVERVIEW_BINS  # noqa: E731
+    launches, host = count(ls), count(hs)
+    launches[-1] += int(len(ls) - sum(launches))    # the last row starts on the closing edge
+    host[-1] += int(len(hs) - sum(host))
+    gaps = []
+    g = tl.gaps if tl is not None and len(tl.gaps) else None
+    if g is not None:
+        for r in g.nlargest(OVERVIEW_GAPS, "duration_us").to_dict("records"):
+            gaps.append({"start_us": num(r.get("start_us")), "duration_us": num(r.get("duration_us")),
+                         "device": _str(r.get("device")), "cause": _str(r.get("cause")),
+                         "label": f"{fmt_us(num(r.get('duration_us')) or 0)} idle at {fmt_us((num(r.get('start_us')) or t0) - t0)}"
+                                  + (f" ({r['cause']})" if _str(r.get("cause")) else "")})
+    return {"start_us": t0, "end_us": t1, "bin_us": width,
+            "busy": np.round(np.minimum(busy, 1.0), 3).tolist(), "launches": launches, "host_spans": host,
+            "gaps": gaps}
+
+
+def _covered(k: pd.DataFrame, copies: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+    """At each edge t, the kernel and copy time before t (the sum over intervals of their part
+    before t): the sum over starts s < t of t - s, less that over ends e < t of t - e."""
+    st = np.concatenate([t["start_us"].to_numpy(float) for t in (k, copies) if len(t)] or [np.empty(0)])
+    en = st + np.nan_to_num(np.concatenate([t["duration_us"].to_numpy(float) for t in (k, copies) if len(t)]
+                                           or [np.empty(0)]))
+    ok = ~np.isnan(st)
+    out = np.zeros(len(edges))
+    for a, sign in ((np.sort(st[ok]), 1.0), (np.sort(en[ok]), -1.0)):
+        n = np.searchsorted(a, edges, "left")
+        before = np.r_[0.0, np.cumsum(a)][n]
+        out += sign * (n * edges - before)
+    return out
 
 
 def _window_note(w: dict) -> str:
-    return (f"This view holds the trace's first {fmt_us(w['until_us'])}: "
-            f"{w['launches']:,} of {w['of_launches']:,} kernel launches"
+    held = (f"{w['launches']:,} of {w['of_launches']:,} kernel launches"
             + (f", {w['copies']:,} of {w['of_copies']:,} copies" if w["of_copies"] else "")
-            + f" and {w['host_spans']:,} of {w['of_host_spans']:,} CPU ops and runtime calls. "
-              "The kernel table and the timeline cover that window; the figures above, the findings, "
-              "backends, roofline and ops cover the whole report (rep.kernels and rep.ops have every row).")
+            + f" and {w['host_spans']:,} of {w['of_host_spans']:,} CPU ops and runtime calls. ")
+    ov = w.get("overview") or {}
+    t0 = ov.get("start_us") or 0.0
+    where = (f"the trace's first {fmt_us(w['until_us'] - t0)}" if w.get("from_us") is None
+             else f"{fmt_us(w['from_us'] - t0)} to {fmt_us(w['until_us'] - t0)} of the trace")
+    return (f"This view holds {where}: {held}"
+            "The kernel table and the timeline cover that window; the figures above, the findings, "
+            "backends, roofline and ops cover the whole report (rep.kernels and rep.ops have every row).")
+
+
 # -- counters and stalls -----------------------------------------------------------------------
 def _counter_samples(rep):
     """(samples table, column spec) for the utilization strip, or None without samples."""
@@ -248,22 +425,28 @@ def _stalls_header(rep) -> dict | None:
                         for c in used}}
 
 
-def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
-    """Every CPU op with its depth in its thread's call tree (``analysis.op_tree``), drawn
-    nested as Perfetto draws a thread, plus the CUDA runtime calls, so the timeline shows what
-    the host was doing while the GPU idled and which call launched which kernel."""
-    from kernelscope.analysis.op_tree import op_tree
+def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame, depth=None, lo=None, until=None) -> pd.DataFrame:
+    """Every CPU op with its depth in its thread's call tree (``analysis.op_tree``: ``depth``,
+    per row of ``ops``), drawn nested as Perfetto draws a thread, plus the CUDA runtime calls,
+    so the timeline shows what the host was doing while the GPU idled and which call launched
+    which kernel. With ``until``: those that overlap [``lo``, ``until``) only."""
     parts = []
     if len(ops):
         o = ops.reset_index(drop=True)
-        tree = op_tree(o)
+        if depth is None:
+            from kernelscope.analysis.op_tree import op_tree
+            depth = op_tree(o)["depth"].to_numpy()
+        o = o.assign(depth=depth)
+        if until is not None:
+            o = _within(o, lo, until, overlapping=True)
         kind = np.where((o["cat"] == "user_annotation").to_numpy() if "cat" in o.columns else False,
                         "annotation", "op").astype(object)
-        o = o[["name", "tid", "start_us", "duration_us"]].assign(tid=o["tid"].astype(str), kind=kind,
-                                                                 depth=tree["depth"].to_numpy())
+        o = o[["name", "tid", "start_us", "duration_us", "depth"]].assign(tid=o["tid"].astype(str), kind=kind)
         parts.append(o.dropna(subset=["start_us"]))
     if len(runtime):
         r = runtime[["name", "tid", "start_us", "duration_us", "correlation"]].dropna(subset=["start_us"])
+        if until is not None:
+            r = _within(r, lo, until, overlapping=True)
         kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
         parts.append(r.assign(tid=r["tid"].astype(str), kind=kind, depth=0))
     if not parts:
@@ -287,15 +470,18 @@ def _title(rep) -> str:
 
 
 def _stats(rep, k, copies, tl) -> dict:
-    busy = _safe(lambda: tl.device(), {}) if tl is not None else {}
+    # A replay's launches ran back to back by construction: its "busy" share would read 100%.
+    busy = _safe(lambda: tl.device(), {}) if tl is not None and not is_replay(rep.meta) else {}
     return {
         "wall_us": num(rep.wall_time_us),
         # Which clock the wall time read (CUDA events, the profiler's span, first to last event).
         "wall_clock": _str(getattr(rep, "wall_time_clock", None)),
         "gpu_time_us": num(rep.gpu_time_us),
-        # Busy share of the active window (first to last GPU activity), as the findings use it.
-        "gpu_busy": num(busy.get("busy_share")),
+        # Busy share of the wall time, as the findings take it; of the active window beside it.
+        "gpu_busy": num(gpu_busy_share(busy)),
         "gpu_busy_of_wall": num(busy.get("wall_busy_share")),
+        "gpu_busy_of_window": num(busy.get("busy_share")),
+        "gpu_busy_note": gpu_busy_note(busy),
         "busy_device": _str(busy.get("device")),
         # Kernel launches only, as everywhere in kernelscope; copies and memsets are counted apart.
         "launches": int(len(k)),
@@ -365,12 +551,17 @@ def _roofline(rep, k, problems=None) -> dict | None:
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
                "intensity": num(r["intensity"]), "flops_per_s": num(r["achieved_tflops"] * 1e12),
                "duration_us": num(r["duration_us"]), "roof_share": num(r["roof_share"]),
-               "bound": _str(r["bound"]), "count": int(r.get("count", 1))} for _, r in pts.iterrows()]
+               "bound": _str(r["bound"]), "count": int(r.get("count", 1)),
+               # Why a dot is above its roof (analysis/roofline.py), said where it is drawn.
+               "note": above_roof_note(r["bound"], r["roof_share"])}
+              for _, r in pts.iterrows()]
     ceilings = []
     for (dev, prec), g in pts.groupby(["device", "precision"], dropna=True):
         r = g.iloc[0] if not measured.any() else g.median(numeric_only=True).combine_first(g.iloc[0])
         if num(r["peak_tflops"]) and num(r["peak_gbps"]):
             src = _str(r["peaks_source"]) or "datasheet"
+            # The deep dive's names for Nsight Compute's precisions ("FP16 tensor"), one name each.
+            prec = PRECISION_LABELS.get(prec, prec) if measured.any() else prec
             # The chart prints these as they are: the numbers and their source are said here, once.
             ceilings.append({"label": f"{dev} {prec} peak", "peak_flops_per_s": r["peak_tflops"] * 1e12,
                              "bandwidth_bytes_per_s": r["peak_gbps"] * 1e9, "source": _str(r["peaks_source"]),
@@ -385,16 +576,23 @@ def _roofline(rep, k, problems=None) -> dict | None:
                 "at the clocks ncu measured.")
     if memory_only:
         note += f" {memory_only} more ops have byte counts but no FLOP count, so they are not plotted."
-    return {"points": points, "ceilings": jsonable(ceilings), "note": note}
+    above = sum(1 for p in points if p["note"])
+    if above:
+        note += (f" {above} dot(s) sit above their roof, each marked with why (data kept in L2 or cache, "
+                 "or a faster precision than the inputs').")
+    # The axis says what the note says: measured bytes, or bytes counted from the op's shapes.
+    x_label = ("arithmetic intensity (FLOP/byte at DRAM, measured by Nsight Compute)" if measured.any()
+               else "arithmetic intensity (FLOP/byte, counted from op shapes)")
+    return {"points": points, "ceilings": jsonable(ceilings), "note": note, "x_label": x_label}
 
 
-def _op_summary(ops: pd.DataFrame, k: pd.DataFrame) -> list:
+def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> list:
     """The CPU ops table of the view: per op name, host time (inclusive and self) and the GPU
     time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first."""
     from kernelscope.analysis.op_tree import op_summary
     if not len(ops):
         return []
-    return records(op_summary(ops, k).head(TOP_OPS))
+    return records(op_summary(ops, k, tree).head(TOP_OPS))
 
 
 def records(df) -> list:

@@ -6,7 +6,10 @@ and gets it back as one binary buffer. It is not a synced trait on purpose: the 
 saved into the notebook with every displayed report (nbclient, nbconvert --execute, papermill,
 JupyterLab's "Save Widget State Automatically"), while the same data is already in the output's
 own MIME entry, which renders it with no kernel. The browser writes back ``selection`` (kernel
-names), and :attr:`ReportWidget.selected` turns it into the matching launch rows.
+names), and :attr:`ReportWidget.selected` turns it into the matching launch rows. A report too
+big for one view sends one window of its trace; the view's window chooser asks for another with
+a custom message (``{"type": "window", "from_us", "until_us"}``, or ``"kernel"``: from the
+next launch of that kernel after ``from_us``).
 
 Lifecycle: every open widget lives in the kernel, in the front end's widget manager and (when
 widget state is saved) in the notebook file, so kernelscope closes the ones nobody can see any
@@ -25,7 +28,7 @@ import traitlets
 
 from kernelscope.render.occupancy import shape_details
 from kernelscope.view.codec import pack
-from kernelscope.view.report import view_model
+from kernelscope.view.report import kernel_window, view_model
 
 _STATIC = pathlib.Path(__file__).parent.parent / "static"
 
@@ -73,6 +76,20 @@ class ReportWidget(anywidget.AnyWidget):
         elif content.get("type") == "trace":
             name, data, error = raw_trace_bytes(self.report)
             self.send({"type": "trace", "name": name, "error": error}, buffers=[data] if data is not None else None)
+        # The window chooser asks for another part of a report too big for one view.
+        elif content.get("type") == "window":
+            ask = content.get("id")
+            try:
+                window = (content.get("from_us"), content.get("until_us"))
+                if content.get("kernel") is not None:   # the next launch of a kernel chosen in the table
+                    window = kernel_window(self.report, content.get("kernel"), content.get("from_us"))
+                    if window is None:
+                        raise LookupError("the report has no launch of that kernel")
+                header, buf = view_model(self.report, window=window)
+            except Exception as e:  # noqa: BLE001 - the view says it could not get the window
+                self.send({"type": "window", "id": ask, "error": f"{type(e).__name__}: {e}"})
+                return
+            self.send({"type": "window", "id": ask}, [pack(header, buf)])
         # A multi-rank report's rank selector asks for one rank's full report.
         elif content.get("type") == "rank" and hasattr(self.report, "rank"):
             rank = content.get("rank")

@@ -132,3 +132,37 @@ def test_the_view_sends_every_op_at_its_depth(mlp):
     # The CPU ops table: self and inclusive times per op name.
     first = header["ops"][0]
     assert {"self_us", "gpu_us", "gpu_inclusive_us", "kernels_inclusive"} <= set(first)
+
+
+def _stack_walk(ops):
+    """The tree by a walk with a stack over each thread's ops by start (what op_tree did before
+    it worked on whole arrays): parent, depth, and whether an enclosing op has the same name."""
+    start = ops["start_us"].to_numpy(float)
+    dur = np.nan_to_num(ops["duration_us"].to_numpy(float))
+    end, tid, names = start + dur, ops["tid"].astype(str).to_numpy(), ops["name"].astype(str).tolist()
+    par, dep, outer = [-1] * len(ops), [0] * len(ops), [True] * len(ops)
+    stack, cur = [], None
+    for i in np.lexsort((-dur, start, tid)).tolist():
+        if start[i] != start[i]:
+            continue
+        if tid[i] != cur:
+            stack, cur = [], tid[i]
+        while stack and start[i] >= end[stack[-1]] - 1e-3:
+            stack.pop()
+        if stack:
+            par[i], dep[i] = stack[-1], len(stack)
+        outer[i] = names[i] not in {names[j] for j in stack}
+        stack.append(i)
+    return par, dep, outer
+
+
+@pytest.mark.parametrize("trace", TRACES + ["wild/bert_infer.pt.trace.json.gz", "wild/gpt2_infer.pt.trace.json.gz",
+                                            "wild/vit_compiled.pt.trace.json.gz", "ranks/rank1.pt.trace.json.gz"])
+def test_the_tree_is_the_stack_walks(trace):
+    """op_tree works on whole arrays (pointer jumping); it finds what a walk with a stack finds."""
+    ops = ks.load(DATA / trace, progress=False).ops.reset_index(drop=True)
+    tree = op_tree(ops)
+    par, dep, outer = _stack_walk(ops)
+    assert tree["parent"].tolist() == par and tree["depth"].tolist() == dep
+    assert tree["outermost_of_name"].tolist() == outer
+    assert tree["depth"].max() >= 2

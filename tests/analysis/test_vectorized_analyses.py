@@ -14,7 +14,7 @@ import pytest
 import kernelscope as ks
 from kernelscope.analysis.backends import nearest_enclosing, op_self_time
 from kernelscope.analysis.peaks import device_peaks
-from kernelscope.analysis.roofline import _MATMUL, op_counts, roofline
+from kernelscope.analysis.roofline import _MATMUL, above_roof_note, op_counts, roofline
 from tests.conftest import DATA
 
 TRACES = sorted(DATA.rglob("*.pt.trace.json.gz"))
@@ -124,6 +124,7 @@ def loop_roofline(report) -> pd.DataFrame:
                          "duration_us": float(dur), "flops": flops, "bytes": nbytes, "flops_source": source,
                          "intensity": inten, "achieved_tflops": ach_t, "achieved_gbps": ach_b,
                          "peak_tflops": peak_t, "peak_gbps": peak_b, "attainable_tflops": attain,
-                         "roof_share": share, "bound": bound, "peaks_source": peaks.source if peaks else None})
+                         "roof_share": share, "bound": bound, "peaks_source": peaks.source if peaks else None,
+                         "roof_note": above_roof_note(bound, share)})
     from kernelscope.analysis.roofline import ROOFLINE_COLUMNS
     return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)

@@ -417,3 +417,26 @@ def test_a_bad_trace_path_keeps_the_recording(shell, tmp_path, capsys):
     assert _count(rep, "aten::mm") == 1                          # the recording is all there
     assert any(f"the Chrome trace could not be written to {bad}" in n for n in rep.notes)
     assert "raw_trace" not in rep.meta and not bad.exists()
+
+
+def test_a_cells_first_run_is_noted(shell, capsys):
+    """Issue 28: a cell whose code has not run before in this kernel is profiled cold; the report
+    says so. Run again (or after the same code ran as a plain cell) it is not noted."""
+    from kernelscope.jupyter.magics import FIRST_RUN_NOTE
+    code = "fr = torch.mm(torch.ones(12, 12), torch.ones(12, 12)) * 3\n"
+    r = shell.run_cell("%%kernelprofile -o rep_first --no-display\n" + code, store_history=True)
+    assert r.success, r.error_in_exec
+    rep = shell.user_ns["rep_first"]
+    assert rep.meta.get("first_run") is True and FIRST_RUN_NOTE in rep.notes
+    assert "first run: this cell's code has not run before" in repr(rep)
+    r = shell.run_cell("%%kernelprofile -o rep_second --no-display\n" + code, store_history=True)
+    assert r.success, r.error_in_exec
+    assert "first_run" not in shell.user_ns["rep_second"].meta
+    plain = "fr2 = torch.mm(torch.ones(6, 6), torch.ones(6, 6))\n"
+    shell.run_cell(plain, store_history=True)
+    shell.run_cell("%%kernelprofile -o rep_third --no-display\n" + plain, store_history=True)
+    assert FIRST_RUN_NOTE not in shell.user_ns["rep_third"].notes
+    # --warmup 1 ran it unrecorded first: no note.
+    shell.run_cell("%%kernelprofile --warmup 1 -o rep_warm --no-display\nfr3 = torch.ones(3) * 2\n", store_history=True)
+    assert FIRST_RUN_NOTE not in shell.user_ns["rep_warm"].notes
+    capsys.readouterr()

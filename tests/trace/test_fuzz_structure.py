@@ -151,6 +151,7 @@ def test_tampered_saved_reports(data):
     parts = [("meta", d["meta"])] + [(f"tables.{n}", t) for n, t in d["tables"].items()]
     if "ncu" in d:
         parts.append(("ncu", d["ncu"]))
+    top = []
     for _ in range(data.draw(st.integers(1, 4))):
         op = data.draw(st.sampled_from(["meta", "column", "value", "columns", "table", "top"]))
         _, part = parts[data.draw(st.integers(0, len(parts) - 1))]
@@ -165,11 +166,14 @@ def test_tampered_saved_reports(data):
                 part["data"][col] = data.draw(st.one_of(any_json, st.lists(any_json, max_size=5)))
             else:
                 vals[data.draw(st.integers(0, len(vals) - 1))] = data.draw(any_json)
-        elif op == "columns" and isinstance(part, dict) and "columns" in part:
+        elif op == "columns" and isinstance(part, dict) and isinstance(part.get("columns"), list):
             part["columns"] = data.draw(st.one_of(any_json, st.just(part["columns"][:-1]),
                                                   st.just(part["columns"] + ["nosuch"])))
         elif op == "table":
             d["tables"][data.draw(st.sampled_from(sorted(d["tables"]) + ["extra"]))] = data.draw(any_json)
         elif op == "top":
-            d[data.draw(st.sampled_from(["tables", "ncu", "ncu_detail", "version", "meta"]))] = data.draw(any_json)
+            top.append((data.draw(st.sampled_from(["tables", "ncu", "ncu_detail", "version", "meta"])),
+                        data.draw(any_json)))
+    for key, value in top:       # last: the edits above reach into the parts these replace
+        d[key] = value
     _load_and_check(_encode(d), ".ksreport.json")

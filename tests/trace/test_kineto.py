@@ -155,7 +155,7 @@ def test_summary_statistics():
     s = ks.load(DATA / "mlp_train.pt.trace.json.gz").summary()
     assert s["launches"].sum() == 74
     assert s["share"].sum() == pytest.approx(1.0)
-    assert list(s.columns[-7:]) == ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "share"]
+    assert list(s.columns[-8:]) == ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "std_us", "share"]
     assert s["total_us"].is_monotonic_decreasing
     top = s.iloc[0]
     assert top["launches"] == 4 and top["total_us"] == pytest.approx(98.4, abs=0.05)
@@ -198,7 +198,7 @@ def test_report_from_newer_version_is_refused(tmp_path):
 
 def test_text_repr_reads_like_a_report():
     text = repr(ks.load(DATA / "launch_bound.pt.trace.json.gz"))
-    assert "2000 launches of 2 kernels" in text
+    assert "2,000 launches of 2 kernels" in text      # thousands separated, as the view shows them
     assert "NVIDIA H200 (sm_90, 132 SMs)" in text
 
 

@@ -18,7 +18,9 @@ WILD = DATA / "wild"
 @pytest.fixture(scope="module")
 def reports():
     return {"llama": ks.load(WILD / "llama_train.pt.trace.json.gz"),
-            "gpt2": ks.load(WILD / "gpt2_infer.pt.trace.json.gz")}
+            "gpt2": ks.load(WILD / "gpt2_infer.pt.trace.json.gz"),
+            "cupy_libs": ks.load(WILD / "cupy_libs.pt.trace.json.gz"),
+            "jax_cell": ks.load(DATA / "trust" / "jax_cell.ksreport.json.gz")}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +50,8 @@ def test_first_screen_lists_what_to_fix(site, page, reports):
     items = page.locator(".ks-fixes .ks-fix")
     assert items.count() == len(fixes)
     first = items.first
-    assert first.locator(".ks-fix-cost").inner_text() == "38.44 ms"
-    assert first.locator(".ks-fix-share").inner_text() == "78% of wall time"
+    assert first.locator(".ks-fix-cost").inner_text() == "42.87 ms"
+    assert first.locator(".ks-fix-share").inner_text() == "87% of wall time"
     assert first.locator(".ks-fix-title").inner_text() == rep.findings[0].title
     assert fixes[0]["cause"] in first.locator(".ks-fix-cause").inner_text()
     assert fixes[0]["fix"] in first.locator(".ks-fix-fix").inner_text()
@@ -98,10 +100,30 @@ def test_finding_in_full_and_evidence_in_units(site, page, reports):
     assert "ks-finding-shown" in li.get_attribute("class")
     assert li.locator("details").get_attribute("open") is not None
     rows = dict(zip(li.locator(".ks-evidence th").all_inner_texts(), li.locator(".ks-evidence td").all_inner_texts()))
-    assert rows["busy share"] == "14.3%" and rows["idle host"] == "38.44 ms"
+    assert rows["busy share"] == "13.0%" and rows["idle host"] == "38.44 ms"
     text = page.locator(".ks-findings").inner_text()
     assert not re.search(r"\d\.\d{5,}", text), "a raw float in the evidence"
     assert '{"' not in text and "busy_share" not in text
+    assert not page.errors, page.errors
+
+
+def test_widget_says_what_text_and_html_say(site, page, reports):
+    """Issue 28: one list for all three views; the merged copy item's note and the idle GPU's
+    busy tile (of the wall time) show in the browser as in the text."""
+    from kernelscope.render.text import report_text
+    rep = reports["cupy_libs"]
+    df = rep.what_to_fix()
+    show(page, site, "cupy_libs")
+    items = page.locator(".ks-fixes .ks-fix")
+    assert items.all_inner_texts() and page.locator(".ks-fix-title").all_inner_texts() == df["title"].tolist()
+    notes = [n for n in df["note"] if n]
+    assert notes and page.locator(".ks-fix-note").all_inner_texts() == [f"Note{n}" for n in notes] \
+        or [t.replace("Note", "", 1).strip() for t in page.locator(".ks-fix-note").all_inner_texts()] == notes
+    assert all(f"note:  {n}" in report_text(rep) for n in notes)
+    show(page, site, "jax_cell")
+    tiles = dict(zip(page.locator(".ks-tile-label").all_inner_texts(), page.locator(".ks-tile-value").all_inner_texts()))
+    assert tiles["GPU busy"] == "0.2%"
+    assert page.locator(".ks-fix-title").first.inner_text().startswith("The GPU was idle 99.8%")
     assert not page.errors, page.errors
 
 
@@ -121,8 +143,8 @@ def test_compare_view_sort_filter_named_sides(site, page):
     heads = page.locator(".ks-compare-table th").all_inner_texts()
     assert heads[3:5] == list(c.labels)
     rows = page.locator(".ks-compare-table tbody tr")
-    assert rows.count() == len(c.kernels) == 27                     # every row, no cap
-    assert page.locator(".ks-compare-warning").inner_text().startswith("The two runs share 3 of 27 kernels")
+    assert rows.count() == len(c.kernels) == 29                     # every row, no cap
+    assert page.locator(".ks-compare-warning").inner_text().startswith("The two runs share 3 of 29 kernels")
 
     def col(key):
         return page.locator(f".ks-compare-table tbody td[data-col='{key}']").all_inner_texts()
@@ -133,7 +155,7 @@ def test_compare_view_sort_filter_named_sides(site, page):
     assert set(col("before")) == {"–"} and set(col("ratio")) == {"–"}
     assert all(t.startswith("– → ") for t in col("launches")) and "0.0 us" not in col("after")
     page.locator(".ks-status-filter").select_option("gone")
-    assert set(col("after")) == {"–"} and rows.count() == 20
+    assert set(col("after")) == {"–"} and rows.count() == 22
     page.locator(".ks-status-filter").select_option("")
 
     # Sort by change: largest first, then smallest first.

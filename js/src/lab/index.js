@@ -208,7 +208,16 @@ class TraceView extends Widget {
       // The timeline's lanes fill the tab's height; a trace file is itself the raw trace for Perfetto.
       const isTrace = /\.json(\.gz)?$/i.test(this.path) && !/\.ksreport\.json(\.gz)?$/i.test(this.path);
       const trace = isTrace ? { fetch: () => this._fetchFile(settings) } : null;
-      await showReport(this.node, body, { tableHeight: 480, fill: this.node, trace });
+      // Another window of a trace too big for one view: the server reads it from the same file.
+      const fetchWindow = async (from, until, kernel) => {
+        const q = `&window=1&from_us=${from ?? ""}&until_us=${until ?? ""}`
+          + (kernel ? `&kernel=${encodeURIComponent(kernel)}` : "");
+        const r = await ServerConnection.makeRequest(url + q, {}, settings);
+        const b = await r.json();
+        if (!r.ok) throw new Error(b.message || r.statusText);
+        return fromMime(b);
+      };
+      await showReport(this.node, body, { tableHeight: 480, fill: this.node, trace, fetchWindow });
     } catch (err) {
       this.node.textContent = `kernelscope: ${err && err.message}`;
       this.node.classList.add("ks-error");

@@ -282,7 +282,7 @@ export function clip(text, n) {
 // -- the report's charts ----------------------------------------------------------------------
 
 /** GPU time per backend (per device and backend when several devices), largest first. */
-export function backendChart(el, backends, color) {
+export function backendChart(el, backends, color, durationSource = "CUPTI") {
   // Bars for what ran on a GPU; the table beside lists CPU-side rows too.
   const rows = backends.filter((b) => b.gpu_time_us > 0).sort((a, b) => b.gpu_time_us - a.gpu_time_us);
   if (!rows.length) return null;
@@ -292,9 +292,9 @@ export function backendChart(el, backends, color) {
     value: (b) => (b.gpu_time_us || 0) / 1000,
     color: (b) => color(b.backend),
     text: (b) => `${fmtUs(b.gpu_time_us)} · ${fmtPct(b.share)}`,
-    axisLabel: "GPU time (ms, CUPTI)",
+    axisLabel: `GPU time (ms, ${durationSource})`,
     tip: (b) => `${b.device ?? "-"} ${b.backend ?? "-"}: ${fmtInt(b.launches)} launches, ${fmtUs(b.gpu_time_us)}, `
-      + `${fmtPct(b.share)} of kernel time`,
+      + `${fmtPct(b.share)} of GPU time${b.kernel_share != null ? `, ${fmtPct(b.kernel_share)} of kernel time` : ""}`,
   });
 }
 
@@ -325,10 +325,11 @@ export function rooflineChart(el, roof, color, { named = 3 } = {}) {
     tip: (d) => [d.name, `${d.op ?? "-"} · ${d.backend ?? "-"} · ${d.precision ?? "-"}`,
       `${si(d.intensity)} FLOP/byte · ${si(d.flops_per_s)}FLOP/s · ${fmtUs(d.duration_us)}`,
       `${fmtPct(d.roof_share)} of attainable (${d.bound ?? "-"}-bound)`,
-      d.count > 1 ? `${d.count.toLocaleString()} calls with this shape (time summed)` : null].filter(Boolean).join("\n"),
+      d.count > 1 ? `${d.count.toLocaleString()} calls with this shape (time summed)` : null,
+      d.note || null].filter(Boolean).join("\n"),
     // As wide as the panel allows (readable labels), within reason.
     xDomain: [lo, hi], yDomain: [ylo, yhi], width: Math.max(520, Math.min(900, el.clientWidth || 600)), height: 360,
-    xLabel: "arithmetic intensity (FLOP/byte, counted from op shapes)", yLabel: "achieved FLOP/s",
+    xLabel: roof.x_label || "arithmetic intensity (FLOP/byte, counted from op shapes)", yLabel: "achieved FLOP/s",
     lines: ceilings.map((c) => ({ cls: "ks-line ks-roof", tip: c.peak_label || c.label,
       points: [[lo, c.bandwidth_bytes_per_s * lo], [ridge(c), c.peak_flops_per_s], [hi, c.peak_flops_per_s]] })),
   });

@@ -128,7 +128,8 @@ function render(e, kd) {
   const roof = e.roofline;
   el.append(roof && (roof.points || []).some((p) => p.intensity > 0 && p.flops_per_s > 0)
     ? block(`Roofline (${roof.label})`, roof.source, rooflineChart(roof, levels), rooflineLegend(roof, levels),
-      h("p", { class: "ks-kd-verdict", text: `${roof.bound || "-"}-bound at DRAM: ${rate((roof.points.find((p) => p.level === "dram") || {}).flops_per_s, "FLOP/s")}, `
+      // One verdict per launch: the speed of light's; the sentence (Python) says where the DRAM roofline puts it.
+      h("p", { class: "ks-kd-verdict", text: roof.verdict || `${roof.bound || "-"}-bound at DRAM: ${rate((roof.points.find((p) => p.level === "dram") || {}).flops_per_s, "FLOP/s")}, `
         + `${roof.roof_share === null ? "-" : fmtPct(roof.roof_share)} of the attainable roof` }),
       (roof.other_precisions || []).length ? h("div", { class: "ks-kd-note", text: `also: ${roof.other_precisions.map((o) => `${o.label} ${rate(o.flops_per_s, "FLOP/s")}`).join(", ")}` }) : null)
     : block("Roofline", "measured by Nsight Compute", h("p", { class: "ks-empty", text: "No floating-point work counted for this launch (a copy, integer or control kernel)." })));

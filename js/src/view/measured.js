@@ -63,9 +63,11 @@ export function stallBlock(model, names) {
   const source = [...new Set(rows.map((r) => r.source))].join(", ");
   return h("div", { class: "ks-detail-block ks-stalls" },
     h("h4", { text: `Warp stalls (${source}, ${fmtInt(w)} stall samples)` }),
+    // Reasons by the one vocabulary's name (analysis/stalls.py), as Nsight Compute's deep dive,
+    // the kernel table and the text name them; its words beside.
     h("table", { class: "ks-kv" }, h("tbody", {}, shares.map(([r, s]) => h("tr", { "data-reason": r, title: (reasons[r] || {}).meaning || null },
-      h("th", { text: (reasons[r] || {}).title || r }),
+      h("th", { text: r }),
       h("td", {}, h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(s * 100))}px;background:var(--ks-accent)` }),
-        ` ${(s * 100).toFixed(0)}% ${r}`))))),
+        ` ${(s * 100).toFixed(0)}% ${(reasons[r] || {}).title || ""}`))))),
     top ? h("p", { class: "ks-note", text: `Most stalls: ${top.title} (${top.meaning}). Usually helps: ${top.fix}.` }) : null);
 }

@@ -12,6 +12,7 @@ import { kernelDetail } from "./kernel.js";
 import { tuningBlock } from "./tuning.js";
 import { sortTable } from "./sorttable.js";
 import { copyText } from "./files.js";
+import { windowChooser } from "./windows.js";
 
 const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
 
@@ -20,6 +21,8 @@ const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Finding
  * opts.onSelect(names): called when the kernel selection changes (the widget syncs it to Python).
  * opts.fill: an element whose height the timeline's lanes fill (a JupyterLab file tab).
  * opts.trace: { fetch() -> Promise<{ name, bytes }> }, how this host reads the raw trace (perfetto.js).
+ * opts.fetchWindow(from_us, until_us, kernel) -> Promise<model>: another window of a report too
+ * big for one view (windows.js); the report is drawn again from it, on the tab shown.
  * Returns {setSelection(names), showTab(name), table, timeline}: the table and the timeline
  * exist once their tab has been shown (showTab draws it); their APIs are at the top of
  * table.js and timeline.js.
@@ -53,7 +56,10 @@ export function renderReport(el, model, opts = {}) {
     if (!rendered.has(name)) { rendered.add(name); renderTab[name](); }
     if (name === "Timeline" && ctl.timeline) ctl.timeline.draw();
   };
-  for (const name of TABS) {
+  // The tabs this report can fill (an Nsight Compute replay has no timeline or CPU ops): from Python.
+  const caps = hd.capabilities || {};
+  const tabs = caps.tabs ? TABS.filter((t) => caps.tabs.includes(t)) : TABS;
+  for (const name of tabs) {
     const label = name === "Findings" ? `Findings (${(hd.findings || []).length})` : name;
     tabButtons[name] = h("button", { class: "ks-tab", role: "tab", "data-tab": name, text: label, onclick: () => select(name) });
     tabBar.append(tabButtons[name]);
@@ -105,8 +111,8 @@ export function renderReport(el, model, opts = {}) {
       const b = hd.backends || [];
       if (!b.length) { panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
       const chart = h("div", { class: "ks-chart" });
-      panels.Backends.append(chart, ...backendTables(b, hd.stats || {}));
-      backendChart(chart, b, backendColor);
+      panels.Backends.append(chart, ...backendTables(b, hd.stats || {}, caps));
+      backendChart(chart, b, backendColor, caps.duration_source);
     },
     Roofline() {
       const roof = hd.roofline;
@@ -157,7 +163,17 @@ export function renderReport(el, model, opts = {}) {
   };
   const list = head.querySelector(".ks-fixes-slot");
   if (list) list.replaceWith(fixList(hd, showEvidence, showFinding));
-  select(TABS.includes(hd.open_tab) ? hd.open_tab : "Kernels");
+  const chooser = windowChooser(hd, { fetchWindow: opts.fetchWindow, selected: () => ctl.selected || [],
+    // The new window replaces this view in place (the tab and the selection kept); callers
+    // holding `ctl` keep a working one.
+    onModel: (m) => {
+      const keep = ctl.selected || [];
+      Object.assign(ctl, renderReport(el, m, { ...opts, openTab: current }));
+      if (keep.length) ctl.setSelection(keep);
+    } });
+  if (chooser) head.append(chooser);
+  const first = opts.openTab || hd.open_tab;
+  select(tabs.includes(first) ? first : "Kernels");
   ctl.showEvidence = showEvidence;
   ctl.setSelection = (names) => setSelected(names || [], false);
   ctl.showTab = (name) => { if (renderTab[name]) select(name); return ctl; };
@@ -170,11 +186,14 @@ export function renderReport(el, model, opts = {}) {
 function header(model) {
   const hd = model.header;
   const s = hd.stats || {};
-  const tile = (label, value, title) => h("div", { class: "ks-tile", title },
-    h("div", { class: "ks-tile-value", text: value }), h("div", { class: "ks-tile-label", text: label }));
+  const tile = (label, value, title, key) => shown(h("div", { class: "ks-tile", title, "data-tile": key || label },
+    h("div", { class: "ks-tile-value", text: value }), h("div", { class: "ks-tile-label", text: label })));
   const devs = (hd.devices || []).map((d) => `${d.name} (sm_${d.compute_major}${d.compute_minor}, ${d.num_sms} SMs)`).join(", ");
   const clock = s.wall_clock ? ` · ${s.wall_clock}` : "";
   const memsets = s.memsets || 0;
+  const caps = hd.capabilities || {};
+  // Only the tiles this report can fill (caps.tiles, from Python); older payloads: all of them.
+  const shown = (t) => (!caps.tiles || caps.tiles.includes(t.getAttribute("data-tile")) ? t : null);
   return h("div", { class: "ks-header" },
     h("div", { class: "ks-title" },
       h("span", { class: "ks-brand", text: "kernelscope" }),
@@ -186,14 +205,12 @@ function header(model) {
         "CUDA events": "region wall time, measured by CUDA events recorded around the region on the GPU's streams",
         "profiler span": "region wall time: the profiler's span, start to end of the trace (it also holds the profiler's start-up)",
         "first to last event": "region wall time: from the first to the last recorded event (the trace holds no span)",
-      }[s.wall_clock] || "region wall time"),
-      tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy),
-        `union of kernel and copy time over the active window (first to last GPU activity)${
-          s.gpu_busy_of_wall != null ? `; ${fmtPct(s.gpu_busy_of_wall)} of the wall time` : ""}`),
+      }[s.wall_clock] || "region wall time", "wall time"),
+      tile("GPU busy", s.gpu_busy === null || s.gpu_busy === undefined ? "-" : fmtPct(s.gpu_busy), s.gpu_busy_note || ""),
       tile("kernel launches", fmtInt(s.launches),
         `kernel launches only${s.copies ? `; the ${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets are counted apart` : ""}`),
       tile("kernels", fmtInt(s.kernels), "distinct kernel names"),
-      tile("GPU kernel time", fmtUs(s.gpu_time_us), "sum of kernel durations (CUPTI)"),
+      tile("GPU kernel time", fmtUs(s.gpu_time_us), `sum of ${caps.durations || "kernel durations (CUPTI)"}`),
       tile("copies + memsets", fmtInt(s.copies),
         `${fmtInt(s.copies - memsets)} copies and ${fmtInt(memsets)} memsets${s.copy_time_us ? `, ${fmtUs(s.copy_time_us)} in all` : ""}`),
       tile("CPU ops", fmtInt(s.ops))),
@@ -204,7 +221,7 @@ function header(model) {
 
 /** What ran on the GPUs per backend (kernel launches), and apart from it what ran on the CPU
  * per library (CPU ops, host time): CPU ops are not launches. */
-function backendTables(rows, stats) {
+function backendTables(rows, stats, caps = {}) {
   const gpu = rows.filter((r) => r.gpu_time_us !== null && r.gpu_time_us !== undefined);
   const cpu = rows.filter((r) => (r.gpu_time_us === null || r.gpu_time_us === undefined) && r.cpu_time_us != null);
   const swatch = (r) => [h("span", { class: "ks-swatch", style: `background:${backendColor(r.backend)}` }), r.backend ?? "-"];
@@ -214,8 +231,11 @@ function backendTables(rows, stats) {
       { key: "device", label: "device", search: true },
       { key: "backend", label: "backend", search: true, text: (r) => r.backend ?? "-", cell: swatch },
       { key: "launches", label: "launches", num: true, title: "kernel launches, copies and memsets on the GPU", text: (r) => fmtInt(r.launches) },
-      { key: "gpu_time_us", label: "GPU time", num: true, title: "sum of durations measured by CUPTI", text: (r) => fmtUs(r.gpu_time_us) },
-      { key: "share", label: "share", num: true, title: "share of all GPU time", text: (r) => fmtPct(r.share) },
+      { key: "gpu_time_us", label: "GPU time", num: true, title: `sum of durations measured by ${caps.duration_source || "CUPTI"}`, text: (r) => fmtUs(r.gpu_time_us) },
+      { key: "share", label: "share", num: true, title: "share of all GPU time: kernels, copies and memsets", text: (r) => fmtPct(r.share) },
+      // Share of kernel time alone: the number the kernel table's backend groups show (Python's kernel_share).
+      { key: "kernel_share", label: "of kernel time", num: true, title: "share of kernel time (copies and memsets left out), as the kernel table's backend groups",
+        text: (r) => (r.kernel_share == null ? "-" : fmtPct(r.kernel_share)) },
     ], { sort: "gpu_time_us", cls: "ks-backends-gpu" }).el);
   }
   if (cpu.length) {
@@ -277,7 +297,7 @@ function fixList(hd, showEvidence, showFinding) {
   return h("div", { class: "ks-fixes" },
     h("div", { class: "ks-fixes-head" },
       h("b", { text: timed ? "What to fix first" : "What the run says" }),
-      timed ? h("span", { class: "ks-note", text: " · time at stake: GPU time the cause costs (computed by kernelscope from the trace), and its share of the wall time" }) : null,
+      timed ? h("span", { class: "ks-note", text: ` · time at stake: GPU time the cause costs (computed by kernelscope from the trace), and its share of the ${(hd.capabilities || {}).share_of || "wall time"}` }) : null,
       all > fixes.length ? h("a", { class: "ks-fixes-all", href: "#", text: ` · all ${all} findings`,
         onclick: (e) => { e.preventDefault(); showFinding(-1); } }) : null),
     h("ol", { class: "ks-fix-list" }, fixes.map((f) => h("li", { class: "ks-fix", "data-kind": f.kind || "" },
@@ -288,6 +308,7 @@ function fixList(hd, showEvidence, showFinding) {
         h("span", { class: "ks-fix-title", text: f.title || "" })),
       f.cause ? h("div", { class: "ks-fix-line ks-fix-cause" }, h("span", { class: "ks-fix-label", text: "Cause" }), f.cause) : null,
       f.fix ? h("div", { class: "ks-fix-line ks-fix-fix" }, h("span", { class: "ks-fix-label", text: "Fix" }), f.fix) : null,
+      f.note ? h("div", { class: "ks-fix-line ks-fix-note" }, h("span", { class: "ks-fix-label", text: "Note" }), f.note) : null,
       h("div", { class: "ks-fix-links" },
         f.link ? h("a", { class: "ks-fix-evidence", href: "#", "data-view": f.link.view || "", text: `${f.link.label || "evidence"} →`,
           onclick: (e) => { e.preventDefault(); showEvidence(f.link, f.finding); } }) : null,

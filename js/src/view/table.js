@@ -41,7 +41,19 @@ export const COLUMNS = [
   { key: "regs", label: "Regs", width: 58, shape: true, title: "registers per thread (recorded by CUPTI)" },
   { key: "smem", label: "Smem", width: 80, shape: true, title: "shared memory per block, static + dynamic (CUPTI)" },
   { key: "waves", label: "Waves", width: 84, shape: true, title: "grid blocks / (active blocks per SM x SMs), computed" },
+  // Per-kernel duration statistics, as rep.summary() and Nsight Systems' kernel summary (behind "statistics").
+  { key: "median", label: "Median", width: 74, stats: true, title: "median launch duration" },
+  { key: "min", label: "Min", width: 70, stats: true, title: "shortest launch" },
+  { key: "max", label: "Max", width: 70, stats: true, title: "longest launch" },
+  { key: "std", label: "Std dev", width: 74, stats: true, title: "standard deviation of the launch durations (sample, as rep.summary()'s std_us)" },
+  // What the hardware measured, where the report has it: PM-sampled counters time-weighted over
+  // the kernel's launches (as analysis/counters.kernel_counters), and the top warp stall.
+  { key: "sm_active", label: "SM active", width: 84, measured: "sm_active_pct", title: "SMs active, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
+  { key: "tensor", label: "Tensor", width: 72, measured: "tensor_pct", title: "tensor pipe busy, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
+  { key: "dram", label: "DRAM", width: 68, measured: "dram_pct", title: "DRAM throughput, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
+  { key: "stall", label: "Top stall", width: 130, measured: "top_stall", align: "left", title: "the warp-stall reason with the most samples (Nsight Compute or Proton; of the kernel's longest launch)" },
 ];
+const COUNTER_KEYS = { sm_active: "sm_active_pct", tensor: "tensor_pct", dram: "dram_pct" };
 const NAME_MIN = 120;
 // The Kernel column's least width with the launch-shape columns shown.
 const SHAPES_NAME_MIN = 160;
@@ -67,6 +79,7 @@ export function aggregate(model, groupBy, mask = null) {
   const nameCodes = c.name;
   const groupCodes = groupBy === "backend" ? c.backend : groupBy === "op" ? c.op : null;
   const dur = c.duration_us;
+  const counters = Object.values(COUNTER_KEYS).filter((col) => c[col]);
   const byKey = new Map();
   let total = 0, launches = 0;
   for (let i = 0; i < n; i++) {
@@ -77,13 +90,17 @@ export function aggregate(model, groupBy, mask = null) {
     if (!a) {
       a = { group: g, name: nameCodes[i], launches: 0, total: 0, min: Infinity, max: -Infinity,
             first: i, launchIdx: [], gridVaries: false, blockVaries: false, cfgVaries: false,
-            blocks: null, regs: null, smem: null, waves: null, occ: null };
+            blocks: null, regs: null, smem: null, waves: null, occ: null, m2: 0, longest: i, cw: {}, cd: {} };
       byKey.set(key, a);
     }
     const d = dur[i];
+    // Welford's running variance (one pass, no cancellation).
+    const delta = d - a.total / Math.max(1, a.launches);
     a.launches++; a.total += d; total += d; launches++;
+    a.m2 += delta * (d - a.total / a.launches);
     if (d < a.min) a.min = d;
-    if (d > a.max) a.max = d;
+    if (d > a.max) { a.max = d; a.longest = i; }
+    for (const col of counters) { const v = c[col][i]; if (!Number.isNaN(v)) { a.cw[col] = (a.cw[col] || 0) + v * d; a.cd[col] = (a.cd[col] || 0) + d; } }
     a.launchIdx.push(i);
     const f = a.first;
     if (!a.gridVaries && (c.grid_x[i] !== c.grid_x[f] || c.grid_y[i] !== c.grid_y[f] || c.grid_z[i] !== c.grid_z[f])) a.gridVaries = true;
@@ -100,6 +117,12 @@ export function aggregate(model, groupBy, mask = null) {
   for (const a of rows) {
     a.mean = a.total / a.launches;
     a.share = total > 0 ? a.total / total : 0;
+    a.std = a.launches > 1 ? Math.sqrt(Math.max(0, a.m2) / (a.launches - 1)) : 0;
+    const ds = Float64Array.from(a.launchIdx, (i) => dur[i]).sort();
+    const h2 = ds.length >> 1;
+    a.median = ds.length % 2 ? ds[h2] : (ds[h2 - 1] + ds[h2]) / 2;
+    for (const [key, col] of Object.entries(COUNTER_KEYS)) a[key] = a.cd[col] > 0 ? a.cw[col] / a.cd[col] : null;
+    a.stall = c.top_stall ? str(k, "top_stall", a.longest) : null;
   }
   return { rows, total, launches };
 }
@@ -122,6 +145,11 @@ function sortValue(model, a, key) {
     case "total": case "share": return a.total;
     case "mean": return a.mean;
     case "max": return a.max;
+    case "median": return a.median;
+    case "min": return a.min;
+    case "std": return a.std;
+    case "sm_active": case "tensor": case "dram": return a[key] ?? -1;
+    case "stall": return a.stall || "";
     case "grid": return hi(a.blocks);
     case "regs": return hi(a.regs);
     case "smem": return hi(a.smem);
@@ -189,7 +217,7 @@ export class KernelTable {
     // %%kernelprofile --sort / --top choose the first view; every column still sorts.
     const view = model.header.view || {};
     const sort = { total: "total", mean: "mean", max: "max", launches: "launches", name: "short" }[view.sort] || "total";
-    this.state = { sort, desc: sort !== "short", filter: "", backend: "", groupBy: "none", shapes: false,
+    this.state = { sort, desc: sort !== "short", filter: "", backend: "", groupBy: "none", shapes: false, stats: false,
                    launches: null, label: "" };
     this.top = view.top > 0 ? view.top : null;
     this.nameWidth = null;     // set when the user drags the Kernel column's edge
@@ -216,7 +244,10 @@ export class KernelTable {
   }
 
   /** The columns shown now (the launch-shape ones only behind their toggle). */
-  get columns() { return COLUMNS.filter((c) => !c.shape || this.state.shapes); }
+  get columns() {
+    const cols = this.model.tables.kernels.cols;
+    return COLUMNS.filter((c) => (!c.shape || this.state.shapes) && (!c.stats || this.state.stats) && (!c.measured || cols[c.measured]));
+  }
 
   _template() {
     return this.columns.map((c) => (c.flex ? (this.nameWidth ? `${this.nameWidth}px` : `minmax(${this._nameMin()}px, 1fr)`) : `${c.width}px`)).join(" ");
@@ -233,10 +264,13 @@ export class KernelTable {
     this.head.style.cssText = `grid-template-columns:${this.template};min-width:${minWidth}px`;
     this.body.style.minWidth = `${minWidth}px`;
     this.head.textContent = "";
+    // Who measured the durations (CUPTI, or Nsight Compute for a replay): header.capabilities.
+    const by = (this.model.header.capabilities || {}).duration_source || "CUPTI";
     for (const c of cols) {
       const cell = h("div", { class: `ks-cell ks-h-${c.key}${c.align === "left" ? " ks-left" : ""}`, role: "columnheader",
         "data-col": c.key,
-        title: [c.title, c.sortable === false ? null : "click to sort"].filter(Boolean).join(" · ") || null });
+        title: [c.title && ["total", "mean"].includes(c.key) ? c.title.replace("CUPTI", by) : c.title,
+          c.sortable === false ? null : "click to sort"].filter(Boolean).join(" · ") || null });
       cell.append(h("span", { class: "ks-h-label", text: c.label }));
       if (c.sortable !== false) cell.addEventListener("click", () => this.sortBy(c.key));
       if (c.flex) cell.append(this._resizer(cell));
@@ -281,10 +315,13 @@ export class KernelTable {
     this.shapeToggle = h("button", { class: "ks-btn ks-shape-toggle", "aria-pressed": "false",
       title: "show the launch-shape columns: grid, block, registers, shared memory, waves",
       text: "launch shape", onclick: () => this.apply({ shapes: !this.state.shapes }) });
+    this.statsToggle = h("button", { class: "ks-btn ks-stats-toggle", "aria-pressed": "false",
+      title: "show the duration statistics: median, min, max, standard deviation (as rep.summary())",
+      text: "statistics", onclick: () => this.apply({ stats: !this.state.stats }) });
     const csv = h("button", { class: "ks-btn ks-export-csv", text: "CSV",
       title: "download the rows the filters leave, as CSV (times in microseconds, sizes in bytes)",
       onclick: () => this.exportCSV() });
-    return h("div", { class: "ks-toolbar" }, this.filterInput, this.backendSelect, this.groupSelect, this.shapeToggle, csv);
+    return h("div", { class: "ks-toolbar" }, this.filterInput, this.backendSelect, this.groupSelect, this.shapeToggle, this.statsToggle, csv);
   }
 
   /** Set any of filter, backend, groupBy, sort, desc, select, launches (+ label), shapes. */
@@ -304,6 +341,12 @@ export class KernelTable {
       s.shapes = !!v.shapes;
       this.shapeToggle.setAttribute("aria-pressed", String(s.shapes));
       this.shapeToggle.classList.toggle("ks-on", s.shapes);
+      this._layout();
+    }
+    if (v.stats !== undefined && !!v.stats !== s.stats) {
+      s.stats = !!v.stats;
+      this.statsToggle.setAttribute("aria-pressed", String(s.stats));
+      this.statsToggle.classList.toggle("ks-on", s.stats);
       this._layout();
     }
     if (v.select !== undefined) {
@@ -457,7 +500,7 @@ export class KernelTable {
       const open = !this.collapsedGroups.has(row.g.code);
       const el = h("div", { class: "ks-row ks-group", style, role: "row" },
         h("div", { class: "ks-cell ks-group-label", text: `${open ? "▾" : "▸"} ${row.label}` }),
-        h("div", { class: "ks-cell", text: `${row.g.rows.length} kernels · ${fmtInt(row.g.launches)} launches · ${fmtUs(row.g.total)} · ${fmtPct(row.share)}` }));
+        h("div", { class: "ks-cell", text: `${row.g.rows.length} kernels · ${fmtInt(row.g.launches)} launches · ${fmtUs(row.g.total)} · ${fmtPct(row.share)} of kernel time` }));
       el.addEventListener("click", () => {
         if (open) this.collapsedGroups.add(row.g.code); else this.collapsedGroups.delete(row.g.code);
         this.refresh();
@@ -485,6 +528,14 @@ export class KernelTable {
       share: h("div", { class: "ks-cell ks-share" },
         h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(a.share * 36))}px;background:${backendColor(bk)}` }),
         h("span", { text: fmtPct(a.share) })),
+      median: h("div", { class: "ks-cell", text: fmtUs(a.median) }),
+      min: h("div", { class: "ks-cell", text: fmtUs(a.min) }),
+      max: h("div", { class: "ks-cell", text: fmtUs(a.max) }),
+      std: h("div", { class: "ks-cell", text: fmtUs(a.std) }),
+      sm_active: h("div", { class: "ks-cell", text: pct100(a.sm_active) }),
+      tensor: h("div", { class: "ks-cell", text: pct100(a.tensor) }),
+      dram: h("div", { class: "ks-cell", text: pct100(a.dram) }),
+      stall: h("div", { class: "ks-cell ks-left", text: a.stall || "-", title: a.stall ? (((this.model.header.stalls || {}).reasons || {})[a.stall] || {}).title || null : null }),
     };
     for (const c of ["grid", "block", "regs", "smem", "waves", "occ"]) {
       cells[c] = h("div", { class: `ks-cell${c === "occ" ? " ks-occ" : ""}${sh[c].varies ? " ks-varies" : ""}`, text: sh[c].text, title: sh[c].title });
@@ -510,15 +561,23 @@ export class KernelTable {
     const cells = {
       expand: h("div", { class: "ks-cell" }),
       // Start, stream and CPU op in the wide name column: the narrow ones hold numbers only.
-      short: h("div", { class: "ks-cell ks-left", text: `@ ${fmtUs(k.cols.start_us[i])}  ${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`
+      // A replay's start times are not a timeline (header.capabilities): no "@ time" for its launches.
+      short: h("div", { class: "ks-cell ks-left", text: `${(this.model.header.capabilities || {}).timeline === false ? ""
+        : `@ ${fmtUs(k.cols.start_us[i])}  `}${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`
         + `  ·  ${op || "(no CPU op)"}`, title: [op ? `CPU op: ${op}` : null, str(k, "source", i)].filter(Boolean).join("\n") || null }),
       backend: h("div", { class: "ks-cell" }),
       launches: h("div", { class: "ks-cell" }),
-      total: h("div", { class: "ks-cell", text: fmtUs(dur), title: "this launch's duration (CUPTI)" }),
+      total: h("div", { class: "ks-cell", text: fmtUs(dur), title: `this launch's duration (${(this.model.header.capabilities || {}).duration_source || "CUPTI"})` }),
       mean: h("div", { class: "ks-cell" }),
       // The column's meaning on every row: share of all kernel time; of its kernel in the title.
       share: h("div", { class: "ks-cell", text: this.aggTotal ? fmtPct(dur / this.aggTotal) : "",
         title: `this launch's share of all kernel time${row.a.total ? `; ${fmtPct(dur / row.a.total)} of this kernel's time` : ""}` }),
+      median: h("div", { class: "ks-cell" }), min: h("div", { class: "ks-cell" }), max: h("div", { class: "ks-cell" }),
+      std: h("div", { class: "ks-cell" }),
+      sm_active: h("div", { class: "ks-cell", text: pct100(num(k, "sm_active_pct", i)) }),
+      tensor: h("div", { class: "ks-cell", text: pct100(num(k, "tensor_pct", i)) }),
+      dram: h("div", { class: "ks-cell", text: pct100(num(k, "dram_pct", i)) }),
+      stall: h("div", { class: "ks-cell ks-left", text: str(k, "top_stall", i) || "" }),
       grid: h("div", { class: "ks-cell", text: dims(k, "grid", i) }),
       block: h("div", { class: "ks-cell", text: dims(k, "block", i) }),
       regs: h("div", { class: "ks-cell", text: fmtOpt(int(k, "registers_per_thread", i)) }),
@@ -572,7 +631,7 @@ export class KernelTable {
     const { rows } = this.matchingRows();
     const grouped = this.state.groupBy !== "none";
     const head = [...(grouped ? [this.state.groupBy === "op" ? "cpu_op" : "group_backend"] : []),
-      "name", "short_name", "backend", "launches", "total_us", "mean_us", "min_us", "max_us", "share",
+      "name", "short_name", "backend", "launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "std_us", "share",
       "theoretical_occupancy_min", "theoretical_occupancy_max", "occupancy_limiter", "grid", "grid_blocks_min",
       "grid_blocks_max", "block", "registers_per_thread_min", "registers_per_thread_max", "shared_mem_bytes_min",
       "shared_mem_bytes_max", "waves_min", "waves_max"];
@@ -580,7 +639,8 @@ export class KernelTable {
     const body = rows.map((a) => [
       ...(grouped ? [groupLabel(m, this.state.groupBy, a.group)] : []),
       k.strings.name[a.name], m.header.names[a.name] || "", str(k, "backend", a.first) || "", a.launches,
-      +a.total.toFixed(3), +a.mean.toFixed(3), +a.min.toFixed(3), +a.max.toFixed(3), +a.share.toFixed(6),
+      +a.total.toFixed(3), +a.mean.toFixed(3), +a.median.toFixed(3), +a.min.toFixed(3), +a.max.toFixed(3),
+      +a.std.toFixed(3), +a.share.toFixed(6),
       lo(a.occ) === null ? null : +lo(a.occ).toFixed(4), top(a.occ) === null ? null : +top(a.occ).toFixed(4),
       a.occ && a.occ[0] === a.occ[1] ? str(k, "occupancy_limiter", a.first) : "",
       a.gridVaries ? "mixed" : dims(k, "grid", a.first).replace(/×/g, "x"), lo(a.blocks), top(a.blocks),
@@ -603,6 +663,8 @@ export function dims(k, which, i) {
 }
 
 function fmtOpt(v) { return v === null ? "-" : String(v); }
+
+function pct100(v) { return v === null || v === undefined || Number.isNaN(v) ? "-" : `${v.toFixed(0)}%`; }
 
 function smemText(b) {
   if (b === null) return "-";

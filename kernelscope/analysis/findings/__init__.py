@@ -17,6 +17,8 @@ The package: ``base`` (Finding, severity, evidence links), then one module per f
 """
 from __future__ import annotations
 
+import dataclasses
+
 from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
 from kernelscope.analysis.findings.roofline import roofline_findings
 from kernelscope.analysis.findings.timeline import (
@@ -27,6 +29,7 @@ from kernelscope.analysis.findings.timeline import (
     stream_findings,
     sync_findings,
 )
+from kernelscope.units import fmt_us
 
 __all__ = ["Finding", "find_all", "severity_for"]
 
@@ -46,10 +49,18 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     from kernelscope.analysis.findings.tuning import tuning_findings
+    from kernelscope.analysis.replay import is_replay
+    rules = (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
+             graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
+             counter_findings, rule_findings, access_findings, tuning_findings)
+    if is_replay(getattr(report, "meta", None)):
+        # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
+        # stream overlap were not recorded, so the timeline's rules have nothing to say.
+        timeline_rules = {host_findings, sync_findings, copy_findings, stream_findings, graph_findings,
+                          gpu_bound_findings, empty_capture_findings}
+        rules = tuple(r for r in rules if r not in timeline_rules)
     out = []
-    for rule in (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
-                 graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
-                 counter_findings, rule_findings, access_findings, tuning_findings):
+    for rule in rules:
         try:
             out.extend(rule(report, tl))
         except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others or the report
@@ -59,5 +70,30 @@ def find_all(report) -> list:
     # A GEMM fallback says why its kernel is far from the roof: one finding for it, not two.
     fell = {(f.evidence.get("op"), f.evidence.get("kernel")) for f in out if f.kind == "gemm_fallback"}
     out = [f for f in out if not (f.kind == "roofline" and (f.evidence.get("op"), f.evidence.get("kernel")) in fell)]
+    out = _count_once(out, report)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: (-f.cost_us, order.get(f.severity, 9)))
+
+
+# Findings whose time is the GPU idling while the host did not feed it (the timeline's rules).
+HOST_KINDS = ("launch_bound", "host_bound", "host_idle", "gpu_idle")
+
+
+def _count_once(out, report) -> list:
+    """Each microsecond once, and severity against the share shown: a host finding's idle holds
+    the synchronizations' idle, which the ``syncs`` finding lists on its own, so the host finding
+    keeps the rest; every finding that costs time takes its severity from its share of the wall
+    time (the share the first screen shows beside it)."""
+    sync = next((f for f in out if f.kind == "syncs" and f.cost_us > 0), None)
+    wall = getattr(report, "wall_time_us", None)
+    res = []
+    for f in out:
+        if sync is not None and f.kind in HOST_KINDS and f.cost_us > 0:
+            held = min(sync.cost_us, f.cost_us)
+            f = dataclasses.replace(f, cost_us=f.cost_us - held, detail=f.detail + (
+                f" Of this idle time, {fmt_us(held)} came from synchronizations: the host-blocking "
+                "calls item holds it, so it is not counted here again."))
+        if f.cost_us > 0 and wall:
+            f = dataclasses.replace(f, severity=severity_for(f.cost_us, wall))
+        res.append(f)
+    return res

@@ -32,9 +32,13 @@ def rule_findings(report, tl=None) -> list:
     r["duration_us"] = [dur.get(int(i), np.nan) for i in r["id"]]
     pct = pd.to_numeric(r["speedup_pct"], errors="coerce").fillna(0.0)
     r["cost_us"] = np.where(r["speedup_type"] == "global", pct / 100.0 * r["duration_us"].fillna(0.0), 0.0)
-    # One finding per kernel and rule (its launches summed), the strongest few per kernel.
+    # One finding per kernel and rule (its launches' cost summed), the strongest few per kernel.
+    # Its speedup and its message (which quotes that launch's figures, e.g. achieved occupancy)
+    # come from one launch, the one with the largest estimate, and the finding names it.
+    r = r.assign(_sp=pct).sort_values("_sp", ascending=False, kind="stable")
     g = (r.groupby(["kernel_name", "rule", "title"], sort=False, dropna=False)
-         .agg(cost_us=("cost_us", "sum"), speedup_pct=("speedup_pct", "max"), launches=("id", "nunique"),
+         .agg(cost_us=("cost_us", "sum"), speedup_pct=("speedup_pct", "first"), launches=("id", "nunique"),
+              launch=("id", "first"),
               message=("message", "first"), section=("section", "first"), speedup_type=("speedup_type", "first"),
               rule_name=("rule_name", "first"), type=("type", "first"))
          .reset_index())
@@ -50,16 +54,18 @@ def rule_findings(report, tl=None) -> list:
     out = []
     for x in g.to_dict("records"):
         sp = x["speedup_pct"]
-        est = (f" (Nsight Compute's estimated speedup: {sp:.0f}%{', local' if x['speedup_type'] == 'local' else ''})"
+        of = f", launch {int(x['launch'])} of {int(x['launches'])}" if x["launches"] > 1 else ""
+        est = (f" (Nsight Compute's estimated speedup: {sp:.0f}%{', local' if x['speedup_type'] == 'local' else ''}{of})"
                if sp == sp and sp > 0 else "")
         title = x["title"] or x["rule_name"] or x["rule"]
         sev = severity_for(x["cost_us"], window) if x["cost_us"] > 0 else ("low" if x["type"] != "error" else "medium")
         out.append(Finding(
             kind="nsight_compute", severity=sev,
             title=f"Nsight Compute on {short.get(x['kernel_name'], x['kernel_name'])}: {title}{est}",
-            detail=x["message"],
+            detail=x["message"],     # Nsight Compute's words, of the launch the title names
             evidence={"source": "Nsight Compute rule result", "rule": x["rule"], "section": x["section"],
                       "kernel": x["kernel_name"], "launches": int(x["launches"]),
+                      "launch": int(x["launch"]),
                       "estimated_speedup_pct": None if sp != sp else float(sp), "speedup_type": x["speedup_type"]},
             cost_us=float(x["cost_us"])))
     return out

@@ -58,23 +58,57 @@ def _where(dev, tl):
     return f" on {dev['device']}" if len(_devices(tl)) > 1 else ""
 
 
+def wall_base(dev, tl) -> float:
+    """What a device's busy share and a finding's share are taken of: the region's wall time
+    (CUDA events when recorded, else the profiler's span), or the active window where that is
+    longer (a wall time that misses part of the GPU work) or unknown.
+
+    >>> wall_base({"window_us": 900.0}, SimpleNamespace(window={"wall_us": 5000.0}))   # doctest: +SKIP
+    5000.0
+    """
+    wall = num((tl.window or {}).get("wall_us"))
+    win = float(dev["window_us"])
+    return max(wall, win) if wall else win
+
+
 def host_findings(report, tl) -> list:
-    """Launch-bound or host-bound: the GPU idles because the host feeds it too slowly; and, where
-    the GPU is busy enough not to be called either, large idle time spent waiting on the host
-    (``host_idle``: a fifth of the active window or more).
+    """The GPU idle most of the wall time, launch-bound or host-bound: the GPU idles because the
+    host feeds it too slowly (or a first run pays for compiles and loading: ``cold_start``);
+    and, where the GPU is busy enough not to be called either, large idle time spent waiting on
+    the host (``host_idle``: a fifth of the wall time or more).
+
+    Busy and idle are taken over the wall time (:func:`wall_base`), not the first to last GPU
+    activity: a cell of 5 ms with 34 us of kernels idles 99%, however close together its kernels run.
 
     >>> [f.kind for f in host_findings(rep, rep.timeline)]
     ['host_bound']
     """
+    from kernelscope.analysis.cold_start import COLD_EXPLAINS_SHARE, cold_start
+    from kernelscope.analysis.timeline import host_in_gaps
     out = []
+    cold = cold_start(report, tl.activities["start_us"], tl.activities["end_us"]) if len(tl.activities) else None
+    cold_said = False
     for dev in _devices(tl):
         ls = tl.launch_stats.set_index("device").loc[dev["device"]]
         g = tl.gaps[tl.gaps["device"] == dev["device"]]
+        base = wall_base(dev, tl)
+        busy_wall = dev["busy_us"] / base if base else dev["busy_share"]
+        idle_wall = max(base - dev["busy_us"], 0.0)
+        # Before the first and after the last GPU work, nothing was queued: the host's time.
+        outside = max(base - float(dev["window_us"]), 0.0)
         idle = float(g["duration_us"].sum())
         host_idle = float(ls["idle_host_us"]) + float(ls["idle_sync_us"])
-        bound = (dev["busy_share"] < HOST_BOUND_MAX_BUSY and idle > 0
-                 and host_idle >= HOST_IDLE_MIN_SHARE * idle)
-        if not bound and not (host_idle > 0 and host_idle >= HOST_IDLE_WORTH_SHARE * dev["window_us"]):
+        unexplained = float(ls["idle_unknown_us"]) + outside
+        bound = (busy_wall < HOST_BOUND_MAX_BUSY and idle_wall > 0
+                 and host_idle + unexplained >= HOST_IDLE_MIN_SHARE * idle_wall)
+        cold_host = max(cold["cold_us"] - cold["first_launch_extra_us"], 0.0) if cold and cold["cold"] else 0.0
+        if cold_host and not cold_said and (cold_host >= COLD_EXPLAINS_SHARE * idle_wall or not bound):
+            # A first run: its compiles and loading are no steady-state host overhead.
+            out.append(_cold_finding(report, cold, base, idle_wall, dev, tl))
+            cold_said = True
+            if cold_host >= COLD_EXPLAINS_SHARE * idle_wall:
+                continue
+        if not bound and not (host_idle > 0 and host_idle >= HOST_IDLE_WORTH_SHARE * base):
             continue
         acts = tl.activities[tl.activities["device"] == dev["device"]]
         k = acts[acts["kind"] == "kernel"]
@@ -83,7 +117,8 @@ def host_findings(report, tl) -> list:
         items = int(ls["launches"])
         graph_share = ls["graph_kernels"] / len(k) if len(k) else 0.0
         launch_bound = (bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
-                        and ls["median_kernel_us"] <= SHORT_KERNEL_US)
+                        and ls["median_kernel_us"] <= SHORT_KERNEL_US
+                        and host_idle >= HOST_IDLE_MIN_SHARE * idle_wall)
         hg = g[g["cause"] == "host"]
         by_op = (hg.assign(op=hg["after_op"].fillna(hg["after"]))
                  .groupby("op")["duration_us"].agg(["sum", "size"]).sort_values("sum", ascending=False))
@@ -92,10 +127,19 @@ def host_findings(report, tl) -> list:
         sg = g[g["cause"] == "sync"]
         sync_calls = Counter(f"{c} in {o}" if o else str(c)
                              for c, o in zip(sg["blocking_call"], sg["blocking_op"]))
+        host = host_in_gaps(report.ops, g[g["cause"] != "queued"])
+        # The time at stake: idle the host explains; a GPU idle most of the wall time also counts
+        # the idle no launch explains (nothing was queued) and what lies outside its active window.
+        cost = host_idle + (unexplained if bound else 0.0)
+        if cold_said and cold_host:
+            cost = max(cost - cold_host, 0.0)   # the first-run item holds that time
         evidence = {
-            "device": dev["device"], "busy_share": dev["busy_share"], "busy_us": dev["busy_us"],
-            "window_us": dev["window_us"], "idle_us": idle, "idle_host_us": float(ls["idle_host_us"]),
-            "idle_sync_us": float(ls["idle_sync_us"]), "host_gaps": len(hg), "sync_gaps": len(sg),
+            "device": dev["device"], "busy_share": busy_wall, "busy_us": dev["busy_us"],
+            "wall_us": base, "window_us": dev["window_us"], "window_busy_share": dev["busy_share"],
+            "idle_us": idle_wall, "idle_in_window_us": idle, "idle_outside_window_us": outside,
+            "idle_host_us": float(ls["idle_host_us"]), "idle_sync_us": float(ls["idle_sync_us"]),
+            "idle_unknown_us": float(ls["idle_unknown_us"]),
+            "host_gaps": len(hg), "sync_gaps": len(sg),
             "launches": launches, "copies_and_memsets": items - launches, "kernels": len(k),
             "distinct_kernels": int(k["name"].nunique()),
             "launches_per_ms": launches / (dev["window_us"] / 1e3) if dev["window_us"] else float("nan"),
@@ -105,11 +149,17 @@ def host_findings(report, tl) -> list:
             "median_launch_interval_us": num(ls["median_launch_interval_us"]),
             "graph_kernels": int(ls["graph_kernels"]), "graph_launches": int(ls["graph_launches"]),
             "longest_waits_before": top_ops, "sync_calls": dict(sync_calls),
+            "host_ops_in_idle_us": host["covered_us"], "host_unrecorded_in_idle_us": host["uncovered_us"],
+            "host_ops_in_idle": host["top_ops"],
         }
-        waited = host_idle / dev["window_us"]
-        head = (f"The GPU{_where(dev, tl)} was busy {dev['busy_share']:.1%} of its active window "
-                f"({fmt_us(dev['window_us'])}); it waited on the host for {fmt_us(host_idle)} "
-                f"({waited:.0%}).")
+        waited = host_idle / base
+        head = (f"The GPU{_where(dev, tl)} was busy {busy_wall:.1%} of the wall time "
+                f"({fmt_us(dev['busy_us'])} of {fmt_us(base)}); it waited on the host for {fmt_us(host_idle)} "
+                f"({waited:.0%}) between launches"
+                + (f", and {fmt_us(outside)} before its first or after its last work" if outside >= 1 else "")
+                + ".")
+        span_clock = report.meta.get("cuda_event_us") is None
+        did = _host_did(host, outside, span_clock)
         call, interval = evidence["median_launch_call_us"], evidence["median_launch_interval_us"]
         framework = bool(call and interval and interval > 3 * call)
         pace = (f" The host issued a launch every {fmt_us(interval)} (median) while one launch call "
@@ -128,7 +178,7 @@ def host_findings(report, tl) -> list:
         if launch_bound:
             kind = "launch_bound"
             title = (f"Launch-bound: {launches} kernel launches of ~{fmt_us(ls['median_kernel_us'])} "
-                     f"keep the GPU busy only {dev['busy_share']:.0%} of the time")
+                     f"keep the GPU busy only {busy_wall:.0%} of the wall time")
             others = (f" (and {items - launches} copies and memsets: {items} GPU work items, "
                       f"{ls['launches_per_ms']:.1f} per ms)" if items > launches else "")
             body = (f"{launches} kernel launches ({evidence['distinct_kernels']} distinct kernels) at "
@@ -150,22 +200,36 @@ def host_findings(report, tl) -> list:
                        "each kernel more work (larger batches).")
                 fix_line = ("Replay the loop as a CUDA graph (torch.compile(mode=\"reduce-overhead\")), "
                             "fuse the small ops, or give each kernel more work.")
-            detail = head + " " + body + pace + waits + syncs + fix
+            detail = head + " " + body + did + pace + waits + syncs + fix
         else:
             what = "synchronizations" if by_sync else "host work between launches"
-            if bound:
+            if bound and host_idle >= HOST_IDLE_MIN_SHARE * idle_wall:
                 kind = "host_bound"
-                title = (f"Host-bound: the GPU idles {1 - dev['busy_share']:.0%} of the time, mostly "
+                title = (f"Host-bound: the GPU idles {1 - busy_wall:.0%} of the wall time, mostly "
                          f"waiting on {what}")
+            elif bound:
+                # Most of the idle has no launch to blame (another framework's launches, host
+                # work before the first kernel or after the last): say what the GPU did, first.
+                kind = "gpu_idle"
+                title = (f"The GPU{_where(dev, tl)} was idle {1 - busy_wall:.1%} of the {fmt_us(base)} wall "
+                         f"time: {fmt_us(dev['busy_us'])} of GPU work")
             else:
                 kind = "host_idle"
                 title = (f"The GPU{_where(dev, tl)} waited on the host {fmt_us(host_idle)}, {waited:.0%} "
-                         f"of its active window")
+                         f"of the wall time")
             fix = (" Fix: take syncs out of the step (.item(), .cpu(), printing CUDA tensors, "
                    "blocking .cuda() of pageable tensors); replay the step as a CUDA graph "
                    "(torch.compile(mode=\"reduce-overhead\")) so the host stops pacing the GPU; or "
                    "give each launch more work (larger batches).")
-            if by_sync:
+            if kind == "gpu_idle":
+                cause = _host_did(host, outside, span_clock).strip() or "The host did not keep the GPU fed."
+                fix_line = ("Find what the host does in the region (profile with --stack / with_stack=True "
+                            "for the Python); move that work out, or give the GPU more work per call "
+                            "(jit or capture the whole step, larger batches).")
+                fix = (" Fix: find what the host does in the region (--stack shows the Python), move it "
+                       "out of the measured step, or give the GPU more work per call (jit or capture "
+                       "the whole step in one graph, larger batches).")
+            elif by_sync:
                 cause = (f"{len(sg)} synchronization{'s' * (len(sg) != 1)} made the host wait for the GPU "
                          f"to drain ({fmt_us(ls['idle_sync_us'])} idle), so nothing was queued ahead.")
                 fix_line = ("Take syncs out of the step (.item(), .cpu(), print of CUDA tensors); "
@@ -177,11 +241,58 @@ def host_findings(report, tl) -> list:
                          + ".")
                 fix_line = ("Replay the step as a CUDA graph (torch.compile(mode=\"reduce-overhead\")), "
                             "move host work out of the step, or give each launch more work.")
-            detail = head + pace + waits + syncs + fix
+            detail = head + did + pace + waits + syncs + fix
+        if cold_said and cold_host:
+            detail += (f" The first-run item holds {fmt_us(min(cold_host, host_idle + unexplained))} of this "
+                       "idle time (compiles, module loading); it is not counted here again.")
         evidence["cause"] = "host" if ls["idle_host_us"] >= ls["idle_sync_us"] else "sync"
-        out.append(Finding(kind, severity_for(host_idle, dev["window_us"]), title, detail, evidence,
-                           host_idle, cause=cause, fix=fix_line, link=link))
+        out.append(Finding(kind, severity_for(cost, base), title, detail, evidence,
+                           cost, cause=cause, fix=fix_line, link=link))
     return out
+
+
+def _host_did(host, outside, span_clock=False) -> str:
+    """What the host did while the GPU idled, in one sentence: the CPU ops that fill the idle
+    time, and how much of it the profiler recorded nothing for."""
+    if not host["idle_us"] and not outside:
+        return ""
+    parts = []
+    if host["top_ops"]:
+        parts.append("CPU ops fill " + fmt_us(host["covered_us"]) + " of it ("
+                     + ", ".join(f"{o['op']} {fmt_us(o['us'])}" for o in host["top_ops"]) + ")")
+    if host["uncovered_us"] >= 1:
+        parts.append(f"{fmt_us(host['uncovered_us'])} is not recorded by the profiler (Python, or host "
+                     "code it does not trace: numpy, another framework's dispatch)")
+    if outside >= 1:
+        parts.append(f"{fmt_us(outside)} lies before the first or after the last GPU work"
+                     + (" (the profiler's span, taken as the wall time here, also holds the profiler's own "
+                        "start-up)" if span_clock else ""))
+    return (" While the GPU idled between launches, " if host["idle_us"] else " ") + "; ".join(parts) + "."
+
+
+def _cold_finding(report, cold, base, idle_wall, dev, tl) -> Finding:
+    """``cold_start``: the run pays what a process pays once; profile it again."""
+    cost = float(min(cold["cold_us"], base))
+    share = cost / base if base else float("nan")
+    what = ("compiling, loading and first-call setup" if cold["compile_us"] else
+            "module loading and first-call setup")
+    title = f"This looks like a first run: {fmt_us(cost)} ({share:.0%} of the wall time) went to {what}"
+    detail = ("What a process pays once: " + "; ".join(cold["parts"]) + ". The second run does not pay "
+              "it, so steady-state advice (CUDA graphs, fewer launches) does not apply to this recording. "
+              "Profile it again, or use --warmup 1 (%%kernelprofile --warmup 1; with ks.profile(), call "
+              "the code once before the recorded call).")
+    rest = idle_wall - cold["cold_us"] + cold["first_launch_extra_us"]
+    if rest > 0.05 * base:
+        detail += (f" The GPU idled {fmt_us(rest)} more that these do not explain; on a first run that is "
+                   "often setup the profiler does not name (a Triton JIT compiles in Python).")
+    ev = {k: v for k, v in cold.items() if k not in ("intervals", "cold")}
+    ev.update({"device": dev["device"], "wall_us": base, "idle_us": idle_wall})
+    ms, me = cold["intervals"]
+    link = (range_link(dev["device"], float(ms[0]), float(me[-1]), "first-run setup") if len(ms) else None)
+    return Finding("cold_start", severity_for(cost, base), title, detail, ev, cost,
+                   cause=(cold["parts"][0][0].upper() + cold["parts"][0][1:] + ("; " + "; ".join(cold["parts"][1:3]) if len(cold["parts"]) > 1 else "")
+                          + ".") if cold["parts"] else "First-call setup.",
+                   fix="This looks like a first run: profile it again or use --warmup 1.", link=link)
 
 
 def sync_findings(report, tl) -> list:
@@ -404,12 +515,17 @@ def graph_findings(report, tl) -> list:
 def gpu_bound_findings(report, tl) -> list:
     """The GPU was kept busy: the time is in the kernels (or the copies) themselves.
 
-    >>> gpu_bound_findings(after, after.timeline)[0].evidence["busy_in"]
-    'kernels'
+    Busy is taken over the wall time: two graph replays busy 93% of their first-to-last window
+    but 40% of the wall time are no GPU-bound run.
+
+    >>> gpu_bound_findings(after, after.timeline)
+    []
     """
+    from kernelscope.analysis.timeline import gpu_busy_share
     out = []
     for dev in _devices(tl):
-        if dev["busy_share"] < GPU_BOUND_MIN_BUSY:
+        share = gpu_busy_share(dev)   # of the wall time: kernels close together in a mostly idle cell are no GPU-bound run
+        if share < GPU_BOUND_MIN_BUSY:
             continue
         k = report.kernels
         if "device" in k.columns:
@@ -434,9 +550,9 @@ def gpu_bound_findings(report, tl) -> list:
             what = "kernels"
         names = [r.name for r in kernel_summary(k).head(3).itertuples()] if len(k) and what == "kernels" else []
         out.append(Finding("gpu_bound", "info",
-                           f"The GPU{_where(dev, tl)} was busy {dev['busy_share']:.0%} of its active "
-                           f"window: the time is in the {what}", detail,
-                           {"device": dev["device"], "busy_share": dev["busy_share"], "top": top,
+                           f"The GPU{_where(dev, tl)} was busy {share:.0%} of the wall time: the time is "
+                           f"in the {what}", detail,
+                           {"device": dev["device"], "busy_share": share, "top": top,
                             "kernel_busy_us": kernel_busy, "copy_busy_us": copy_busy, "busy_in": what},
                            cause=f"Little is lost between kernels: the {what} themselves take the time.",
                            fix=("Make the largest kernels faster (their occupancy, roofline and shapes "
