@@ -34,15 +34,10 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     start = pd.to_numeric(ops["start_us"], errors="coerce").to_numpy(dtype=float)
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
-<<<<<<< HEAD
-    tid = _text(ops["tid"]) if "tid" in ops.columns else np.full(n, "", dtype=object)
-    names = _text(ops["name"])
-=======
     # Threads told apart by their text (7 and "7" are one thread).
     tid = pd.factorize(ops["tid"].astype(str).to_numpy())[0] if "tid" in ops.columns else np.zeros(n, np.int64)
     names = pd.factorize(ops["name"].astype(str), use_na_sentinel=False)[0]
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
->>>>>>> main
     # Per thread by start; at equal starts the longer op encloses the shorter.
     order = placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
     par_sorted = _open_parent(start[order], end[order], tid[order])
@@ -187,9 +182,3 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | No
     out = out.sort_values("total_us", ascending=False, kind="stable").reset_index()
     return out[cols]
 
-
-def _text(col: pd.Series) -> np.ndarray:
-    """A column as text, a missing value as "" (pandas' astype(str) keeps NaN, which does not
-    sort with text: an op recorded without a thread id)."""
-    return np.array(["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
-                     for v in col.tolist()], dtype=object)
