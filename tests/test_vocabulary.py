@@ -123,3 +123,16 @@ def test_the_js_names_no_backend():
     prose = {"other", "memcpy", "memset", "NCCL"}
     named = [label for label in BACKENDS if label not in prose and re.search(rf"\b{re.escape(label)}\b", js)]
     assert not named, f"backend labels in js/src: {named}"
+
+
+def test_every_colour_has_the_one_form_the_view_applies():
+    """The view applies a colour from the payload only if it is #rgb, #rrggbb or #rrggbbaa
+    (format.js: safeColor, against style injection from a saved notebook): a colour of another
+    form in the vocabulary would be drawn grey."""
+    js = (JS / "view" / "format.js").read_text()
+    assert "const COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/;" in js
+    form = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
+    v = vocabulary()
+    colours = [*v["backends"].values(), *v["copies"].values(), *v["host"].values(),
+               *(c["color"] for c in v["causes"].values())]
+    assert colours and all(form.match(c) for c in colours), [c for c in colours if not form.match(c)]

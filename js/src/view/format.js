@@ -53,7 +53,7 @@ export function h(tag, attrs = {}, ...children) {
 
 // The vocabulary (backend colours, copy and host colours, idle-gap causes, occupancy limiters,
 // the Nsight Compute metrics shown beside ours) is not copied here: Python sends it in the
-// payload header (kernelscope.render.view.vocabulary) and renderReport installs it.
+// payload header (kernelscope.view.vocabulary) and renderReport installs it.
 let VOCAB = {};
 // What a name missing from the vocabulary (or a payload written before it travelled) is drawn in.
 export const NEUTRAL = "#999";
@@ -68,12 +68,13 @@ export function vocab(key) {
 }
 
 /**
- * A colour from the payload, as the view may apply it: "#rgb", "#rrggbb" or the all-number
- * "rgba(r,g,b,a)" our vocabulary uses for idle gaps, else `fallback`. The payload of a saved
- * notebook is untrusted and colours go into style attributes and SVG fills: anything else
- * ("red;position:fixed", "url(https://...)") must never reach them.
+ * A colour from the payload, as the view may apply it: "#rgb", "#rrggbb" or "#rrggbbaa" (the
+ * see-through idle gaps), else `fallback`. The payload of a saved notebook is untrusted and
+ * colours go into style attributes and SVG fills: anything else ("red;position:fixed",
+ * "url(https://...)") must never reach them. tests/test_vocabulary.py checks that every colour
+ * Python sends has one of these forms.
  */
-const COLOR = /^(?:#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})|rgba\(\d{1,3},\d{1,3},\d{1,3},(?:0|1|0?\.\d{1,3})\))$/;
+const COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/;
 export function safeColor(c, fallback = NEUTRAL) {
   return typeof c === "string" && COLOR.test(c) ? c : fallback;
 }
