@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 import sys
 
+from kernelscope.jsonable import num
+
 # Candidates kept per region: thousands are fine (a table row each); beyond this the rest are
 # counted in the notes rather than kept.
 MAX_CANDIDATES = 20000
@@ -184,18 +186,13 @@ PRUNED_TO_ONE = "the only config left after pruning: Triton takes it without tim
 FAILED = "did not run: the tuner timed it as infinite (out of resources, or it failed to compile)"
 
 
-def _finite(v):
-    v = _num(v)
-    return v if v is not None and v == v and abs(v) != float("inf") else None
-
-
 def _times(t):
     """(p50, p20, p80) ms of one candidate: Triton gives [p50, p20, p80] (or one float); an
     infinite time (a config that could not run) is None."""
     if isinstance(t, (list, tuple)):
-        vals = [_finite(x) for x in t[:3]]
+        vals = [num(x) for x in t[:3]]
         return tuple(vals + [None] * (3 - len(vals)))
-    return (_finite(t), None, None)
+    return (num(t), None, None)
 
 
 class TuningWatch:
@@ -449,10 +446,10 @@ class TuningWatch:
                     "description": desc[:500],
                     "num_warps": _num(info.get("num_warps")) if not extern else None,
                     "num_stages": _num(info.get("num_stages")) if not extern else None,
-                    "num_ctas": None, "p50_ms": _finite(t), "p20_ms": None, "p80_ms": None,
+                    "num_ctas": None, "p50_ms": num(t), "p20_ms": None, "p80_ms": None,
                     "registers": _num(getattr(c, "n_regs", None)), "spills": None, "shared_mem_bytes": None,
                     "winner": c is best, "cached": False,
-                    "note": FAILED if _finite(t) is None else None if not extern else
+                    "note": FAILED if num(t) is None else None if not extern else
                     "an extern kernel (cuBLAS/ATen): no Triton config",
                 })
         except Exception as e:  # noqa: BLE001

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything this round runs on the H200 (device machine, not CI), in one command:
-#   bash tests/gpu_tools/run_gpu_checks.sh OUTDIR [tests] [record] [bench] [bigtrace] [notebooks]
+#   bash tests/gpu_tools/run_gpu_checks.sh OUTDIR [tests] [e2e] [record] [bench] [bigtrace] [notebooks]
 # Wheels the image lacks come from .whl/ (IPython & co.; cupti-python with its own libcupti,
 # installed apart so torch keeps its own); ncu_report is the one Nsight Compute ships.
 set -u
@@ -19,9 +19,15 @@ python3 -c "import ncu_report, cupti, IPython, kernelscope; print('imports ok', 
 for step in $STEPS; do case $step in
 tests)
   run 420 python3 -m pytest -o addopts="" -m gpu -v -s -p no:cacheprovider tests/capture/test_gpu_capture.py \
-      tests/capture/test_gpu_cupy_events.py tests/capture/test_gpu_counters.py tests/capture/test_gpu_ncu.py tests/capture/test_ranks_capture.py \
+      tests/capture/test_gpu_cupy_events.py tests/capture/test_gpu_counters.py tests/capture/test_gpu_ncu.py \
+      tests/capture/test_ranks_capture.py tests/capture/test_gpu_tuning.py tests/jupyter/test_sticky_cuda_error.py \
       tests/analysis/test_occupancy.py > "$OUT"/gpu_tests.log 2>&1
-  grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|error" "$OUT"/gpu_tests.log | tail -40 ;;
+  grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|error" "$OUT"/gpu_tests.log | tail -45 ;;
+e2e)
+  # Issue 30 in a real Jupyter kernel (nbclient): read a report between two profiles, then
+  # --stalls and --ncu with no --setup, --stalls --setup, a sticky CUDA error.
+  run 200 python3 tests/gpu_tools/replay_e2e.py > "$OUT"/e2e.log 2>&1
+  tail -60 "$OUT"/e2e.log ;;
 record)
   run 120 python3 tests/gpu_tools/record_live_counters.py /tmp/rec_live > "$OUT"/record_live.log 2>&1
   tail -25 "$OUT"/record_live.log
