@@ -64,7 +64,7 @@ def main():
             for i in range(3):
                 with torch.profiler.record_function(f"ProfilerStep#{i + 1}"):
                     step()
-        print("rank", rank, "kernels", len(prof.report.kernels), "meta", prof.report.meta.get("distributed"))
+        say(f"rank {rank} kernels {len(prof.report.kernels)} meta {prof.report.meta.get('distributed')}")
     else:
         from torch.profiler import ProfilerActivity, profile, schedule
         path = os.path.join(out, f"rank{rank}.pt.trace.json")
@@ -81,9 +81,16 @@ def main():
         with open(path, "rb") as f, gzip.open(path + ".gz", "wb", compresslevel=9) as g:
             shutil.copyfileobj(f, g)
         os.remove(path)
-        print("rank", rank, "wrote", path + ".gz")
+        say(f"rank {rank} wrote {path}.gz")
     dist.barrier()
     dist.destroy_process_group()
+
+
+def say(line):
+    # One write per line: the ranks share torchrun's stdout pipe, and print() writes each argument
+    # apart, so two ranks' words interleaved ("rankrank 0 ...") when stdout was unbuffered.
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
