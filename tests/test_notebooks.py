@@ -139,6 +139,19 @@ def test_recorded_numbers():
     assert set(mm["config"]) == set(t["config"])
     steady = ks.load(rec / "08_better_run.ksreport.json.gz")
     assert steady.autotune["cached"].all() and len(steady.kernels[steady.kernels["producer"] == "Triton"]) == 10
+    # Max-autotune of the bf16 MLP: two GEMM shapes, each timed as cuBLAS and Triton templates,
+    # one winner each (a template on the H200); the steady state ran those templates, and the
+    # cuBLAS-only compile ran cuBLAS GEMMs and timed no template.
+    tuned = ks.load(rec / "08_compile_tuning.ksreport.json.gz").autotune
+    assert set(tuned["tuner"]) == {"inductor max-autotune"} and tuned["shape_key"].nunique() == 2
+    for _, g in tuned.groupby("shape_key"):
+        assert {"extern", "Triton template"} <= set(g["choice"]) and g["winner"].sum() == 1
+    assert set(tuned[tuned["winner"]]["choice"]) == {"Triton template"}
+    run = ks.load(rec / "08_compile_run.ksreport.json.gz").kernels
+    assert set(run[run["name"].str.startswith("triton_tem")]["producer"]) == {"Inductor"}
+    aten_only = ks.load(rec / "08_aten_run.ksreport.json.gz").kernels
+    assert (aten_only["producer"] == "cuBLAS").sum() == 20 and not aten_only["name"].str.startswith("triton_tem").any()
+    assert not (ks.load(rec / "08_aten_compile.ksreport.json.gz").autotune["choice"] == "Triton template").any()
     copies = ks.load(rec / "04_copies.ksreport.json.gz").copies
     assert sorted(zip(copies["src_memory"], copies["dst_memory"], copies["bytes"])) == [
         ("Device", "Pageable", 16 << 20), ("Pageable", "Device", 256 << 20), ("Pinned", "Device", 256 << 20)]
