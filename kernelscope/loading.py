@@ -8,6 +8,7 @@ the notebook's memory holds summaries, not 64 ranks' launches. The same function
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import stat
@@ -24,7 +25,7 @@ from kernelscope.trace.files import own_trace, read_bytes
 _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
 
 
-def load(source, *, progress: bool = True):
+def load(source, *, progress: bool = True, tensorrt_layers=None):
     """Open a recording as a :class:`~kernelscope.Report`.
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), a report saved
@@ -34,11 +35,22 @@ def load(source, *, progress: bool = True):
     than a couple of seconds to read shows a progress bar (in a notebook or on a terminal;
     ``progress=False`` or ``KERNELSCOPE_PROGRESS=off`` turn it off), removed when it is done.
 
+    ``tensorrt_layers`` is a TensorRT engine's inspector JSON (``trtexec --exportLayerInfo``, or
+    ``IEngineInspector`` with detailed profiling verbosity): each launch of a layer's tactic then
+    names its layer (``trt_layer``, ``trt_layer_type``, ``trt_layers``;
+    :mod:`kernelscope.trace.tensorrt`), and a report saved from it keeps the layers.
+
     >>> import kernelscope as ks
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")
     >>> len(rep.kernels)
     2000
     """
+    if tensorrt_layers is not None:
+        from kernelscope.trace.tensorrt import read_engine_layers
+        layers = read_engine_layers(tensorrt_layers)    # first: a bad file fails before a long read
+        rep = load(source, progress=progress)
+        return Report(dataclasses.replace(rep.trace, tensorrt_layers=layers), ncu=rep.ncu,
+                      ncu_detail=rep.ncu_detail)
     if hasattr(source, "export_chrome_trace") and hasattr(source, "profiler"):
         from kernelscope.capture.live import trace_from_profiler
         return Report(trace_from_profiler(source))

@@ -261,7 +261,60 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
             k[c] = pd.arrays.IntegerArray(np.maximum(vals, 0), vals < 0)
         else:
             k[c] = pd.Series(v, dtype=object, index=k.index)
+    layers = getattr(trace, "tensorrt_layers", None)
+    if layers is not None and len(layers):
+        _annotate_layers(k, names, layers)
     return k
+
+
+def tactic_layers(names, layers) -> dict:
+    """``{kernel name: [layer rows]}``: the engine's layers whose tactic (``TacticName``) is the
+    kernel, by name: the name itself, or the tactic followed by a suffix or inside a
+    demangled name (the longest tactic that fits wins, so a tactic that is a prefix of another
+    does not take the other's kernels).
+
+    >>> import pandas as pd
+    >>> layers = pd.DataFrame({"name": ["Conv_0", "Conv_5"], "layer_type": ["CaskConvolution"] * 2,
+    ...                        "tactic": ["sm80_xmma_fprop_a", "sm80_xmma_fprop_a_aACCESS"]})
+    >>> {n: [r["name"] for r in rows] for n, rows in tactic_layers(["sm80_xmma_fprop_a_aACCESS"], layers).items()}
+    {'sm80_xmma_fprop_a_aACCESS': ['Conv_5']}
+    """
+    by_tactic = {}
+    for r in layers.to_dict("records"):
+        t = r.get("tactic")
+        if isinstance(t, str) and t:
+            by_tactic.setdefault(t, []).append(r)
+    tactics = sorted(by_tactic, key=len, reverse=True)
+    out = {}
+    for n in dict.fromkeys(str(x) for x in names if isinstance(x, str) and x):
+        for t in tactics:
+            at = n.find(t)
+            # a whole identifier: nothing of a longer name before it, no letter or digit after
+            while at >= 0 and ((at and (n[at - 1].isalnum() or n[at - 1] == "_")) or
+                               (at + len(t) < len(n) and n[at + len(t)].isalnum())):
+                at = n.find(t, at + 1)
+            if at >= 0:
+                out[n] = by_tactic[t]
+                break
+    return out
+
+
+def _annotate_layers(k, names, layers) -> None:
+    """``trt_layer`` (the layer whose tactic the launch ran; empty where several layers share
+    the tactic: which one ran is not in the name, and it is not guessed), ``trt_layer_type``
+    (where every such layer has one type) and ``trt_layers`` (how many layers use the tactic;
+    0 for a kernel no layer names). A launch that a layer's tactic names is TensorRT's."""
+    found = tactic_layers(names, layers)
+    one = {n: rows[0]["name"] if len(rows) == 1 else None for n, rows in found.items()}
+    kind = {n: (rows[0]["layer_type"] if len({r["layer_type"] for r in rows}) == 1 else None)
+            for n, rows in found.items()}
+    as_text = pd.Series(names, dtype=object, index=k.index)
+    k["trt_layer"] = as_text.map(one).astype(object).where(as_text.isin(list(found)), None)
+    k["trt_layer_type"] = as_text.map(kind).astype(object).where(as_text.isin(list(found)), None)
+    k["trt_layers"] = as_text.map({n: len(rows) for n, rows in found.items()}).fillna(0).astype("Int64")
+    hit = (k["trt_layers"] > 0).to_numpy(dtype=bool)
+    if hit.any():
+        k.loc[hit, "producer"] = "TensorRT"
 
 
 def _ints(k, col, default=-1) -> np.ndarray:

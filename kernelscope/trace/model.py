@@ -101,11 +101,18 @@ VARIANT_COLUMNS = {
     "registers": "int64", "spills": "int64", "shared_mem_bytes": "int64",
     "hash": "object", "source": "object", "source_ops": "object", "device_index": "int64",
 }
+# A TensorRT engine's layers, from its inspector JSON (``ks.load(..., tensorrt_layers=path)``,
+# kernelscope.trace.tensorrt): one row per layer in the engine's order, its tactic (the kernel it
+# runs) where the engine was built with detailed profiling verbosity.
+TENSORRT_LAYER_COLUMNS = {
+    "index": "int64", "name": "object", "layer_type": "object", "tactic": "object",
+    "tactic_value": "object", "source": "object",
+}
 TABLES = {
     "kernels": KERNEL_COLUMNS, "copies": COPY_COLUMNS, "runtime": RUNTIME_COLUMNS,
     "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "syncs": SYNC_COLUMNS,
     "devices": DEVICE_COLUMNS, "counters": COUNTER_COLUMNS, "stalls": STALL_COLUMNS,
-    "autotune": AUTOTUNE_COLUMNS, "variants": VARIANT_COLUMNS,
+    "autotune": AUTOTUNE_COLUMNS, "variants": VARIANT_COLUMNS, "tensorrt_layers": TENSORRT_LAYER_COLUMNS,
 }
 # Integers use pandas' nullable Int64 so that "not recorded" stays distinct from 0.
 
@@ -227,6 +234,7 @@ class Trace:
     stalls: pd.DataFrame = field(default_factory=lambda: frame({}, STALL_COLUMNS))
     autotune: pd.DataFrame = field(default_factory=lambda: frame({}, AUTOTUNE_COLUMNS))
     variants: pd.DataFrame = field(default_factory=lambda: frame({}, VARIANT_COLUMNS))
+    tensorrt_layers: pd.DataFrame = field(default_factory=lambda: frame({}, TENSORRT_LAYER_COLUMNS))
 
     def tables(self) -> dict:
         """The tables by name, in a fixed order."""
