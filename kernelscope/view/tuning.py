@@ -44,6 +44,19 @@ def _records(df: pd.DataFrame, cols) -> list:
     return jsonable(df.astype(object).where(df.notna(), None).to_dict("records"))
 
 
+def _layer_text(g) -> str | None:
+    """The TensorRT layer one kernel's launches ran, as the view says it (None without an
+    engine's inspector JSON, or where no layer's tactic is this kernel)."""
+    if "trt_layers" not in g.columns or not (g["trt_layers"].fillna(0) > 0).any():
+        return None
+    r = g.iloc[0]
+    kind = f" ({r['trt_layer_type']})" if isinstance(r["trt_layer_type"], str) else ""
+    if isinstance(r["trt_layer"], str):
+        return r["trt_layer"] + kind
+    return (f"one of {int(r['trt_layers'])} layers{kind} that share this tactic "
+            "(which one ran is not in the kernel name)")
+
+
 def tuning_payload(rep) -> dict:
     """``{"kernels": {name: {producer, decoded, knobs}}, "tunings": [...], "columns": ...}`` for the
     view: per kernel name its producer and the knob sets its launches ran with; per tuning its
@@ -58,6 +71,8 @@ def tuning_payload(rep) -> dict:
         # Only kernels whose producer says something the backend column does not, or with knobs.
         has = k["config"].notna() | k["num_warps"].notna() | k["config_source"].notna() | k["decoded"].notna() | \
             (k["producer"] != k["backend"])
+        if "trt_layers" in k.columns:
+            has = has | (k["trt_layers"] > 0).fillna(False)
         sub = k[has]
         for name, g in sub.groupby("name", sort=False):
             knobs = (g.assign(launches=1).groupby(["config", "num_warps", "num_stages", "spills", "config_source"],
@@ -70,6 +85,9 @@ def tuning_payload(rep) -> dict:
                 "knobs": _records(knobs.head(MAX_KNOBS), [c for c, _, _ in KNOB_COLUMNS]),
                 "knob_sets": int(len(knobs)),
             }
+            layer = _layer_text(g)
+            if layer:
+                kernels[str(name)]["trt_layer"] = layer
     tunings = []
     at = rep.autotune
     for t, g in (at.groupby("tuning", sort=True) if len(at) else []):

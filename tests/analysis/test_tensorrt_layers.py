@@ -30,8 +30,7 @@ def _tactics():
     return [layer["TacticName"] for layer in json.loads(ENGINE.read_text())["Layers"] if layer.get("TacticName")]
 
 
-@pytest.fixture(scope="module")
-def engine_trace(tmp_path_factory):
+def engine_trace_file(folder) -> Path:
     """conv_net's H200 trace with each kernel renamed to the engine's next tactic (cycling)."""
     with gzip.open(DATA / "conv_net.pt.trace.json.gz", "rt") as f:
         doc = json.load(f)
@@ -40,10 +39,15 @@ def engine_trace(tmp_path_factory):
         if e.get("cat") == "kernel":
             e["name"] = tactics[i % len(tactics)]
             i += 1
-    path = tmp_path_factory.mktemp("trt") / "engine_run.pt.trace.json.gz"
+    path = Path(folder) / "engine_run.pt.trace.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump(doc, f)
     return path
+
+
+@pytest.fixture(scope="module")
+def engine_trace(tmp_path_factory):
+    return engine_trace_file(tmp_path_factory.mktemp("trt"))
 
 
 def test_reads_the_inspector_json():

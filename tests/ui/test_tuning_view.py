@@ -18,6 +18,10 @@ TUNING = DATA / "tuning"
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
     reps = {n: ks.load(TUNING / f"{n}.ksreport.json.gz") for n in ("triton_tuning", "inductor_tuning")}
+    # A real engine inspector JSON on a trace whose kernel names are constructed from its tactics
+    # (tests/analysis/test_tensorrt_layers.py says what is real).
+    from tests.analysis.test_tensorrt_layers import ENGINE, engine_trace_file
+    reps["tensorrt"] = ks.load(engine_trace_file(root), tensorrt_layers=ENGINE)
     for n, rep in reps.items():
         (root / f"{n}.json").write_text(json.dumps(mime_payload(rep)))
     with serve_page(root) as url:
@@ -67,3 +71,13 @@ def test_inductor_choice_beside_the_cublas_kernel(site, page):
     assert "inductor max-autotune: mm at mm(1024x1024, 1024x1024)" in text and "17 candidates" in text
     assert "★ extern_kernels.mm" in text
     assert "from its name" in text and "xmma" in text
+
+
+def test_a_tensorrt_kernel_names_its_layer(site, page):
+    from tests.analysis.test_tensorrt_layers import FIRST, SHARED
+    url, _ = site
+    show(page, url, "tensorrt")
+    text = _select(page, FIRST).inner_text().replace("\t", " ")
+    assert "produced by TensorRT" in text and "TensorRT layer Conv_0 + Relu_1 (CaskConvolution)" in text
+    text = _select(page, SHARED).inner_text().replace("\t", " ")
+    assert "TensorRT layer one of 4 layers (CaskConvolution) that share this tactic" in text

@@ -41,3 +41,17 @@ def test_no_tuning_no_rows():
     assert t["tunings"] == [] and t["watched"] is None
     nvjet = [v for n, v in t["kernels"].items() if n.startswith("nvjet_")]
     assert nvjet and all(v["producer"] == "cuBLAS" and v["decoded"].startswith("nvjet:") for v in nvjet)
+
+
+def test_a_tensorrt_kernel_names_its_layer(tmp_path):
+    """Constructed names on a real trace and a real engine inspector JSON (see
+    tests/analysis/test_tensorrt_layers.py): the view says which layer ran each tactic, and
+    where several layers share one, that which one is not known."""
+    from tests.analysis.test_tensorrt_layers import ENGINE, FIRST, SHARED, engine_trace_file
+    rep = ks.load(engine_trace_file(tmp_path), tensorrt_layers=ENGINE)
+    kernels = view_model(rep)[0]["tuning"]["kernels"]
+    assert kernels[FIRST]["trt_layer"] == "Conv_0 + Relu_1 (CaskConvolution)"
+    assert kernels[SHARED]["trt_layer"] == ("one of 4 layers (CaskConvolution) that share this tactic "
+                                            "(which one ran is not in the kernel name)")
+    assert all("trt_layer" not in v for v in view_model(ks.load(TUNING / "triton_tuning.ksreport.json.gz"))[0]
+               ["tuning"]["kernels"].values())
