@@ -30,11 +30,12 @@ def _tactics():
     return [layer["TacticName"] for layer in json.loads(ENGINE.read_text())["Layers"] if layer.get("TacticName")]
 
 
-def engine_trace_file(folder) -> Path:
-    """conv_net's H200 trace with each kernel renamed to the engine's next tactic (cycling)."""
+def engine_trace_file(folder, names=None) -> Path:
+    """conv_net's H200 trace with each kernel renamed to the engine's next tactic (or the next of
+    ``names``), cycling."""
     with gzip.open(DATA / "conv_net.pt.trace.json.gz", "rt") as f:
         doc = json.load(f)
-    tactics, i = _tactics(), 0
+    tactics, i = names or _tactics(), 0
     for e in doc["traceEvents"]:
         if e.get("cat") == "kernel":
             e["name"] = tactics[i % len(tactics)]
@@ -95,6 +96,14 @@ def test_without_the_json_the_name_says_tensorrt(engine_trace):
     # TensorRT's own kernels (trt_*) say TensorRT built them; the library tactics it picked
     # (cuDNN's, xmma's) cannot be told from a framework's launch of the same kernel by name.
     assert set(k[k["name"] == FIRST]["producer"]) == {"TensorRT"}
+
+
+def test_tensorrt_naming_says_tensorrt_without_the_json(tmp_path):
+    """Constructed names in TensorRT's own forms (a Myelin-fused kernel, a tactic kernel ending in
+    _kernel_trt): no inspector JSON, and the producer is still TensorRT."""
+    names = ["__myl_ResMulSumAddCas_myl0_3", FIRST.replace("trt_", "sm80_") + "_kernel_trt"]
+    k = ks.load(engine_trace_file(tmp_path, names)).kernels
+    assert set(k["producer"]) == {"TensorRT"} and set(k["name"]) == set(names)
 
 
 def test_names_only_json_matches_nothing(engine_trace):
