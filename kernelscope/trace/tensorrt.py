@@ -35,8 +35,8 @@ def read_engine_layers(path):
     ``index``, ``name``, ``layer_type``, ``tactic`` (``TacticName``), ``tactic_value`` and
     ``source`` (the file's name).
 
-    >>> layers = read_engine_layers("resnet18_fp16_a100.engine.graph.json")   # doctest: +SKIP
-    >>> layers[["name", "layer_type"]].iloc[1].tolist()                          # doctest: +SKIP
+    >>> layers = read_engine_layers("tensorrt/resnet18_fp16_a100.engine.graph.json")
+    >>> layers[["name", "layer_type"]].iloc[1].tolist()
     ['Conv_0 + Relu_1', 'CaskConvolution']
     """
     path = os.fspath(path)
