@@ -37,7 +37,7 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
 
     ``tensorrt_layers`` is a TensorRT engine's inspector JSON (``trtexec --exportLayerInfo``, or
     ``IEngineInspector`` with detailed profiling verbosity): each launch of a layer's tactic then
-    names its layer (``trt_layer``, ``trt_layer_type``, ``trt_layers``;
+    names its layer (``trt_layer``, ``trt_layer_type``, ``trt_layers``, ``trt_layer_source``;
     :mod:`kernelscope.trace.tensorrt`), and a report saved from it keeps the layers.
 
     >>> import kernelscope as ks

@@ -299,22 +299,65 @@ def tactic_layers(names, layers) -> dict:
     return out
 
 
+BY_TACTIC = "its tactic's name (no other layer runs it)"
+BY_ORDER = "the engine's layer order (a whole pass of its tactics, in order, on one stream)"
+
+
 def _annotate_layers(k, names, layers) -> None:
-    """``trt_layer`` (the layer whose tactic the launch ran; empty where several layers share
-    the tactic: which one ran is not in the name, and it is not guessed), ``trt_layer_type``
-    (where every such layer has one type) and ``trt_layers`` (how many layers use the tactic;
-    0 for a kernel no layer names). A launch that a layer's tactic names is TensorRT's."""
+    """``trt_layer`` (the layer the launch ran), ``trt_layer_type``, ``trt_layers`` (how many
+    layers use its tactic; 0 for a kernel no layer names) and ``trt_layer_source``. A tactic
+    that one layer runs names it. One that several layers share names none by itself: a launch
+    is given one of them only inside a whole pass of the engine, every tactic layer's kernel in
+    the inspector's layer order on one stream, where its position says which; elsewhere it stays
+    empty (not guessed), with the type where all those layers have one. A launch that a layer's
+    tactic names is TensorRT's."""
     found = tactic_layers(names, layers)
     one = {n: rows[0]["name"] if len(rows) == 1 else None for n, rows in found.items()}
     kind = {n: (rows[0]["layer_type"] if len({r["layer_type"] for r in rows}) == 1 else None)
             for n, rows in found.items()}
     as_text = pd.Series(names, dtype=object, index=k.index)
-    k["trt_layer"] = as_text.map(one).astype(object).where(as_text.isin(list(found)), None)
-    k["trt_layer_type"] = as_text.map(kind).astype(object).where(as_text.isin(list(found)), None)
+    known = as_text.isin(list(found))
+    layer = as_text.map(one).astype(object).where(known, None)
+    ltype = as_text.map(kind).astype(object).where(known, None)
+    source = pd.Series(np.where(layer.notna(), BY_TACTIC, None), dtype=object, index=k.index)
+    for i, row in _by_engine_order(k, names, found, layers).items():
+        if pd.isna(layer.iat[i]):       # a unique tactic's layer is already known by name
+            layer.iat[i], ltype.iat[i], source.iat[i] = row["name"], row["layer_type"], BY_ORDER
+    k["trt_layer"], k["trt_layer_type"], k["trt_layer_source"] = (
+        c.astype(object).where(c.notna(), None) for c in (layer, ltype, source))
     k["trt_layers"] = as_text.map({n: len(rows) for n, rows in found.items()}).fillna(0).astype("Int64")
     hit = (k["trt_layers"] > 0).to_numpy(dtype=bool)
     if hit.any():
         k.loc[hit, "producer"] = "TensorRT"
+
+
+def _by_engine_order(k, names, found, layers) -> dict:
+    """``{launch position: layer row}`` for the launches inside whole passes of the engine: on
+    one stream, in start order, the kernels that name a tactic are exactly the tactic layers'
+    kernels in the engine's layer order. Only needed where a tactic is shared."""
+    plan = [r for r in layers.sort_values("index").to_dict("records") if isinstance(r.get("tactic"), str) and r["tactic"]]
+    if not plan or all(len(rows) == 1 for rows in found.values()):
+        return {}
+    # Each launch's tactic (the one its name matched), and the plan as tactics.
+    tactic_of = {n: rows[0]["tactic"] for n, rows in found.items()}
+    want = [r["tactic"] for r in plan]
+    m = len(want)
+    out = {}
+    order = pd.DataFrame({"pos": np.arange(len(k)), "tactic": [tactic_of.get(n) for n in names],
+                          "stream": k["stream"].to_numpy() if "stream" in k.columns else 0,
+                          "device": k["device_index"].to_numpy() if "device_index" in k.columns else 0,
+                          "start": k["start_us"].to_numpy() if "start_us" in k.columns else np.arange(len(k))})
+    order = order[order["tactic"].notna()]
+    for _, g in order.sort_values("start", kind="stable").groupby(["device", "stream"], sort=False, dropna=False):
+        seq, pos = g["tactic"].tolist(), g["pos"].tolist()
+        i = 0
+        while i + m <= len(seq):
+            if seq[i:i + m] == want:
+                out.update({pos[i + j]: plan[j] for j in range(m)})
+                i += m
+            else:
+                i += 1
+    return out
 
 
 def _ints(k, col, default=-1) -> np.ndarray:

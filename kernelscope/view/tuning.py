@@ -13,6 +13,7 @@ from kernelscope.jsonable import jsonable
 
 MAX_ROWS = 50          # candidates of one tuning sent to the browser
 MAX_KNOBS = 12         # distinct knob sets of one kernel's launches
+MAX_LAYERS = 6         # TensorRT layers named for one kernel
 # (key, label, tooltip) of the candidates table, in order.
 CANDIDATE_COLUMNS = [
     ("config", "config", "the configuration as its producer writes it"),
@@ -45,16 +46,24 @@ def _records(df: pd.DataFrame, cols) -> list:
 
 
 def _layer_text(g) -> str | None:
-    """The TensorRT layer one kernel's launches ran, as the view says it (None without an
+    """The TensorRT layers one kernel's launches ran, as the view says it (None without an
     engine's inspector JSON, or where no layer's tactic is this kernel)."""
     if "trt_layers" not in g.columns or not (g["trt_layers"].fillna(0) > 0).any():
         return None
     r = g.iloc[0]
     kind = f" ({r['trt_layer_type']})" if isinstance(r["trt_layer_type"], str) else ""
-    if isinstance(r["trt_layer"], str):
-        return r["trt_layer"] + kind
-    return (f"one of {int(r['trt_layers'])} layers{kind} that share this tactic "
-            "(which one ran is not in the kernel name)")
+    named = list(dict.fromkeys(x for x in g["trt_layer"] if isinstance(x, str)))
+    parts = []
+    if len(named) == 1:
+        parts.append(named[0] + kind)
+    elif named:
+        shown = ", ".join(named[:MAX_LAYERS]) + (f" and {len(named) - MAX_LAYERS} more" if len(named) > MAX_LAYERS else "")
+        parts.append(f"{len(named)} layers{kind}, each launch's from the engine's layer order: {shown}")
+    unnamed = int(g["trt_layer"].isna().sum())
+    if unnamed:
+        parts.append(f"{'' if not named else f'{unnamed} launches: '}one of {int(r['trt_layers'])} layers{kind} "
+                     "that share this tactic (which one ran is not in the kernel name)")
+    return "; ".join(parts)
 
 
 def tuning_payload(rep) -> dict:

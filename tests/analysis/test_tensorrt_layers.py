@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.producers import tactic_layers
+from kernelscope.analysis.producers import BY_ORDER, BY_TACTIC, tactic_layers
 from kernelscope.trace.tensorrt import read_engine_layers
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -74,12 +74,30 @@ def test_each_launch_names_its_layer(engine_trace):
     assert set(first["trt_layer"]) == {"Conv_0 + Relu_1"} and set(first["trt_layer_type"]) == {"CaskConvolution"}
     pool = k[k["name"].str.contains("pooling_fw_4d")]
     assert set(pool["trt_layer"]) == {"GlobalAveragePool_46"} and set(pool["trt_layer_type"]) == {"CaskPooling"}
-    # Four layers run SHARED: which one a launch was is not in its name, so it is not guessed.
+    assert set(first["trt_layer_source"]) == {BY_TACTIC}
+    # Four layers run SHARED: its name does not say which; the trace holds two whole passes of the
+    # engine (every tactic layer's kernel in layer order), so each launch's position does.
     shared = k[k["name"] == SHARED]
-    assert len(shared) and shared["trt_layer"].isna().all() and (shared["trt_layers"] == 4).all()
-    assert set(shared["trt_layer_type"]) == {"CaskConvolution"}
+    assert (shared["trt_layers"] == 4).all() and set(shared["trt_layer_source"]) == {BY_ORDER}
+    assert shared["trt_layer"].tolist() == ["Conv_3 + Relu_4", "Conv_5 + Add_6 + Relu_7", "Conv_8 + Relu_9",
+                                            "Conv_10 + Add_11 + Relu_12"] * 2
+    assert k["trt_layer"].notna().all()
     # The backend stays the library the name says (cuDNN's and xmma kernels), the producer is TensorRT.
     assert {"TensorRT"} < set(k["backend"])
+
+
+def test_outside_a_whole_pass_a_shared_tactic_names_no_layer(tmp_path):
+    """Constructed order: one whole pass, then the same tactics starting one layer late (not a
+    pass of the engine in its order): there a shared tactic's launch is not given a layer."""
+    tactics = _tactics()
+    k = ks.load(engine_trace_file(tmp_path, tactics + tactics[1:] + tactics[:1]), tensorrt_layers=ENGINE).kernels
+    assert k.iloc[:22]["trt_layer"].notna().all()
+    late = k.iloc[22:]
+    shared = late[late["name"] == SHARED]
+    assert len(shared) == 4 and shared["trt_layer"].isna().all() and shared["trt_layer_source"].isna().all()
+    assert set(shared["trt_layer_type"]) == {"CaskConvolution"}        # all four layers are convolutions
+    unique = late[late["trt_layers"] == 1]
+    assert unique["trt_layer"].notna().all() and set(unique["trt_layer_source"]) == {BY_TACTIC}
 
 
 def test_saved_report_keeps_the_layers(engine_trace, tmp_path):

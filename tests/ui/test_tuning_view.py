@@ -20,8 +20,9 @@ def site(tmp_path_factory):
     reps = {n: ks.load(TUNING / f"{n}.ksreport.json.gz") for n in ("triton_tuning", "inductor_tuning")}
     # A real engine inspector JSON on a trace whose kernel names are constructed from its tactics
     # (tests/analysis/test_tensorrt_layers.py says what is real).
-    from tests.analysis.test_tensorrt_layers import ENGINE, engine_trace_file
-    reps["tensorrt"] = ks.load(engine_trace_file(root), tensorrt_layers=ENGINE)
+    from tests.analysis.test_tensorrt_layers import ENGINE, _tactics, engine_trace_file
+    t = _tactics()      # one whole pass of the engine, then one that starts a layer late
+    reps["tensorrt"] = ks.load(engine_trace_file(root, t + t[1:] + t[:1]), tensorrt_layers=ENGINE)
     for n, rep in reps.items():
         (root / f"{n}.json").write_text(json.dumps(mime_payload(rep)))
     with serve_page(root) as url:
@@ -80,4 +81,5 @@ def test_a_tensorrt_kernel_names_its_layer(site, page):
     text = _select(page, FIRST).inner_text().replace("\t", " ")
     assert "produced by TensorRT" in text and "TensorRT layer Conv_0 + Relu_1 (CaskConvolution)" in text
     text = _select(page, SHARED).inner_text().replace("\t", " ")
-    assert "TensorRT layer one of 4 layers (CaskConvolution) that share this tactic" in text
+    assert "TensorRT layer 4 layers (CaskConvolution), each launch's from the engine's layer order" in text
+    assert "4 launches: one of 4 layers (CaskConvolution) that share this tactic" in text

@@ -45,13 +45,17 @@ def test_no_tuning_no_rows():
 
 def test_a_tensorrt_kernel_names_its_layer(tmp_path):
     """Constructed names on a real trace and a real engine inspector JSON (see
-    tests/analysis/test_tensorrt_layers.py): the view says which layer ran each tactic, and
-    where several layers share one, that which one is not known."""
-    from tests.analysis.test_tensorrt_layers import ENGINE, FIRST, SHARED, engine_trace_file
-    rep = ks.load(engine_trace_file(tmp_path), tensorrt_layers=ENGINE)
+    tests/analysis/test_tensorrt_layers.py): the view says which layer ran each tactic; where
+    several layers share one, the layers the engine's order names, and how many launches it
+    could not name."""
+    from tests.analysis.test_tensorrt_layers import ENGINE, FIRST, SHARED, _tactics, engine_trace_file
+    t = _tactics()
+    rep = ks.load(engine_trace_file(tmp_path, t + t[1:] + t[:1]), tensorrt_layers=ENGINE)
     kernels = view_model(rep)[0]["tuning"]["kernels"]
     assert kernels[FIRST]["trt_layer"] == "Conv_0 + Relu_1 (CaskConvolution)"
-    assert kernels[SHARED]["trt_layer"] == ("one of 4 layers (CaskConvolution) that share this tactic "
-                                            "(which one ran is not in the kernel name)")
+    assert kernels[SHARED]["trt_layer"] == (
+        "4 layers (CaskConvolution), each launch's from the engine's layer order: Conv_3 + Relu_4, "
+        "Conv_5 + Add_6 + Relu_7, Conv_8 + Relu_9, Conv_10 + Add_11 + Relu_12; 4 launches: one of 4 layers "
+        "(CaskConvolution) that share this tactic (which one ran is not in the kernel name)")
     assert all("trt_layer" not in v for v in view_model(ks.load(TUNING / "triton_tuning.ksreport.json.gz"))[0]
                ["tuning"]["kernels"].values())
