@@ -95,8 +95,8 @@ def tuning_payload(rep) -> dict:
                 "knob_sets": int(len(knobs)),
             }
             layer = _layer_text(g)
-            if layer:
-                kernels[str(name)]["trt_layer"] = layer
+            if layer:       # more (label, text) rows of the kernel's facts
+                kernels[str(name)]["facts"] = [["TensorRT layer", layer]]
     tunings = []
     at = rep.autotune
     for t, g in (at.groupby("tuning", sort=True) if len(at) else []):

@@ -52,10 +52,10 @@ def test_a_tensorrt_kernel_names_its_layer(tmp_path):
     t = _tactics()
     rep = ks.load(engine_trace_file(tmp_path, t + t[1:] + t[:1]), tensorrt_layers=ENGINE)
     kernels = view_model(rep)[0]["tuning"]["kernels"]
-    assert kernels[FIRST]["trt_layer"] == "Conv_0 + Relu_1 (CaskConvolution)"
-    assert kernels[SHARED]["trt_layer"] == (
+    assert kernels[FIRST]["facts"] == [["TensorRT layer", "Conv_0 + Relu_1 (CaskConvolution)"]]
+    assert kernels[SHARED]["facts"][0][1] == (
         "4 layers (CaskConvolution), each launch's from the engine's layer order: Conv_3 + Relu_4, "
         "Conv_5 + Add_6 + Relu_7, Conv_8 + Relu_9, Conv_10 + Add_11 + Relu_12; 4 launches: one of 4 layers "
         "(CaskConvolution) that share this tactic (which one ran is not in the kernel name)")
-    assert all("trt_layer" not in v for v in view_model(ks.load(TUNING / "triton_tuning.ksreport.json.gz"))[0]
+    assert all("facts" not in v for v in view_model(ks.load(TUNING / "triton_tuning.ksreport.json.gz"))[0]
                ["tuning"]["kernels"].values())

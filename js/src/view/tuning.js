@@ -35,7 +35,7 @@ export function tuningBlock(model, names, ops) {
   const block = h("div", { class: "ks-detail-block ks-tuning" }, h("h4", { text: "Tuning" }));
   for (const [name, v] of known) {
     const facts = [["produced by", v.producer], ["fused ops", v.source_ops], ["kernel source", v.kernel_source],
-      ["from its name", v.decoded], ["TensorRT layer", v.trt_layer]].filter(([, x]) => x);
+      ["from its name", v.decoded], ...(v.facts || [])].filter(([, x]) => x);
     block.append(h("table", { class: "ks-kv" }, h("tbody", {}, facts.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b }))))));
     const knobs = (v.knobs || []).filter((r) => r.config !== null || r.num_warps !== null || r.config_source !== null);
     if (knobs.length) {
