@@ -43,6 +43,10 @@ FROM_PROCESS = "process (compiled variant)"
 FROM_TUNER = "process (its tuner's candidate with this launch's warps)"
 AMBIGUOUS = "not identified: several compiled variants match this launch"
 NO_MATCH = "not identified: no compiled variant matches this launch"
+# The profiler range the tuning watch (capture/tuning.py) puts around each config Triton's
+# autotuner times: "triton.autotune benchmark: <kernel> [<config>]". Launches inside one are the
+# tuner's own; the others used the config it chose.
+BENCH_RANGE = "triton.autotune benchmark"
 
 _TYPES = r"(?:f16|bf16|f32|tf32|f64|s8|u8|s4|u4|e4m3|e5m2|s32|void|c\d+|z\d+|\w+?)"
 _CUTLASS3 = re.compile(
