@@ -199,8 +199,8 @@ def test_autotuner_pays_nothing_per_launch_and_is_given_back():
 
 def test_autotuner_cache_hit_and_pruned_to_one():
     got = _interpreted()
-    assert [(r[0], r[1], r[3], r[4]) for r in got["hits"]] == [("64, torch.float32", "BLOCK=64", True, True),
-                                                              ("128, torch.float32", "BLOCK=64", True, True)]
+    assert sorted((r[0], r[1], r[3], r[4]) for r in got["hits"]) == [("128, torch.float32", "BLOCK=64", True, True),
+                                                                      ("64, torch.float32", "BLOCK=64", True, True)]
     assert all(r[5].endswith("Triton keeps only the winner of this shape") for r in got["hits"])
     assert sorted(got["hit"]) == [["BLOCK=16", False, True], ["BLOCK=32", False, True], ["BLOCK=64", True, True]]
     rows, benched = got["pruned"]
