@@ -531,7 +531,8 @@ class TuningWatch:
                 "description": str(getattr(r, "status", "") or "") or None,
                 "num_warps": _num(d.get("num_warps")), "num_stages": _num(d.get("num_stages")), "num_ctas": None,
                 "p50_ms": perf if perf is not None and perf != float("inf") else None, "p20_ms": None, "p80_ms": None,
-                "registers": None, "spills": None, "shared_mem_bytes": None, "winner": False, "cached": False,
+                "registers": None, "spills": None, "shared_mem_bytes": None, "resources_source": None,
+                "winner": False, "cached": False,
                 "note": "Helion's own timing (one figure per config); registers not matched to its variants",
             })
 
@@ -565,6 +566,7 @@ class TuningWatch:
                 if isinstance(info.get("GROUP_M"), int) and info["GROUP_M"] >= 0:
                     kw["GROUP_M"] = info["GROUP_M"]
                 desc = str(getattr(c, "description", "") or "")
+                res = {} if extern else template_resources(c)
                 self._feedback.append({
                     "kernel": str(getattr(c, "name", "?")), "producer": "Inductor", "tuner": "inductor max-autotune",
                     "tuning": tuning, "op": str(name), "shape_key": key,
@@ -575,9 +577,10 @@ class TuningWatch:
                     "num_warps": _num(info.get("num_warps")) if not extern else None,
                     "num_stages": _num(info.get("num_stages")) if not extern else None,
                     "num_ctas": None, "p50_ms": num(t), "p20_ms": None, "p80_ms": None,
-                    "registers": _num(getattr(c, "n_regs", None)), "spills": None, "shared_mem_bytes": None,
+                    "registers": res.get("registers"), "spills": res.get("spills"),
+                    "shared_mem_bytes": res.get("shared_mem_bytes"), "resources_source": res.get("source"),
                     "winner": c is best, "cached": False,
-                    "note": FAILED if num(t) is None else None if not extern else
+                    "note": FAILED if num(t) is None else res.get("why") if not extern else
                     "an extern kernel (cuBLAS/ATen): no Triton config",
                 })
         except Exception as e:  # noqa: BLE001
@@ -659,6 +662,7 @@ class TuningWatch:
                 "num_ctas": _num(getattr(cfg, "num_ctas", None)),
                 "p50_ms": p50, "p20_ms": p20, "p80_ms": p80,
                 "registers": v["registers"] if v else None, "spills": v["spills"] if v else None,
+                "resources_source": FROM_VARIANT if v and v["registers"] is not None else None,
                 "shared_mem_bytes": v["shared_mem_bytes"] if v else None,
                 "winner": cfg is winner or cfg == winner, "cached": bool(cached),
                 "note": note if note else FAILED if p50 is None and t is not None else
@@ -713,6 +717,66 @@ class TuningWatch:
                             "spills": None, "shared_mem_bytes": None, "hash": None, "source": None,
                             "source_ops": ops, "device_index": None, "_consts": {}})
         return out
+
+
+FROM_CHOICE = "Inductor's choice (its launcher's n_regs at precompile)"
+FROM_LAUNCHER = "Inductor's benchmark kernel (its launcher, after the benchmark ran it)"
+FROM_BINARY = "Inductor's benchmark kernel (its compiled binary, after the benchmark ran it)"
+FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
+
+
+def _benchmark_kernel(bmreq):
+    """The CachingAutotuner an Inductor template choice was benchmarked with: its benchmark
+    request's module (kept on it, or in PyCodeCache by path) and kernel name."""
+    name = getattr(bmreq, "kernel_name", None)
+    path = getattr(bmreq, "module_path", None)
+    if not isinstance(name, str):
+        return None
+    mod = getattr(bmreq, "_benchmark_module", None)
+    if mod is None and isinstance(path, str):
+        cache = getattr(sys.modules.get("torch._inductor.codecache"), "PyCodeCache", None)
+        by_path = getattr(cache, "modules_no_attr", None)
+        mod = by_path.get(path) if isinstance(by_path, dict) else None
+        if mod is None:
+            mods = getattr(cache, "modules", None)
+            mods = list(mods.values()) if isinstance(mods, dict) else list(mods or [])
+            mod = next((m for m in reversed(mods) if getattr(m, "__file__", None) == path), None)
+    return getattr(mod, name, None) if mod is not None else None
+
+
+def template_resources(choice) -> dict:
+    """Registers, spills and shared memory of one Inductor template choice, read after its
+    benchmark, with where they came from (``source``) or why they are not known (``why``):
+    its benchmark kernel's launcher, else that kernel's compiled binary (Triton fills ``n_regs``
+    once it has run), else the choice's own ``n_regs`` (registers only: Inductor's, at precompile).
+
+    >>> template_resources(object())["why"]
+    "registers not known: this choice has no benchmark request (not Inductor's Triton template)"
+    """
+    bmreq = getattr(choice, "bmreq", None)
+    if bmreq is None:
+        return {"why": "registers not known: this choice has no benchmark request (not Inductor's Triton template)"}
+    kernel = _benchmark_kernel(bmreq)
+    launchers = getattr(kernel, "launchers", None)
+    ln = launchers[0] if isinstance(launchers, list) and len(launchers) == 1 else None
+    results = getattr(kernel, "compile_results", None)
+    binary = getattr(results[0], "kernel", None) if isinstance(results, list) and len(results) == 1 else None
+    out = {}
+    for obj, label in ((ln, FROM_LAUNCHER), (binary, FROM_BINARY)):
+        regs = _num(getattr(obj, "n_regs", None)) if obj is not None else None
+        if regs is not None:     # the three numbers of one object, labelled with it
+            shared = _num(getattr(obj, "shared", None))
+            out = {"registers": regs, "spills": _num(getattr(obj, "n_spills", None)), "source": label,
+                   "shared_mem_bytes": shared if shared is not None else
+                   _num(getattr(getattr(obj, "metadata", None), "shared", None))}
+            break
+    if not out and _num(getattr(choice, "n_regs", None)) is not None:
+        out = {"registers": _num(choice.n_regs), "source": FROM_CHOICE}
+    out.setdefault("registers", None)
+    if out["registers"] is None:
+        out["why"] = ("registers not known: Inductor released this choice's benchmark kernel before it was read"
+                      if kernel is None else "registers not known: its benchmark kernel does not say (n_regs empty)")
+    return out
 
 
 def _origins(path) -> dict:
