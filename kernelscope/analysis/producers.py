@@ -414,21 +414,21 @@ def autotune_table(trace, kernels=None) -> pd.DataFrame:
     # its compiled variant.
     a.loc[a["resources_source"].isna() & a["registers"].notna() & (a["tuner"] == "triton.autotune"),
           "resources_source"] = FROM_VARIANT
-    launches, bench, rows = candidate_launches(a, kernels)
+    launches, bench, rows = candidate_launches(a, kernels, getattr(trace, "ops", None))
     a["launches"], a["benchmark_launches"] = launches, bench
     a["kernel_rows"] = pd.Series(rows, dtype=object, index=a.index)
     a = a.sort_values(["tuning", "rank"], kind="stable", na_position="last").reset_index(drop=True)
     return a[[c for c in AUTOTUNE_VIEW_COLUMNS if c in a.columns]]
 
 
-def candidate_launches(a: pd.DataFrame, kernels) -> tuple:
+def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     """For each candidate of ``a`` (``trace.autotune``), the launches of ``kernels`` that ran it:
     (count, how many of them were the tuner's own benchmark, their row positions in ``kernels``).
 
     A Triton or Helion candidate ran where a launch of its kernel was identified as its config
     (``config``, from the compiled variant its registers and shared memory match) with its warps.
-    The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges; a recording
-    without them (made before the watch set them) cannot tell those apart (None). Inductor's
+    The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges (their op,
+    or their launch call within one of ``ops`` on its thread); a recording without them (made before the watch set them) cannot tell those apart (None). Inductor's
     choices are benchmarked under a placeholder name and are not linked (empty).
 
     >>> candidate_launches(pd.DataFrame({"kernel": [], "tuner": [], "config": [], "num_warps": []}), None)[0].tolist()
@@ -447,7 +447,22 @@ def candidate_launches(a: pd.DataFrame, kernels) -> tuple:
     pos = np.flatnonzero(ok)
     op = k["op"].to_numpy(dtype=object)[pos] if "op" in k.columns else np.full(len(pos), None, dtype=object)
     in_bench = np.array([isinstance(o, str) and o.startswith(BENCH_RANGE) for o in op], dtype=bool)
-    marked = bool(in_bench.any()) or ("op" in k.columns and k["op"].astype(str).str.startswith(BENCH_RANGE).any())
+    marked = bool(in_bench.any())
+    ranges = ops[ops["name"].astype(str).str.startswith(BENCH_RANGE)] if ops is not None and len(ops) else None
+    if ranges is not None and len(ranges):
+        marked = True
+        if {"launch_start_us", "launch_tid"} <= set(k.columns):
+            at = pd.to_numeric(k["launch_start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[pos]
+            tid = k["launch_tid"].astype(str).to_numpy()[pos]
+            for t, r in ranges.groupby(ranges["tid"].astype(str)):
+                lo = r["start_us"].to_numpy(dtype=float)
+                hi = lo + r["duration_us"].to_numpy(dtype=float)
+                order = np.argsort(lo)
+                lo, hi = lo[order], hi[order]
+                mine = tid == t
+                j = np.searchsorted(lo, at[mine], side="right") - 1
+                inside = (j >= 0) & (at[mine] <= hi[np.maximum(j, 0)])
+                in_bench[np.flatnonzero(mine)[inside]] = True
     warps = k["num_warps"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)[pos]
     groups: dict = {}
     for i, (nm, cfg, w) in enumerate(zip(k["name"].to_numpy(dtype=object)[pos], k["config"].to_numpy(dtype=object)[pos], warps)):
