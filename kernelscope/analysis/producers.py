@@ -428,8 +428,9 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     A Triton or Helion candidate ran where a launch of its kernel was identified as its config
     (``config``, from the compiled variant its registers and shared memory match) with its warps.
     The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges (their op,
-    or their launch call within one of ``ops`` on its thread); a recording without them (made before the watch set them) cannot tell those apart (None). Inductor's
-    choices are benchmarked under a placeholder name and are not linked (empty).
+    or their launch call within one of ``ops`` on its thread); a recording without them (made
+    before the watch set them) cannot tell those apart (None). Inductor's choices are
+    benchmarked under a placeholder name and are not linked (empty).
 
     >>> candidate_launches(pd.DataFrame({"kernel": [], "tuner": [], "config": [], "num_warps": []}), None)[0].tolist()
     []
@@ -437,7 +438,7 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     n = len(a)
     count = pd.array([pd.NA] * n, dtype="Int64")
     bench = pd.array([pd.NA] * n, dtype="Int64")
-    rows = [None] * n
+    rows: list = [None] * n
     if kernels is None or not len(kernels) or "config" not in kernels.columns or not n:
         return count, bench, rows
     k = kernels

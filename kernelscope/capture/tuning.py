@@ -371,7 +371,7 @@ class TuningWatch:
         def prune_configs(*args, **kwargs):
             watch._settle(key)
             state[7] = []
-            state[8] = (id(getattr(at, "configs_timings", None)), getattr(at, "bench_time", None))
+            state[8] = id(getattr(at, "configs_timings", None))
             return prune(*args, **kwargs)
 
         def tuned(k, winner):
@@ -386,7 +386,7 @@ class TuningWatch:
                 d.pop(a, None)
             return False
         state[6] = True
-        state[8] = (id(getattr(at, "configs_timings", None)), getattr(at, "bench_time", None))
+        state[8] = id(getattr(at, "configs_timings", None))
         self._hooked.append(at)
         return True
 
@@ -400,7 +400,7 @@ class TuningWatch:
         at = state[0]
         pending, state[9] = state[9], []
         try:
-            for k, winner, benched, (ct_id, bench_time) in pending:
+            for k, winner, benched, ct_id in pending:
                 timings = getattr(at, "configs_timings", None)
                 if benched:          # timed in this region, config by config
                     self._tunings.append((key, k, dict(benched), winner, True))
@@ -449,7 +449,7 @@ class TuningWatch:
         keys = set(cache) if isinstance(cache, dict) else set()
         # [autotuner, keys known (grows), timings before the region, bench_time, keys before the region,
         #  id of its timings, hooked?, (config, times) benchmarked since the tuning began,
-        #  (id of its timings, bench_time) when it began, tunings noted by the cache and not yet settled]
+        #  id of its timings when it began, tunings noted by the cache and not yet settled]
         seen = [at, keys, dict(timings) if isinstance(timings, dict) else None, getattr(at, "bench_time", None),
                 frozenset(keys), id(timings), False, [], None, []]
         self._autotuners[id(at)] = seen
