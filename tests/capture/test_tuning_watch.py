@@ -166,11 +166,20 @@ _INTERPRETED = """
         one[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
     out["pruned"] = [p.report.autotune[["config", "p50_ms", "winner", "note"]].astype(object).where(
         p.report.autotune.notna(), None).values.tolist(), len(timed) - n0]
+    import collections
+    odd = tuner()
+    odd.cache = collections.OrderedDict()       # not the dict the hooks expect: watched call by call
+    with ks.profile() as p:
+        for _ in range(3):
+            odd[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["odd"] = [p.report.autotune[["config", "winner"]].values.tolist(), "run" in vars(odd), type(odd.cache).__name__]
     print("RESULT", json.dumps(out))
 """
 
 
-def _interpreted():
+@pytest.fixture(scope="module")
+def interpreted():
+    """What the watch collected from Triton's interpreted autotuner (one child process)."""
     pytest.importorskip("triton")
     r = _child(_INTERPRETED)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -178,12 +187,12 @@ def _interpreted():
     return json.loads(next(line for line in r.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 
-def test_autotuner_pays_nothing_per_launch_and_is_given_back():
+def test_autotuner_pays_nothing_per_launch_and_is_given_back(interpreted):
     """Triton's real Autotuner (its interpreter, no GPU): after its first launch in the region it
     runs Triton's own ``run`` and a dict cache; each tuning is still collected with its own times
     (two shapes, the second tuning replacing Triton's configs_timings), and stop() gives back a
     plain dict holding every key, no instance attributes, the class's run."""
-    got = _interpreted()
+    got = interpreted
     assert got["during"] == ["_NoteNewKeys", True]
     assert got["after"] == [True, 2, [], True]
     rows = got["rows"]
@@ -197,12 +206,15 @@ def test_autotuner_pays_nothing_per_launch_and_is_given_back():
     assert got["ranges"] == [f"triton.autotune benchmark: add_one [BLOCK={b}]" for b in (16, 32, 64)]
 
 
-def test_autotuner_cache_hit_and_pruned_to_one():
-    got = _interpreted()
+def test_autotuner_cache_hit_and_pruned_to_one(interpreted):
+    got = interpreted
     assert sorted((r[0], r[1], r[3], r[4]) for r in got["hits"]) == [("128, torch.float32", "BLOCK=64", True, True),
                                                                       ("64, torch.float32", "BLOCK=64", True, True)]
     assert all(r[5].endswith("Triton keeps only the winner of this shape") for r in got["hits"])
     assert sorted(got["hit"]) == [["BLOCK=16", False, True], ["BLOCK=32", False, True], ["BLOCK=64", True, True]]
+    # an autotuner whose cache is not a plain dict is not hooked: each call is watched instead
+    rows, hooked, kind = got["odd"]
+    assert len(rows) == 3 and sum(w for _, w in rows) == 1 and not hooked and kind == "OrderedDict"
     rows, benched = got["pruned"]
     assert len(rows) == 1 and rows[0][0] == "BLOCK=16" and rows[0][2]
     if benched:      # Triton 3.6 times even the one config left
