@@ -325,7 +325,7 @@ class TuningWatch:
             if seen is None:
                 seen = watch._first_seen(at)
                 # Hooked where it tunes: its later launches call Triton's own run (nothing per launch).
-                if watch._hook(at, orig):
+                if watch._hook(at, orig, cls):
                     return orig(at, *args, **kwargs)
             if seen[6]:       # hooked, but called through the class (Autotuner.run(at, ...))
                 return orig(at, *args, **kwargs)
@@ -340,13 +340,17 @@ class TuningWatch:
         self._patches.append((cls, "run", orig))
         cls.run = run
 
-    def _hook(self, at, orig_run) -> bool:
+    def _hook(self, at, orig_run, cls) -> bool:
         """Give one autotuner Triton's own bound ``run`` and watch it only where it tunes: its
         ``cache`` becomes a dict whose ``__setitem__`` notes a newly tuned key (lookups stay
         dict's own), its ``_bench`` collects each config's times as they are measured (inside a
         profiler range named :data:`BENCH_RANGE`, so the trace tells the tuner's launches from
         the ones that used the winner), its ``prune_configs`` marks where a tuning starts. False
-        (nothing changed) where this Triton's autotuner does not have that shape."""
+        (nothing changed) where this Triton's autotuner does not have that shape, or its class
+        has a ``run`` of its own (which Triton's bound ``run`` would skip)."""
+        owner = next((c for c in type(at).__mro__ if "run" in vars(c)), None)
+        if owner is not cls:
+            return False
         cache, d = getattr(at, "cache", None), getattr(at, "__dict__", None)
         bench, prune = getattr(at, "_bench", None), getattr(at, "prune_configs", None)
         if type(cache) is not dict or not isinstance(d, dict) or not callable(bench) or not callable(prune):

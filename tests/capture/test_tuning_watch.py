@@ -173,6 +173,17 @@ _INTERPRETED = """
         for _ in range(3):
             odd[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
     out["odd"] = [p.report.autotune[["config", "winner"]].values.tolist(), "run" in vars(odd), type(odd.cache).__name__]
+    class Counting(Autotuner):                  # a subclass with a run of its own keeps it
+        calls = 0
+        def run(self, *args, **kwargs):
+            Counting.calls += 1
+            return super().run(*args, **kwargs)
+    sub = tuner()
+    sub.__class__ = Counting
+    with ks.profile() as p:
+        for _ in range(3):
+            sub[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["subclass"] = [Counting.calls, len(p.report.autotune), "run" in vars(sub)]
     print("RESULT", json.dumps(out))
 """
 
@@ -215,6 +226,7 @@ def test_autotuner_cache_hit_and_pruned_to_one(interpreted):
     # an autotuner whose cache is not a plain dict is not hooked: each call is watched instead
     rows, hooked, kind = got["odd"]
     assert len(rows) == 3 and sum(w for _, w in rows) == 1 and not hooked and kind == "OrderedDict"
+    assert got["subclass"] == [3, 3, False]
     rows, benched = got["pruned"]
     assert len(rows) == 1 and rows[0][0] == "BLOCK=16" and rows[0][2]
     if benched:      # Triton 3.6 times even the one config left
