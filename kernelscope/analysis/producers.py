@@ -476,5 +476,6 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
         count[j] = len(hit)
         if hit:
             rows[j] = [int(x) for x in pos[hit]]
-        bench[j] = int(in_bench[hit].sum()) if marked else pd.NA
+        # Only Triton's autotuner times its configs inside the watch's ranges (Helion's search: not).
+        bench[j] = int(in_bench[hit].sum()) if marked and tuner == "triton.autotune" else pd.NA
     return count, bench, rows
