@@ -429,7 +429,7 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     (``config``, from the compiled variant its registers and shared memory match) with its warps.
     The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges (their op,
     or their launch call within one of ``ops`` on its thread); a recording without them (made
-    before the watch set them) cannot tell those apart (None). Inductor's choices are
+    before the watch set them), and Helion's search, cannot tell those apart (None). Inductor's choices are
     benchmarked under a placeholder name and are not linked (empty).
 
     >>> candidate_launches(pd.DataFrame({"kernel": [], "tuner": [], "config": [], "num_warps": []}), None)[0].tolist()
