@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import sys
 
-from kernelscope.analysis.producers import BENCH_RANGE
+from kernelscope.analysis.producers import BENCH_RANGE, FROM_VARIANT
 from kernelscope.jsonable import num
 
 # Candidates kept per region: thousands are fine (a table row each); beyond this the rest are
@@ -726,7 +726,6 @@ class TuningWatch:
 FROM_CHOICE = "Inductor's choice (its launcher's n_regs at precompile)"
 FROM_LAUNCHER = "Inductor's benchmark kernel (its launcher, after the benchmark ran it)"
 FROM_BINARY = "Inductor's benchmark kernel (its compiled binary, after the benchmark ran it)"
-FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
 
 
 def _benchmark_kernel(bmreq):
