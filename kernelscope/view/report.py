@@ -305,6 +305,11 @@ def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool 
     """The rows of ``df`` that start in [``lo``, ``until``) (``overlapping``: that overlap it)."""
     if not len(df) or "start_us" not in df.columns:
         return df
+    return df[_in_window(df, lo, until, overlapping)].reset_index(drop=True)
+
+
+def _in_window(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool = False) -> np.ndarray:
+    """Which rows of ``df`` (it has ``start_us``) :func:`_within` keeps."""
     start = pd.to_numeric(df["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     keep = start < until
     if lo is not None:
@@ -313,17 +318,14 @@ def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool 
             keep &= start + dur > lo
         else:
             keep &= start >= lo
-    return df[keep].reset_index(drop=True)
+    return keep
 
 
 def _window_rows(df: pd.DataFrame, lo: float | None, until: float) -> np.ndarray:
     """For each row of ``df``, its row in ``_within(df, lo, until)`` (-1: outside the window)."""
     if not len(df) or "start_us" not in df.columns:
         return np.arange(len(df))
-    start = pd.to_numeric(df["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    keep = start < until
-    if lo is not None:
-        keep &= start >= lo
+    keep = _in_window(df, lo, until)
     return np.where(keep, np.cumsum(keep) - 1, -1)
 
 
