@@ -1,0 +1,157 @@
+"""Decompression bombs and huge strings: refused with a TraceError naming the file, at a peak of
+memory that does not grow with what the file inflates to (issue 31, item 5).
+
+Each bomb is a gzip of a few hundred KiB made here, inflating to :data:`INFLATED`; it is loaded
+in a child process, which first loads a small real trace (so that pandas and the readers are
+imported and warm), then resets its peak-RSS mark (``/proc/self/clear_refs``), and reports how
+far its peak rose above its RSS before the bomb's load: the memory the load itself took.
+
+Measured on the 2-core CPU machine (2026-12-01; one child per bomb, whole peak RSS of the child,
+``python tests/trace/test_bombs.py 300``), before -> after, for 300 MiB inflated from ~300 KiB:
+
+    300 MiB of whitespace                      671 MiB -> 111 MiB   (TraceError 'empty')
+    one 300 MiB kernel name                   3119 MiB -> 264 MiB   (loaded after 73 s -> TraceError in 0.7 s)
+    300 MiB of whitespace between two events   671 MiB -> 263 MiB   (loaded -> TraceError)
+    300 MiB of 'x'                             684 MiB -> 111 MiB
+    '{' + 300 MiB of 'x'                       671 MiB -> 111 MiB
+    300 MiB of whitespace, then a valid trace  671 MiB -> 111 MiB   (loads)
+
+(A small trace's load peaks at 75 MiB in the same child.)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+import kernelscope as ks
+from kernelscope.trace.guard import MAX_STRING
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+MIB = 1 << 20
+INFLATED = 400 * MIB
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux's /proc")
+
+_RUNTIME = b'{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.5, "dur": 0.2, "args": {"correlation": 1}}'
+_KERNEL = b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0, "args": {"correlation": 1, "stream": 7, "device": 0}}'
+
+BOMBS = {
+    # name: the parts of the inflated text ((byte, count) for a run of one byte), what is said
+    "whitespace": ([(b" ", INFLATED)], "the file is empty"),
+    "garbage": ([(b"x", INFLATED)], "not valid JSON"),
+    "object_garbage": ([b'{"traceEvents": [', _RUNTIME, b", ", (b"x", INFLATED)], "not valid JSON"),
+    "kernel_name": ([b'{"traceEvents": [', _RUNTIME, b', {"ph": "X", "cat": "kernel", "name": "', (b"a", INFLATED),
+                     b'", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}]}'], '"name" string at byte'),
+    "escaped_quotes": ([b'{"traceEvents": [', _RUNTIME, b', {"ph": "X", "cat": "kernel", "name": "', (b'\\"', INFLATED),
+                        b'", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}]}'], '"name" string at byte'),
+    "header_string": ([b'{"traceName": "', (b"a", INFLATED), b'", "traceEvents": [', _RUNTIME, b"]}"],
+                      '"traceName" string at byte'),
+    "whitespace_between_events": ([b'{"traceEvents": [', _RUNTIME, b",", (b" ", INFLATED), _KERNEL, b"]}"],
+                                  "of whitespace from byte"),
+}
+
+
+def gzip_parts(path: Path, parts) -> Path:
+    c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    with open(path, "wb") as f:
+        for p in parts:
+            if isinstance(p, tuple):
+                byte, n = p
+                block = byte * (MIB // len(byte))
+                for _ in range(n // len(block)):
+                    f.write(c.compress(block))
+            else:
+                f.write(c.compress(p))
+        f.write(c.flush())
+    return path
+
+
+_CHILD = r"""
+import json, sys
+import kernelscope as ks
+ks.load(sys.argv[2], progress=False)          # imports and warms everything a load uses
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")                                # the peak-RSS mark starts again from here
+before = status("VmRSS")
+try:
+    ks.load(sys.argv[1], progress=False)
+    said = None
+except ks.TraceError as e:
+    said = str(e)
+print(json.dumps({"grew": status("VmHWM") - before, "said": said}))
+"""
+
+
+def load_in_child(path: Path) -> dict:
+    env = {**os.environ, "KERNELSCOPE_READ_WORKERS": "0", "KERNELSCOPE_PROGRESS": "off"}
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(DATA / "triton_kernels.pt.trace.json.gz")],
+                         capture_output=True, text=True, timeout=300, env=env,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# The bound: the streaming reader holds up to its longest stretch without a cut between events
+# (stream.MAX_UNCUT_BLOCKS blocks = MAX_STRING, in a few buffers) before it hands the file to
+# the careful path, which holds at most MAX_STRING and a block: a few times MAX_STRING (measured:
+# 137 MiB at most), however much the file inflates to (before: 2-10 times INFLATED).
+BOUND = 5 * MAX_STRING
+
+
+@pytest.mark.parametrize("kind", sorted(BOMBS))
+def test_a_bomb_is_refused_at_a_peak_that_does_not_grow_with_it(kind, tmp_path):
+    parts, said = BOMBS[kind]
+    path = gzip_parts(tmp_path / f"{kind}.json.gz", parts)
+    assert path.stat().st_size < 2 * MIB
+    got = load_in_child(path)
+    assert got["said"] is not None and got["said"].startswith(f"{path}: ") and said in got["said"], got
+    assert got["grew"] < BOUND, f"{kind}: the load took {got['grew'] / MIB:.0f} MiB for a {path.stat().st_size >> 10} KiB file"
+
+
+def test_whitespace_ahead_of_a_trace_is_not_held(tmp_path):
+    """JSON allows any amount of leading whitespace: the file loads, the whitespace not held."""
+    path = gzip_parts(tmp_path / "lead.json.gz", [(b" ", INFLATED), b'{"traceEvents": [', _RUNTIME, b",", _KERNEL, b"]}"])
+    got = load_in_child(path)
+    assert got["said"] is None and got["grew"] < 48 * MIB, got
+
+
+def test_the_cap_counts_the_inflated_text_as_it_streams(tmp_path, monkeypatch):
+    """The size cap applies to what the gzip inflates to, leading whitespace included."""
+    path = gzip_parts(tmp_path / "lead.json.gz", [(b" ", 64 * MIB), b'{"traceEvents": [', _RUNTIME, b",", _KERNEL, b"]}"])
+    monkeypatch.setenv("KERNELSCOPE_MAX_TRACE_BYTES", str(16 << 20))
+    with pytest.raises(ks.TraceError, match=r"lead\.json\.gz: it holds more than 16\.0 MiB of JSON"):
+        ks.load(path, progress=False)
+
+
+def test_long_strings_below_the_limit_still_load(tmp_path):
+    """A kernel name of a few MiB (far longer than any real one) is read, not refused."""
+    name = "k" + "<int, 3>" * (512 << 10)        # 4 MiB
+    doc = {"traceEvents": [json.loads(_RUNTIME), {**json.loads(_KERNEL), "name": name}]}
+    path = tmp_path / "long.json"
+    text = json.dumps(doc).encode()
+    path.write_bytes(b" " * (20 << 20) + text)    # leading whitespace: the careful path reads it
+    rep = ks.load(path, progress=False)
+    assert rep.kernels["name"].iloc[0] == name
+
+
+if __name__ == "__main__":       # the figures in the docstring: python tests/trace/test_bombs.py 300
+    import tempfile
+    size = int(sys.argv[1]) * MIB if len(sys.argv) > 1 else INFLATED
+    with tempfile.TemporaryDirectory() as d:
+        for kind, (parts, _) in sorted(BOMBS.items()):
+            parts = [(p[0], size) if isinstance(p, tuple) else p for p in parts]
+            p = gzip_parts(Path(d) / f"{kind}.json.gz", parts)
+            got = load_in_child(p)
+            print(f"{kind:28s} {p.stat().st_size >> 10:6d} KiB -> load took {got['grew'] / MIB:6.0f} MiB: {got['said']}")
