@@ -132,6 +132,7 @@ class profile:
         self.trace_path = trace_path
         self._marks = None
         self._rivals = None     # torch.profilers started meanwhile (rivals.py)
+        self._stopping = False
         self.report = None
         self.torch_profiler = None
         self._events = []       # (label, start_event, end_event) CUDA event pairs
@@ -195,6 +196,7 @@ class profile:
                     "`prof.stop()` on a profiler started with `prof.start()`, or leave its `with` "
                     "block; then run again.")
             _active = self
+        self._stopping = False
         try:
             self._start(torch)
         except BaseException:
@@ -246,6 +248,9 @@ class profile:
         from kernelscope.capture.rivals import RivalStarts
         self._rivals = RivalStarts(torch)
         self._rivals.watch()
+        if threading.current_thread() is threading.main_thread():
+            from kernelscope.capture import handoff
+            handoff.install()     # so that another thread's stop() can be handed to this one
         self._rank = _rank_tag()
         if self._rank is not None:
             _tag_trace(p, self._rank)
@@ -315,9 +320,17 @@ class profile:
         if getattr(self, "_thread", None) not in (None, threading.get_ident()):
             # torch.profiler stopped from another thread leaves the starting thread's callbacks
             # in place (torch's profiler stays on, the report is empty, every later profile is
-            # refused): refuse before anything changes, so the recording can still be stopped.
+            # refused): the stop is handed to the main thread that started it (handoff.py), or
+            # refused before anything changes, so that the recording can still be stopped.
+            from kernelscope.capture import handoff
+            if self._thread == threading.main_thread().ident and handoff.ready():
+                return handoff.run_in_main(lambda: self.stop(partial=partial, error=error))
             raise RuntimeError("stop() must be called in the thread that started the recording "
-                               "(torch.profiler keeps its state per thread); nothing was stopped")
+                               "(torch.profiler keeps its state per thread), or that thread must be "
+                               "the main thread; nothing was stopped")
+        if self._stopping:
+            raise RuntimeError("this profile is already being stopped")
+        self._stopping = True
         torch = sys.modules["torch"]
         cuda_us = None
         interrupted = None
