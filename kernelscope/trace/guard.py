@@ -32,10 +32,10 @@ from kernelscope.units import fmt_bytes
 MAX_STRING = 32 << 20
 # Text checked for an early JSON error before the rest is read.
 PREFIX_BYTES = 1 << 20
-_SCAN = 1 << 20      # text scanned at a time (numpy's masks of it are all it allocates)
 
 _WS = b" \t\n\r"
 _QUOTE, _BACKSLASH = 0x22, 0x5C
+_BOUNDARY = re.compile(rb'(?<!\\)"')     # a " not escaped: a string's start or end (\" is inside one)
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 # The key of the string whose opening quote ends the text: "key": "
 _KEY = re.compile(rb'"((?:[^"\\]|\\.){1,200})"[ \t\n\r]*:[ \t\n\r]*"\Z')
@@ -81,23 +81,27 @@ def _check_runs(text: bytearray, start: int, last: int, label) -> int:
 
     A block is shorter than :data:`MAX_STRING`, so only the stretch open before it can be too
     long: the first and the last boundary of the new text are all that is needed."""
-    first = None
-    for i in range(start, len(text), _SCAN):
-        a = np.frombuffer(text, np.uint8, count=min(_SCAN, len(text) - i), offset=i)
-        bound = a == _QUOTE
-        bound[1:] &= a[:-1] != _BACKSLASH          # \" is inside a string, not its end
-        if i and bound[0] and text[i - 1] == _BACKSLASH:
-            bound[0] = False
-        if bound.any():
-            if first is None:
-                first = i + int(bound.argmax())
-            last = i + len(bound) - 1 - int(bound[::-1].argmax())
-        del a, bound
-    # The stretch open before the new text ends at its first boundary, or runs on past it.
-    end = len(text) if first is None else first
+    m = _BOUNDARY.search(text, start)
+    end = len(text) if m is None else m.start()
     if end - last - 1 > MAX_STRING:
         raise TraceError(label, _too_long(text, last, end))
-    return last
+    return last if m is None else _last_boundary(text, m.start())
+
+
+def _last_boundary(text: bytearray, first: int) -> int:
+    """The last " of ``text`` (from ``first``, one) that is not escaped."""
+    j = len(text)
+    for _ in range(64):             # a trace's text: the last " or the one before it
+        j = text.rfind(b'"', first, j)
+        if j <= first or text[j - 1] != _BACKSLASH:
+            return max(j, first)
+    # Thousands of escaped quotes (a bomb made of them): look at them all at once.
+    a = np.frombuffer(text, np.uint8, count=j - first, offset=first)
+    bound = a == _QUOTE
+    bound[1:] &= a[:-1] != _BACKSLASH
+    found = first + len(bound) - 1 - int(bound[::-1].argmax()) if bound.any() else first
+    del a, bound
+    return found
 
 
 def _too_long(text: bytearray, last: int, end: int) -> str:
