@@ -6,17 +6,22 @@ in a child process, which first loads a small real trace (so that pandas and the
 imported and warm), then resets its peak-RSS mark (``/proc/self/clear_refs``), and reports how
 far its peak rose above its RSS before the bomb's load: the memory the load itself took.
 
-Measured on the 2-core CPU machine (2026-12-01; one child per bomb, whole peak RSS of the child,
-``python tests/trace/test_bombs.py 300``), before -> after, for 300 MiB inflated from ~300 KiB:
+Measured on the 2-core CPU machine (2026-12-01), each bomb inflating to 300 MiB from 298 KiB:
+how much the load took above the child's RSS before it (``python -m tests.trace.test_bombs 300``
+from the repository root; "before" is the branch's base, main at dab28b8, run by the same script):
 
-    300 MiB of whitespace                      671 MiB -> 111 MiB   (TraceError 'empty')
-    one 300 MiB kernel name                   3119 MiB -> 264 MiB   (loaded after 73 s -> TraceError in 0.7 s)
-    300 MiB of whitespace between two events   671 MiB -> 263 MiB   (loaded -> TraceError)
-    300 MiB of 'x'                             684 MiB -> 111 MiB
-    '{' + 300 MiB of 'x'                       671 MiB -> 111 MiB
-    300 MiB of whitespace, then a valid trace  671 MiB -> 111 MiB   (loads)
+    bomb                        before                        after
+    escaped_quotes              1545 MiB, loaded              137 MiB, TraceError ("name" string)
+    garbage                      613 MiB, TraceError           40 MiB, TraceError (the same words)
+    header_string                613 MiB, loaded               67 MiB, TraceError ("traceName" string)
+    kernel_name                 3045 MiB, loaded after 73 s   137 MiB, TraceError in 0.7 s ("name" string)
+    object_garbage               645 MiB, TraceError          137 MiB, TraceError (the same words)
+    whitespace                   600 MiB, TraceError 'empty'   40 MiB, TraceError 'empty'
+    whitespace_between_events    600 MiB, loaded              137 MiB, TraceError (whitespace)
 
-(A small trace's load peaks at 75 MiB in the same child.)
+and 400 MiB of whitespace ahead of a valid trace: 800 MiB before, under 48 MiB after (it loads).
+What is left is the streaming reader's: it holds up to 32 MiB of text without a cut between
+events, in a few buffers, before it hands an odd file to the careful path.
 """
 from __future__ import annotations
 
