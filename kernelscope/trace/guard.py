@@ -41,14 +41,15 @@ _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _KEY = re.compile(rb'"((?:[^"\\]|\\.){1,200})"[ \t\n\r]*:[ \t\n\r]*"\Z')
 
 
-def read_text(path, notes=None):
+def read_text(path, notes=None, label=None):
     """The file's whole text (gunzipped; leading whitespace dropped), read under the checks
-    above; :class:`~kernelscope.TraceError` naming the file and what is wrong otherwise.
+    above; :class:`~kernelscope.TraceError` naming the file (or ``label``) and what is wrong
+    otherwise.
 
     >>> read_text("mlp_train.pt.trace.json.gz")[:1]
     b'{'
     """
-    label = str(path)
+    label = label or str(path)
     blocks = read_blocks(path, notes)
     text = bytearray()
     checked = False

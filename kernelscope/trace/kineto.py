@@ -76,7 +76,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
                 blocks.close()
     notes.clear()
     # The whole text, under checks that refuse a bomb before it is held (guard.py).
-    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else read_text(source, notes)
+    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else read_text(source, notes, label)
     return _read_whole(raw, label, notes)
 
 

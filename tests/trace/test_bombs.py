@@ -25,6 +25,7 @@ events, in a few buffers, before it hands an odd file to the careful path.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -138,6 +139,20 @@ def test_the_cap_counts_the_inflated_text_as_it_streams(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_MAX_TRACE_BYTES", str(16 << 20))
     with pytest.raises(ks.TraceError, match=r"lead\.json\.gz: it holds more than 16\.0 MiB of JSON"):
         ks.load(path, progress=False)
+
+
+def test_an_error_in_the_first_mib_is_said_in_the_words_of_the_whole_read(tmp_path):
+    """A real trace followed by NUL bytes: with 100 of them the whole text is decoded and the
+    error said; with 8 MiB of them the same words come from the first MiB alone."""
+    real = gzip.decompress((DATA / "triton_kernels.pt.trace.json.gz").read_bytes())
+    said = []
+    for n in (100, 8 * MIB):
+        path = tmp_path / f"nul{n}.json"
+        path.write_bytes(real + b"\0" * n)
+        with pytest.raises(ks.TraceError) as e:
+            ks.load(path, progress=False)
+        said.append(str(e.value).split(": ", 1)[1])
+    assert said[0] == said[1] and "not valid JSON" in said[0], said
 
 
 def test_long_strings_below_the_limit_still_load(tmp_path):
