@@ -46,8 +46,8 @@ def read_text(path, notes=None, label=None):
     above; :class:`~kernelscope.TraceError` naming the file (or ``label``) and what is wrong
     otherwise.
 
-    >>> read_text("mlp_train.pt.trace.json.gz")[:1]
-    b'{'
+    >>> read_text("mlp_train.pt.trace.json.gz")[:1]          # held once, not copied into bytes
+    bytearray(b'{')
     """
     label = label or str(path)
     blocks = read_blocks(path, notes)
