@@ -34,9 +34,9 @@ class _Request:
 
 def install() -> bool:
     """In the main thread: handle :data:`SIGNAL` from now on, unless something else already
-    does. Whether the main thread can be handed a stop.
+    does. Whether the main thread can be handed a stop (as :func:`ready` says after it).
 
-    >>> install() if False else ready() in (True, False)
+    >>> install() == ready()
     True
     """
     global _installed
