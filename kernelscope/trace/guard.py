@@ -13,7 +13,9 @@ decompressed a block at a time, under the size cap):
   near that long, and no stretch of JSON between two strings either): the string, or the
   whitespace, is named in a :class:`~kernelscope.TraceError`.
 
-So a bomb is refused with about :data:`MAX_STRING` held, whatever it inflates to.
+The streaming reader's blocks pass the same watch (:func:`checked_blocks`, two searches a
+block), so a huge string is refused there before the stream gathers it. So a bomb is refused
+with a few times :data:`MAX_STRING` held, whatever it inflates to.
 """
 from __future__ import annotations
 
@@ -27,14 +29,18 @@ from kernelscope.trace.files import read_blocks
 from kernelscope.units import fmt_bytes
 
 # The longest stretch of text without a string boundary (a "): torch.profiler's longest strings
-# (C++ template kernel names, shapes) are kilobytes. The streaming reader's longest stretch
-# without a cut between events is the same size (stream.MAX_UNCUT_BLOCKS blocks).
-MAX_STRING = 32 << 20
+# (C++ template kernel names, shapes) are kilobytes, and so are its stretches between two strings
+# (the longest: a process group's ranks, ~7 bytes a rank). A string just under it still costs
+# about ten times its size to load (a 6 MiB kernel name: 65 MiB; 30 MiB: 329 MiB and 7 s).
+# Blocks of text are no longer than this (the reader's 8 MiB), so only a stretch open across
+# blocks can be too long.
+MAX_STRING = 8 << 20
 # Text checked for an early JSON error before the rest is read.
 PREFIX_BYTES = 1 << 20
 
 _WS = b" \t\n\r"
 _QUOTE, _BACKSLASH = 0x22, 0x5C
+_NOT_WS = re.compile(rb'[^ \t\n\r]')
 _BOUNDARY = re.compile(rb'(?<!\\)"')     # a " not escaped: a string's start or end (\" is inside one)
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 # The key of the string whose opening quote ends the text: "key": "
@@ -51,19 +57,18 @@ def read_text(path, notes=None, label=None):
     """
     label = label or str(path)
     blocks = read_blocks(path, notes)
+    runs = Runs(label)
     text = bytearray()
     checked = False
-    last = -1          # where the last string boundary (a " not escaped) is in ``text``
     try:
         for block in blocks:
             if not text:
                 block = block.lstrip(_WS)
                 if not block:
                     continue
-            start = len(text)
+            runs.add(block)
             text += block
             del block
-            last = _check_runs(text, start, last, label)
             if not checked and len(text) > PREFIX_BYTES:
                 checked = True
                 head = bytes(text[:PREFIX_BYTES])
@@ -76,20 +81,91 @@ def read_text(path, notes=None, label=None):
     return text
 
 
-def _check_runs(text: bytearray, start: int, last: int, label) -> int:
-    """Where the last string boundary of ``text`` is (``last``: before the new text), after
-    checking the new text from ``start`` on for a stretch of more than :data:`MAX_STRING`.
+def checked_blocks(blocks, label=""):
+    """The text's ``blocks`` as they come, refusing a stretch of more than :data:`MAX_STRING`
+    without a string boundary as it passes (:class:`Runs`: two searches a block, nothing held).
+
+    >>> b"".join(checked_blocks([b'{"traceEvents": [', b'{"name": "k"}]}']))
+    b'{"traceEvents": [{"name": "k"}]}'
+    """
+    runs = Runs(label)
+    try:
+        for block in blocks:
+            if not isinstance(block, (bytes, bytearray)):
+                block = bytes(block)
+            runs.add(block)
+            yield block
+    finally:
+        if hasattr(blocks, "close"):
+            blocks.close()
+
+
+class Runs:
+    """Text watched a block at a time for a stretch of more than :data:`MAX_STRING` without a
+    string boundary (a ``"`` not escaped): a :class:`~kernelscope.TraceError` names the string's
+    key, or says it is whitespace. Leading whitespace is no stretch (JSON allows any amount).
 
     A block is shorter than :data:`MAX_STRING`, so only the stretch open before it can be too
-    long: the first and the last boundary of the new text are all that is needed."""
-    m = _BOUNDARY.search(text, start)
-    end = len(text) if m is None else m.start()
-    if end - last - 1 > MAX_STRING:
-        raise TraceError(label, _too_long(text, last, end))
-    return last if m is None else _last_boundary(text, m.start())
+    long: the first and the last boundary of each block are all it looks for.
+
+    >>> r = Runs("x.json"); r.add(b'{"name": "' + b"a" * 100); r.last
+    9
+    """
+
+    def __init__(self, label):
+        self.label = label
+        self.pos = 0          # where the next block starts in the text
+        self.last = -1        # where the last boundary is
+        self.before = b""     # the text up to it (its key, for the message)
+        self.started = False  # a byte other than whitespace seen
+        self.head = b""       # the text's first PREFIX_BYTES from there: what is wrong first
+
+    def add(self, block) -> None:
+        if len(block) > MAX_STRING:          # a stretch inside a block could be too long: in pieces
+            for i in range(0, len(block), MAX_STRING):
+                self.add(block[i:i + MAX_STRING])
+            return
+        if not self.started:
+            m = _NOT_WS.search(block)
+            if m is None:
+                self.pos += len(block)
+                self.last = self.pos - 1
+                return
+            self.started = True
+            self.last = self.pos + m.start() - 1
+            self.head = bytes(block[m.start():m.start() + PREFIX_BYTES])
+        elif len(self.head) < PREFIX_BYTES:
+            self.head += bytes(block[:PREFIX_BYTES - len(self.head)])
+        m = _BOUNDARY.search(block)
+        end = len(block) if m is None else m.start()
+        if self.pos + end - self.last - 1 > MAX_STRING:
+            # A JSON error before the stretch is what is wrong first (and how the whole read says it).
+            problem = None if self.head.startswith(_BOMS) else prefix_problem(self.head)
+            if problem:
+                raise NotJSON(self.label, problem)
+            raise TraceError(self.label, self._too_long(block, end, ongoing=m is None))
+        if m is not None:
+            j = _last_boundary(block, m.start())
+            self.last = self.pos + j
+            self.before = bytes(block[max(0, j - 256):j + 1])
+        self.pos += len(block)
+
+    def _too_long(self, block, end: int, ongoing: bool) -> str:
+        """The message for the stretch from the last boundary to ``end`` in ``block``."""
+        n = self.pos + end - self.last - 1
+        size = f"{fmt_bytes(n)} or more" if ongoing else fmt_bytes(n)
+        m = _KEY.search(self.before) if self.last >= 0 else None
+        if m:
+            key = m.group(1).decode("utf-8", "replace")
+            key = "".join(c if c.isprintable() else "?" for c in key)[:80]
+            return (f'its "{key}" string at byte {self.last:,} holds {size}: kernelscope reads strings '
+                    f"of up to {fmt_bytes(MAX_STRING)} (torch.profiler writes none that long)")
+        tail = bytes(block[max(0, end - 4096):end])
+        what = "whitespace" if not tail.strip(_WS) else "JSON without a string in it"
+        return f"it holds {size} of {what} from byte {self.last + 1:,}: not a torch.profiler trace"
 
 
-def _last_boundary(text: bytearray, first: int) -> int:
+def _last_boundary(text, first: int) -> int:
     """The last " of ``text`` (from ``first``, one) that is not escaped."""
     j = len(text)
     for _ in range(64):             # a trace's text: the last " or the one before it
@@ -103,18 +179,3 @@ def _last_boundary(text: bytearray, first: int) -> int:
     found = first + len(bound) - 1 - int(bound[::-1].argmax()) if bound.any() else first
     del a, bound
     return found
-
-
-def _too_long(text: bytearray, last: int, end: int) -> str:
-    """The message for the stretch of ``text`` after ``last`` (a boundary) up to ``end``."""
-    size = f"{fmt_bytes(end - last - 1)} or more" if end == len(text) else fmt_bytes(end - last - 1)
-    limit = f"kernelscope reads strings of up to {fmt_bytes(MAX_STRING)} (torch.profiler writes none that long)"
-    if last >= 0:
-        m = _KEY.search(bytes(text[max(0, last - 256):last + 1]))
-        if m:
-            key = m.group(1).decode("utf-8", "replace")
-            key = "".join(c if c.isprintable() else "?" for c in key)[:80]
-            return f'its "{key}" string at byte {last:,} holds {size}: {limit}'
-    tail = bytes(text[max(last + 1, end - 4096):end])
-    what = "whitespace" if not tail.strip(_WS) else "JSON without a string in it"
-    return f"it holds {size} of {what} from byte {last + 1:,}: not a torch.profiler trace"
