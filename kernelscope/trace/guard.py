@@ -41,6 +41,11 @@ PREFIX_BYTES = 1 << 20
 _WS = b" \t\n\r"
 _QUOTE, _BACKSLASH = 0x22, 0x5C
 _NOT_WS = re.compile(rb'[^ \t\n\r]')
+# JSON's numbers, literals and punctuation (a token cut at the sample's end is a number's start).
+_NUMBERS = re.compile(rb'(?:[ \t\n\r,:\[\]{}]+|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?|null|true|false)*'
+                      rb'(?:-|n|nu|nul|t|tr|tru|f|fa|fal|fals)?')
+_DELIMITER = re.compile(rb'[ \t\n\r,:\[\]{}]')
+_DIGIT = re.compile(rb'[0-9]')
 _BOUNDARY = re.compile(rb'(?<!\\)"')     # a " not escaped: a string's start or end (\" is inside one)
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 # The key of the string whose opening quote ends the text: "key": "
@@ -138,7 +143,7 @@ class Runs:
             self.head += bytes(block[:PREFIX_BYTES - len(self.head)])
         m = _BOUNDARY.search(block)
         end = len(block) if m is None else m.start()
-        if self.pos + end - self.last - 1 > MAX_STRING:
+        if self.pos + end - self.last - 1 > MAX_STRING and not self._numbers(block, end):
             # A JSON error before the stretch is what is wrong first (and how the whole read says it).
             problem = None if self.head.startswith(_BOMS) else prefix_problem(self.head)
             if problem:
@@ -149,6 +154,17 @@ class Runs:
             self.last = self.pos + j
             self.before = bytes(block[max(0, j - 256):j + 1])
         self.pos += len(block)
+
+    def _numbers(self, block, end: int) -> bool:
+        """Whether the long stretch ending at ``end`` of ``block`` is JSON numbers (a saved
+        report's columns are long arrays of them), not one string: it follows no key's opening
+        quote, and its last 64 KiB here are numbers, nulls and JSON's punctuation, with a digit."""
+        if self.last >= 0 and _KEY.search(self.before):
+            return False
+        sample = bytes(block[max(0, end - (1 << 16)):end])
+        cut = _DELIMITER.search(sample)                 # from a whole token on
+        sample = sample[cut.end():] if cut else b""
+        return bool(_DIGIT.search(sample)) and _NUMBERS.fullmatch(sample) is not None
 
     def _too_long(self, block, end: int, ongoing: bool) -> str:
         """The message for the stretch from the last boundary to ``end`` in ``block``."""
@@ -161,7 +177,7 @@ class Runs:
             return (f'its "{key}" string at byte {self.last:,} holds {size}: kernelscope reads strings '
                     f"of up to {fmt_bytes(MAX_STRING)} (torch.profiler writes none that long)")
         tail = bytes(block[max(0, end - 4096):end])
-        what = "whitespace" if not tail.strip(_WS) else "JSON without a string in it"
+        what = "whitespace" if not tail.strip(_WS) else 'text without a string boundary (")'
         return f"it holds {size} of {what} from byte {self.last + 1:,}: not a torch.profiler trace"
 
 

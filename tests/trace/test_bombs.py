@@ -175,6 +175,17 @@ def test_a_huge_name_in_a_large_plain_file_is_refused_as_in_a_gzip(tmp_path, mon
         ks.load(path, progress=False)
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_long_arrays_of_numbers_are_no_string(tmp_path, gz):
+    """A saved report's columns are long arrays of numbers without a string in 14 MiB: they
+    are read (the file gets as far as its format check), not refused as a huge string."""
+    text = b'{"format": "other.format", "times": [' + b", ".join(b"%d.5" % i for i in range(1_500_000)) + b"]}"
+    path = tmp_path / ("cols.json.gz" if gz else "cols.json")
+    path.write_bytes(gzip.compress(text, 1) if gz else text)
+    with pytest.raises(ks.TraceError, match="its top level says it is a 'other.format' file"):
+        ks.load(path, progress=False)
+
+
 def test_long_strings_below_the_limit_still_load(tmp_path):
     """A kernel name of a few MiB (far longer than any real one) is read, not refused."""
     name = "k" + "<int, 3>" * (512 << 10)        # 4 MiB
