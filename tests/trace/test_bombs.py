@@ -19,7 +19,8 @@ from the repository root; "before" is the branch's base, main at dab28b8, run by
     whitespace                   600 MiB, TraceError 'empty'   41 MiB, TraceError 'empty'
     whitespace_between_events    600 MiB, loaded               33 MiB, TraceError (whitespace)
 
-and 400 MiB of whitespace ahead of a valid trace: 800 MiB before, under 48 MiB after (it loads).
+and numbers (an events array of 100 MiB of ``1, ``): 2382 MiB and 32 s, loaded, before; 34 MiB
+and 0.7 s, a TraceError, after; and 400 MiB of whitespace ahead of a valid trace: 800 MiB before, under 48 MiB after (it loads).
 Normal loads are as fast as before (benchmarks/load_trace.py; the watch on the streaming
 reader's blocks costs two searches a block: nothing measurable next to gunzip's 0.5 s per
 295 MiB).
@@ -59,6 +60,7 @@ BOMBS = {
                         b'", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}]}'], '"name" string at byte'),
     "header_string": ([b'{"traceName": "', (b"a", INFLATED), b'", "traceEvents": [', _RUNTIME, b"]}"],
                       '"traceName" string at byte'),
+    "numbers": ([b'{"traceEvents": [', _RUNTIME, b", ", (b"1, ", INFLATED), b"1]}"], "of numbers from byte"),
     "whitespace_between_events": ([b'{"traceEvents": [', _RUNTIME, b",", (b" ", INFLATED), _KERNEL, b"]}"],
                                   "of whitespace from byte"),
 }
