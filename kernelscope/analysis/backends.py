@@ -17,6 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
+from kernelscope.analysis.distinct import factorize
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -119,7 +120,7 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
     for c in columns:
         if combined is not None and pd.isna(c).all():
             continue             # all missing: one value throughout, nothing to tell apart
-        c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
+        c_codes, c_uniq = factorize(c, use_na_sentinel=False)
         c_codes = c_codes.astype(np.int64, copy=False)
         if combined is None:
             combined = c_codes

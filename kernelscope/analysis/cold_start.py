@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import by_distinct, factorize
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us as _us
@@ -119,15 +120,8 @@ def cold_start(report, busy_starts=(), busy_ends=()) -> dict:
 
 
 def _by_name(names: pd.Series, test) -> np.ndarray:
-    """``test(name)`` of each row as a boolean array, called once per distinct name (a million
-    launches hold a few hundred names); a missing name is False.
-
-    >>> _by_name(pd.Series(["cudaMalloc", None, "cudaMalloc"]), lambda n: n.startswith("cuda")).tolist()
-    [True, False, True]
-    """
-    codes, uniq = pd.factorize(names.to_numpy(), use_na_sentinel=True)
-    hit = np.fromiter((bool(test(str(u))) for u in uniq), bool, len(uniq))
-    return np.append(hit, False)[codes]     # code -1 (missing) takes the False at the end
+    """``test(name)`` of each row (its text), called once per distinct name; a missing name is False."""
+    return by_distinct(names, lambda n: bool(test(str(n))), bool, False)
 
 
 def _first_calls(ops) -> list:
@@ -136,12 +130,9 @@ def _first_calls(ops) -> list:
     reduction's module loading and first-call setup)."""
     if not len(ops):
         return []
-    o = ops[ops["cat"].astype(str) == "cpu_op"] if "cat" in ops else ops
-    o = o[["name", "start_us", "duration_us"]].sort_values("start_us", kind="stable")
+    o = ops[_by_name(ops["cat"], "cpu_op".__eq__)] if "cat" in ops else ops
     out = []
-    for name, g in o.groupby("name", sort=False):
-        if len(g) < 2:
-            continue
+    for name, g in _slow_firsts(o, SLOW_CALL_US):
         dur = g["duration_us"].to_numpy(float)
         rest = float(np.median(dur[1:]))
         if dur[0] >= FIRST_LAUNCH_RATIO * max(rest, 1e-9) and dur[0] - rest >= SLOW_CALL_US:
@@ -155,16 +146,37 @@ def _first_launches(k) -> list:
     if not len(k) or "name" not in k:
         return []
     out = []
-    d = k[["name", "start_us", "duration_us"]].sort_values("start_us", kind="stable")
-    for name, g in d.groupby("name", sort=False):
-        if len(g) < 2:
-            continue
+    for name, g in _slow_firsts(k, FIRST_LAUNCH_MIN_EXTRA_US):
         dur = g["duration_us"].to_numpy(float)
         rest = float(np.median(dur[1:]))
         if rest > 0 and dur[0] >= FIRST_LAUNCH_RATIO * rest and dur[0] - rest >= FIRST_LAUNCH_MIN_EXTRA_US:
             out.append({"kernel": str(name), "first_us": float(dur[0]), "later_median_us": rest,
                         "extra_us": float(dur[0] - rest)})
     return sorted(out, key=lambda f: -f["extra_us"])
+
+
+def _slow_firsts(rows, min_extra_us: float):
+    """(name, its rows in time order) of each name called twice or more whose first call ran at
+    least ``min_extra_us`` longer than its shortest later one (necessary for the first-call
+    rules, which then decide on the median), in the order ``groupby(sort=False)`` gives them.
+    The test runs over whole arrays: a trace holds a few hundred names in a million rows."""
+    d = rows[["name", "start_us", "duration_us"]].sort_values("start_us", kind="stable")
+    codes = factorize(d["name"], use_na_sentinel=True)[0]
+    order = np.argsort(codes, kind="stable")            # each name's rows together, in time order
+    sc = codes[order]
+    if not len(sc):
+        return
+    starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
+    counts = np.diff(np.r_[starts, len(sc)])
+    dur = d["duration_us"].to_numpy(float)[order]
+    later = dur.copy()
+    later[starts] = np.inf                                # a name's first call is not a later one
+    with np.errstate(invalid="ignore"):
+        shortest_later = np.minimum.reduceat(later, starts)
+        keep = (sc[starts] >= 0) & (counts >= 2) & (dur[starts] - shortest_later >= min_extra_us)
+    for j in np.flatnonzero(keep).tolist():
+        g = d.iloc[order[starts[j]:starts[j] + counts[j]]]
+        yield g["name"].iloc[0], g
 
 
 def _overlap(ms, me, bs, be) -> float:

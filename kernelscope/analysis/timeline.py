@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.devices import annotate_devices
+from kernelscope.analysis.distinct import by_distinct
 from kernelscope.trace.model import SYNC_CALLS
 
 
@@ -467,7 +468,8 @@ def host_in_gaps(ops: pd.DataFrame, gaps: pd.DataFrame, top: int = 3) -> dict:
     out["idle_us"] = float((ge - gs).sum())
     o = ops if ops is not None and len(ops) else None
     if o is not None and "cat" in o:
-        o = o[~o["cat"].astype(str).str.contains("annotation")]   # cell/step markers span everything
+        # cell/step markers span everything (tested once per distinct category)
+        o = o[~by_distinct(o["cat"], lambda c: "annotation" in str(c), bool, False)]
     if o is None or not len(o):
         out["uncovered_us"] = out["idle_us"]
         return out
@@ -477,7 +479,7 @@ def host_in_gaps(ops: pd.DataFrame, gaps: pd.DataFrame, top: int = 3) -> dict:
     prev_end = pd.Series(e, index=o.index).groupby(o["tid"].to_numpy()).transform(
         lambda x: x.cummax().shift(1)).to_numpy(float)
     outer = ~(s < np.nan_to_num(prev_end, nan=-np.inf))
-    s, e, names = s[outer], e[outer], o["name"].astype(str).to_numpy()[outer]
+    s, e, names = s[outer], e[outer], pd.Series(o["name"].to_numpy()[outer]).astype(str).to_numpy()
     ms, me = merge_intervals(s, e)
     out["covered_us"] = float(covered_length(gs, ge, ms, me).sum())
     out["uncovered_us"] = max(out["idle_us"] - out["covered_us"], 0.0)
