@@ -79,6 +79,20 @@ def test_self_times_and_roofline_match_the_loops(path):
         assert all(same), (col, [(x, y) for x, y, s in zip(a, b, same) if not s][:3])
 
 
+def test_tf32_kernels_of_fp32_matmuls_match_the_loops():
+    """No recording here runs an fp32 matmul on TF32 kernels: a real DDP rank's fp32 GEMM kernels
+    renamed as cuBLAS names its TF32 ones, so the roofline's TF32 precision (looked up only for the
+    fp32 matmuls' kernels) is checked against the loop too."""
+    rep = ks.load(DATA / "ranks" / "rank1.pt.trace.json.gz")
+    k = rep.kernels
+    mm = k["op"].isin(list(_MATMUL)).to_numpy()
+    k.loc[mm, "name"] = k.loc[mm, "name"].astype(object) + "_tf32"
+    ours, ref = roofline(rep), loop_roofline(rep)
+    assert (ours["precision"] == "tf32").sum() > 0 and (ours["precision"] == "fp32").sum() > 0
+    pd.testing.assert_series_equal(ours["precision"].astype(object), ref["precision"].astype(object))
+    pd.testing.assert_series_equal(ours["peak_tflops"], ref["peak_tflops"])
+
+
 def loop_roofline(report) -> pd.DataFrame:
     """The roofline one op instance at a time, as it was computed before it was vectorized."""
     k = report.kernels
