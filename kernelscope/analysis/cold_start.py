@@ -130,7 +130,8 @@ def _first_calls(ops) -> list:
     reduction's module loading and first-call setup)."""
     if not len(ops):
         return []
-    o = ops[_by_name(ops["cat"], "cpu_op".__eq__)] if "cat" in ops else ops
+    o = ops[["name", "start_us", "duration_us"]]    # the columns read, before the rows are picked
+    o = o[_by_name(ops["cat"], "cpu_op".__eq__)] if "cat" in ops else o
     out = []
     for name, g in _slow_firsts(o, SLOW_CALL_US):
         dur = g["duration_us"].to_numpy(float)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.distinct import by_distinct
+from kernelscope.analysis.distinct import by_distinct, factorize
 from kernelscope.trace.model import SYNC_CALLS
 
 
@@ -466,20 +466,40 @@ def host_in_gaps(ops: pd.DataFrame, gaps: pd.DataFrame, top: int = 3) -> dict:
         return out
     gs, ge = merge_intervals(gaps["start_us"], gaps["end_us"])
     out["idle_us"] = float((ge - gs).sum())
-    o = ops if ops is not None and len(ops) else None
-    if o is not None and "cat" in o:
-        # cell/step markers span everything (tested once per distinct category)
-        o = o[~by_distinct(o["cat"], lambda c: "annotation" in str(c), bool, False)]
-    if o is None or not len(o):
+    if ops is None or not len(ops):
         out["uncovered_us"] = out["idle_us"]
         return out
-    o = o.sort_values(["tid", "start_us"], kind="stable")
-    s = o["start_us"].to_numpy(float)
-    e = s + o["duration_us"].fillna(0).to_numpy(float)
-    prev_end = pd.Series(e, index=o.index).groupby(o["tid"].to_numpy()).transform(
-        lambda x: x.cummax().shift(1)).to_numpy(float)
+    # Plain arrays of the four columns read (filtering and sorting the whole ops table copies
+    # every column of every op: 534k of them in a large trace).
+    keep = np.ones(len(ops), dtype=bool)
+    if "cat" in ops:
+        # cell/step markers span everything (tested once per distinct category)
+        keep = ~by_distinct(ops["cat"], lambda c: "annotation" in str(c), bool, False)
+    if not keep.any():
+        out["uncovered_us"] = out["idle_us"]
+        return out
+    tid = ops["tid"].to_numpy()[keep]
+    s = ops["start_us"].to_numpy(float)[keep]
+    e = s + ops["duration_us"].fillna(0).to_numpy(float)[keep]
+    names = ops["name"].to_numpy()[keep]
+    # By thread, then start (the order of sort_values(["tid", "start_us"], kind="stable"): the
+    # sums per name below add in that order).
+    tcodes, tuniq = factorize(tid, use_na_sentinel=True)
+    rank = np.append(pd.Categorical(tuniq, ordered=True).codes, len(tuniq))   # a missing tid last
+    o = np.lexsort((s, rank[tcodes]))
+    tc, s, e, names = tcodes[o], s[o], e[o], names[o]
+    # Top level: an op starting at or after every earlier op of its thread has ended (the running
+    # maximum skips a missing end, as pandas' cummax does).
+    prev_end = np.full(len(s), np.nan)
+    bounds = np.flatnonzero(np.r_[True, tc[1:] != tc[:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if tc[a] < 0:
+            continue         # no thread: no earlier op to be inside of (groupby drops a missing key)
+        cm = np.fmax.accumulate(e[a:b])
+        cm[np.isnan(e[a:b])] = np.nan
+        prev_end[a + 1:b] = cm[:-1]
     outer = ~(s < np.nan_to_num(prev_end, nan=-np.inf))
-    s, e, names = s[outer], e[outer], pd.Series(o["name"].to_numpy()[outer]).astype(str).to_numpy()
+    s, e, names = s[outer], e[outer], pd.Series(names[outer]).astype(str).to_numpy()
     ms, me = merge_intervals(s, e)
     out["covered_us"] = float(covered_length(gs, ge, ms, me).sum())
     out["uncovered_us"] = max(out["idle_us"] - out["covered_us"], 0.0)

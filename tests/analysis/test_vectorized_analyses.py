@@ -142,3 +142,47 @@ def loop_roofline(report) -> pd.DataFrame:
                          "roof_note": above_roof_note(bound, share)})
     from kernelscope.analysis.roofline import ROOFLINE_COLUMNS
     return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)
+
+
+def frame_host_in_gaps(ops, gaps, top=3):
+    """host_in_gaps as it was written over the ops table (filter, sort, groupby per thread)."""
+    from kernelscope.analysis.timeline import covered_length, merge_intervals
+    out = {"idle_us": 0.0, "covered_us": 0.0, "uncovered_us": 0.0, "top_ops": []}
+    if gaps is None or not len(gaps):
+        return out
+    gs, ge = merge_intervals(gaps["start_us"], gaps["end_us"])
+    out["idle_us"] = float((ge - gs).sum())
+    o = ops if ops is not None and len(ops) else None
+    if o is not None and "cat" in o:
+        o = o[~o["cat"].astype(str).str.contains("annotation")]
+    if o is None or not len(o):
+        out["uncovered_us"] = out["idle_us"]
+        return out
+    o = o.sort_values(["tid", "start_us"], kind="stable")
+    s = o["start_us"].to_numpy(float)
+    e = s + o["duration_us"].fillna(0).to_numpy(float)
+    prev_end = pd.Series(e, index=o.index).groupby(o["tid"].to_numpy()).transform(
+        lambda x: x.cummax().shift(1)).to_numpy(float)
+    outer = ~(s < np.nan_to_num(prev_end, nan=-np.inf))
+    s, e, names = s[outer], e[outer], o["name"].astype(str).to_numpy()[outer]
+    ms, me = merge_intervals(s, e)
+    out["covered_us"] = float(covered_length(gs, ge, ms, me).sum())
+    out["uncovered_us"] = max(out["idle_us"] - out["covered_us"], 0.0)
+    each = covered_length(gs, ge, s, e)
+    by = pd.Series(each).groupby(names).sum().sort_values(ascending=False)
+    out["top_ops"] = [{"op": str(n), "us": float(v)} for n, v in by.head(top).items() if v > 0]
+    return out
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_host_in_gaps_on_arrays_is_the_frame_version(path):
+    from kernelscope.analysis.timeline import host_in_gaps
+    rep = ks.load(path)
+    gaps = rep.gaps[rep.gaps["cause"] != "queued"]
+    assert host_in_gaps(rep.ops, gaps) == frame_host_in_gaps(rep.ops, gaps)
+    # Ops without a thread or an end, as a saved report may hold them, are read as before too.
+    ops = rep.ops.copy()
+    if len(ops) > 3:
+        ops.loc[ops.index[::3], "tid"] = None
+        ops.loc[ops.index[1::5], "duration_us"] = np.nan
+    assert host_in_gaps(ops, gaps) == frame_host_in_gaps(ops, gaps)
