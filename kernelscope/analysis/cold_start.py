@@ -130,14 +130,12 @@ def _first_calls(ops) -> list:
     reduction's module loading and first-call setup)."""
     if not len(ops):
         return []
-    o = ops[["name", "start_us", "duration_us"]]    # the columns read, before the rows are picked
-    o = o[_by_name(ops["cat"], "cpu_op".__eq__)] if "cat" in ops else o
+    keep = _by_name(ops["cat"], "cpu_op".__eq__) if "cat" in ops else slice(None)
     out = []
-    for name, g in _slow_firsts(o, SLOW_CALL_US):
-        dur = g["duration_us"].to_numpy(float)
+    for name, start, dur in _slow_firsts(ops, keep, SLOW_CALL_US):
         rest = float(np.median(dur[1:]))
         if dur[0] >= FIRST_LAUNCH_RATIO * max(rest, 1e-9) and dur[0] - rest >= SLOW_CALL_US:
-            out.append({"op": str(name), "start_us": float(g["start_us"].iloc[0]), "first_us": float(dur[0]),
+            out.append({"op": str(name), "start_us": float(start[0]), "first_us": float(dur[0]),
                         "later_median_us": rest})
     return sorted(out, key=lambda c: -c["first_us"])
 
@@ -147,8 +145,7 @@ def _first_launches(k) -> list:
     if not len(k) or "name" not in k:
         return []
     out = []
-    for name, g in _slow_firsts(k, FIRST_LAUNCH_MIN_EXTRA_US):
-        dur = g["duration_us"].to_numpy(float)
+    for name, _, dur in _slow_firsts(k, slice(None), FIRST_LAUNCH_MIN_EXTRA_US):
         rest = float(np.median(dur[1:]))
         if rest > 0 and dur[0] >= FIRST_LAUNCH_RATIO * rest and dur[0] - rest >= FIRST_LAUNCH_MIN_EXTRA_US:
             out.append({"kernel": str(name), "first_us": float(dur[0]), "later_median_us": rest,
@@ -156,28 +153,33 @@ def _first_launches(k) -> list:
     return sorted(out, key=lambda f: -f["extra_us"])
 
 
-def _slow_firsts(rows, min_extra_us: float):
-    """(name, its rows in time order) of each name called twice or more whose first call ran at
-    least ``min_extra_us`` longer than its shortest later one (necessary for the first-call
-    rules, which then decide on the median), in the order ``groupby(sort=False)`` gives them.
-    The test runs over whole arrays: a trace holds a few hundred names in a million rows."""
-    d = rows[["name", "start_us", "duration_us"]].sort_values("start_us", kind="stable")
-    codes = factorize(d["name"], use_na_sentinel=True)[0]
-    order = np.argsort(codes, kind="stable")            # each name's rows together, in time order
+def _slow_firsts(rows, keep, min_extra_us: float):
+    """(name, its start times, its durations) in time order, of each name of ``rows[keep]`` called
+    twice or more whose first call ran at least ``min_extra_us`` longer than its shortest later
+    one (necessary for the first-call rules, which then decide on the median), in the order
+    ``groupby("name", sort=False)`` over the rows sorted by start gives them. Over plain arrays:
+    a trace holds a few hundred names in a million rows."""
+    start = rows["start_us"].to_numpy(float)[keep]
+    by_time = np.argsort(start, kind="stable")              # sort_values("start_us", kind="stable")
+    start = start[by_time]
+    dur = rows["duration_us"].to_numpy(float)[keep][by_time]
+    names = rows["name"].to_numpy()[keep][by_time]
+    codes = factorize(names, use_na_sentinel=True)[0]
+    order = np.argsort(codes, kind="stable")                # each name's rows together, in time order
     sc = codes[order]
     if not len(sc):
         return
     starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
     counts = np.diff(np.r_[starts, len(sc)])
-    dur = d["duration_us"].to_numpy(float)[order]
-    later = dur.copy()
-    later[starts] = np.inf                                # a name's first call is not a later one
+    d = dur[order]
+    later = d.copy()
+    later[starts] = np.inf                                  # a name's first call is not a later one
     with np.errstate(invalid="ignore"):
         shortest_later = np.minimum.reduceat(later, starts)
-        keep = (sc[starts] >= 0) & (counts >= 2) & (dur[starts] - shortest_later >= min_extra_us)
-    for j in np.flatnonzero(keep).tolist():
-        g = d.iloc[order[starts[j]:starts[j] + counts[j]]]
-        yield g["name"].iloc[0], g
+        hit = (sc[starts] >= 0) & (counts >= 2) & (d[starts] - shortest_later >= min_extra_us)
+    for j in np.flatnonzero(hit).tolist():
+        rows_j = order[starts[j]:starts[j] + counts[j]]
+        yield names[rows_j[0]], start[rows_j], dur[rows_j]
 
 
 def _overlap(ms, me, bs, be) -> float:

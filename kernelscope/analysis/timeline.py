@@ -209,15 +209,17 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
     if ops is None or not len(ops) or not len(out):
         return out
     wanted = {t for t in tids if t is not None}
-    cat = ops["cat"].to_numpy(object)
-    keep = ((cat == "cpu_op") | pd.isna(cat)) & ops["tid"].isin(wanted).to_numpy()
+    # Category and thread tested once per distinct value (a million ops hold a few of each).
+    keep = (by_distinct(ops["cat"], lambda c: c == "cpu_op", bool, True)
+            & by_distinct(ops["tid"], lambda t: t in wanted, bool, False))
     tid = ops["tid"].to_numpy(object)[keep]
     s_all = ops["start_us"].to_numpy(float)[keep]
     e_all = s_all + ops["duration_us"].to_numpy(float)[keep]
     n_all = ops["name"].to_numpy(object)[keep]
+    tcodes, tuniq = factorize(tid, use_na_sentinel=True)
     by_tid = {}
     for t in wanted:
-        m = tid == t
+        m = np.isin(tcodes, [i for i, u in enumerate(tuniq.tolist()) if u == t])
         if not m.any():
             continue
         o = np.argsort(s_all[m], kind="stable")
@@ -335,16 +337,22 @@ def gaps_table(acts: pd.DataFrame, blocking: pd.DataFrame | None = None) -> pd.D
     Name: duration_us, dtype: float64
     """
     parts = []
-    for dev, d in acts.groupby("device", sort=True):
+    # Only the columns read: each device's rows are copied (and sorted) once.
+    cols = ["device", "start_us", "end_us", "launch_start_us", "stream", "name", "kind", "op"]
+    for dev, d in acts[cols].groupby("device", sort=True):
         parts.append(_device_gaps(dev, d.reset_index(drop=True), blocking))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in GAP_COLUMNS})
     return pd.concat(parts, ignore_index=True)[GAP_COLUMNS]
 
 
+_GAP_CAUSES = np.array(["unknown", "sync", "host", "streams", "queued"], dtype=object)
+
+
 def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
-    o = np.argsort(d["start_us"].to_numpy(float), kind="stable")
-    d = d.iloc[o].reset_index(drop=True)
+    st = d["start_us"].to_numpy(float)
+    if not (st[1:] >= st[:-1]).all():       # activities() sorts them already
+        d = d.iloc[np.argsort(st, kind="stable")].reset_index(drop=True)
     s = d["start_us"].to_numpy(float)
     e = d["end_us"].to_numpy(float)
     cm = np.maximum.accumulate(e)
@@ -378,11 +386,13 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
         ops = blocking["op"].to_numpy(object)
         call = np.where(blocked, names[idx], None)
         call_op = np.where(blocked, ops[idx], None)
-    cause = np.where(np.isnan(ls), "unknown",
-                     np.where(late, np.where(blocked, "sync", "host"),
-                              np.where(stream[nxt] != stream[prev], "streams", "queued")))
-    call = np.where(cause == "sync", call, None)
-    call_op = np.where(cause == "sync", call_op, None)
+    # Causes as codes into _GAP_CAUSES: no text made per gap (a launch-bound trace has one per kernel).
+    code = np.where(np.isnan(ls), 0, np.where(late, np.where(blocked, 1, 2),
+                                              np.where(stream[nxt] != stream[prev], 3, 4)))
+    cause = _GAP_CAUSES[code]
+    sync = code == 1
+    call = np.where(sync, call, None)
+    call_op = np.where(sync, call_op, None)
     names = d["name"].to_numpy(object)
 
     def obj(a):
@@ -391,7 +401,7 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
 
     return pd.DataFrame({
         "device": obj(np.full(len(nxt), dev, dtype=object)), "start_us": g0, "end_us": g1,
-        "duration_us": g1 - g0, "cause": obj(cause.astype(object)),
+        "duration_us": g1 - g0, "cause": obj(cause),
         "before": obj(names[prev]), "before_stream": d["stream"].to_numpy(object)[prev],
         "after": obj(names[nxt]), "after_kind": obj(d["kind"].to_numpy(object)[nxt]),
         "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
@@ -525,7 +535,9 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for dev, d in acts.groupby("device", sort=True):
-        d = d.sort_values("start_us", kind="stable")
+        s = d["start_us"].to_numpy(float)
+        if not (s[1:] >= s[:-1]).all():       # activities() sorts them already
+            d = d.sort_values("start_us", kind="stable")
         s, e = d["start_us"].to_numpy(float), d["end_us"].to_numpy(float)
         cm = np.maximum.accumulate(e)
         idle_before = np.maximum(0.0, s[1:] - cm[:-1])
@@ -547,8 +559,12 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
             "graph_kernels": int(k["graph_launch"].sum()),
             "graph_launches": int(k.loc[k["graph_launch"], "launch_start_us"].nunique()),
         }
+        # Each cause's rows picked by code (one pass over the causes' text, not one per cause).
+        codes, uniq = factorize(g["cause"]) if len(g) else (None, [])
+        dur = g["duration_us"]
         for c in CAUSES:
-            row[f"idle_{c}_us"] = float(g.loc[g["cause"] == c, "duration_us"].sum()) if len(g) else 0.0
+            at = [i for i, u in enumerate(list(uniq)) if u == c]
+            row[f"idle_{c}_us"] = float(dur[np.isin(codes, at)].sum()) if len(g) else 0.0
         rows.append(row)
     cols = ["device", "launches", "kernels", "window_us", "launches_per_ms", "median_kernel_us",
             "median_gap_us", "median_launch_call_us", "median_launch_interval_us", "graph_kernels",
