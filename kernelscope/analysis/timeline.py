@@ -228,13 +228,23 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
         prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
         top = s >= prev_end
         by_tid[t] = (s[top], e[top], names[top])
-    for i, (t, when) in enumerate(zip(tids, times)):
-        hit = by_tid.get(t)
-        if hit is None or when is None or when != when:
+    # The queries of each thread looked up together.
+    asked: dict = {}
+    for i, t in enumerate(tids):
+        if t in by_tid:
+            asked.setdefault(t, []).append(i)
+    when_all = np.array([np.nan if w is None else w for w in times], dtype=float)
+    for t, at in asked.items():
+        hs, he, hn = by_tid[t]
+        if not len(hs):
             continue
-        j = np.searchsorted(hit[0], when, side="right") - 1
-        if j >= 0 and when <= hit[1][j]:
-            out[i] = hit[2][j]
+        at = np.array(at)
+        when = when_all[at]
+        j = np.searchsorted(hs, when, side="right") - 1
+        jj = np.maximum(j, 0)
+        found = ~np.isnan(when) & (j >= 0) & (when <= he[jj])
+        for i, name in zip(at[found].tolist(), hn[jj[found]].tolist()):
+            out[i] = name
     return out
 
 
