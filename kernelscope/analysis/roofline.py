@@ -173,17 +173,22 @@ def _counted_roofline(report) -> pd.DataFrame:
     name_sel = ops["name"].to_numpy(object)[i_sel]
     dims_sel = ops["input_dims"].to_numpy(object)[i_sel]
     types_sel = ops["input_types"].to_numpy(object)[i_sel]
-    fl_sel = ops["flops"].to_numpy(object)[i_sel]
     # Count each distinct op (name, shapes, dtypes, FLOPs) once: the same ops repeat every step.
     # Equal shapes share one decoded object (the reader decodes each distinct text once), so the
-    # object's identity stands for its value here; NaN and None FLOPs are one key.
-    # FLOPs as floats where the column is (NaN one key, as None and NaN are among objects).
-    fl_key = ops["flops"].to_numpy(float)[i_sel] if ops["flops"].dtype.kind == "f" else \
-        np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)
+    # object's identity stands for its value here; NaN and None FLOPs are one key. FLOPs as
+    # floats where the column is (the objects, one per row, only where it is not).
+    if ops["flops"].dtype.kind == "f":
+        fl_key = fl_sel = ops["flops"].to_numpy(float)[i_sel]
+        flops_of = lambda j: float(fl_sel[j])     # noqa: E731 - a Python float, as the objects hold
+    else:
+        fl_sel = ops["flops"].to_numpy(object)[i_sel]
+        fl_key = np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)
+        flops_of = fl_sel.__getitem__
     codes, first = distinct_rows([
         name_sel, np.fromiter(map(id, dims_sel), np.int64, len(sel)),
         np.fromiter(map(id, types_sel), np.int64, len(sel)), fl_key])
-    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], fl_sel[j]) for j in first.tolist()]
+    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], flops_of(j)) for j in first.tolist()]
+    del dims_sel, types_sel, fl_sel, fl_key
     counted = np.array([c is not None for c in per], dtype=bool)[codes]
     if not counted.any():
         return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
@@ -229,10 +234,12 @@ def _counted_roofline(report) -> pd.DataFrame:
         inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
         by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
         attain, roof_bound = attainable(inten, peak_t, peak_b, per=1e3)     # TFLOP/s against GB/s
+        memory_roof = roof_bound == "memory"
+        del roof_bound                       # text, 28 bytes a row
         attain = np.where(by_roof, attain, np.nan)
         share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
     # Labels as small codes into (None, "memory", "compute"): no text made per row.
-    bound_code = np.where(by_roof, np.where(roof_bound == "memory", 1, 2), np.where(peak_b > 0, 1, 0))
+    bound_code = np.where(by_roof, np.where(memory_roof, 1, 2), np.where(peak_b > 0, 1, 0))
     with np.errstate(invalid="ignore"):
         above = np.nan_to_num(share, nan=0.0) > 1.0 + 1e-9
     note_code = np.where(above, bound_code, 0)
@@ -255,7 +262,7 @@ def _counted_roofline(report) -> pd.DataFrame:
         "peak_gbps": peak_b_col, "roof_share": share,
         "bound": _labels(bound_code, _BOUNDS), "peaks_source": _as_rows(peak_src),
         "roof_note": _labels(note_code, _NOTES),
-    }, columns=ROOFLINE_COLUMNS)
+    }, columns=ROOFLINE_COLUMNS, copy=False)   # the arrays are this table's own: not copied into blocks
 
 
 def _as_rows(values: np.ndarray):

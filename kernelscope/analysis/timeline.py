@@ -191,11 +191,18 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         parts.append(t)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTIVITY_COLUMNS})
-    a = pd.concat(parts, ignore_index=True)[ACTIVITY_COLUMNS]
+    # Each step below copies every row, so each is skipped where it would change nothing (a large
+    # trace's kernels alone, timed and in time order already, are copied once).
+    a = (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0])[ACTIVITY_COLUMNS]
     # Activities without a time (e.g. kernels known only from an Nsight Compute export) have no
     # place on a timeline.
-    a = a[a["start_us"].notna() & a["duration_us"].notna()]
-    return a.sort_values(["start_us", "end_us"], kind="stable").reset_index(drop=True)
+    timed = (a["start_us"].notna() & a["duration_us"].notna()).to_numpy()
+    if not timed.all():
+        a = a[timed]
+    s, e = a["start_us"].to_numpy(float), a["end_us"].to_numpy(float)
+    if not ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] >= e[:-1]))).all():
+        a = a.sort_values(["start_us", "end_us"], kind="stable")
+    return a.reset_index(drop=True)
 
 
 def outer_ops(ops: pd.DataFrame, tids, times) -> list:
@@ -409,7 +416,7 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
         # Plain object columns: letting pandas infer a string dtype copies every name again.
         return pd.Series(a, dtype=object)
 
-    return pd.DataFrame({
+    return pd.DataFrame(copy=False, data={     # its own arrays: not copied into blocks
         "device": obj(np.full(len(nxt), dev, dtype=object)), "start_us": g0, "end_us": g1,
         "duration_us": g1 - g0, "cause": obj(cause),
         "before": obj(names[prev]), "before_stream": d["stream"].to_numpy(object)[prev],
