@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import factorize
+
 TREE_COLUMNS = ["parent", "depth", "self_us", "outermost_of_name"]
 # Times are float microseconds: an op that ends within this of its parent's end still nests.
 _EPS_US = 1e-3
@@ -35,8 +37,8 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
     # Threads told apart by their text (7 and "7" are one thread).
-    tid = pd.factorize(ops["tid"].astype(str).to_numpy())[0] if "tid" in ops.columns else np.zeros(n, np.int64)
-    names = pd.factorize(ops["name"].astype(str), use_na_sentinel=False)[0]
+    tid = _text_codes(ops["tid"], True) if "tid" in ops.columns else np.zeros(n, np.int64)
+    names = _text_codes(ops["name"], False)
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
     # Per thread by start; at equal starts the longer op encloses the shorter.
     order = placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
@@ -52,12 +54,25 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     depth[order] = depth_sorted
     outer = np.ones(n, dtype=bool)
     outer[order] = outer_sorted
-    child = np.zeros(n)
     has = parent >= 0
-    np.add.at(child, parent[has], dur[has])
+    # bincount adds in row order, as np.add.at does (the same sums), in one pass.
+    child = np.bincount(parent[has], weights=dur[has], minlength=n)
     self_us = np.maximum(dur - child, 0.0)
     return pd.DataFrame({"parent": parent, "depth": depth, "self_us": self_us, "outermost_of_name": outer},
                         index=ops.index)
+
+
+def _text_codes(values: pd.Series, na_sentinel: bool) -> np.ndarray:
+    """``pd.factorize(values.astype(str), use_na_sentinel=...)``'s codes, the text made once per
+    distinct value rather than once per row (a million ops hold a few threads and names).
+
+    >>> _text_codes(pd.Series([7, "7", None, 8, 7], dtype=object), True).tolist()
+    [0, 0, -1, 1, 0]
+    """
+    codes, uniq = factorize(values, use_na_sentinel=na_sentinel)
+    text = pd.Series(uniq, dtype=object).astype(str)
+    text_codes = pd.factorize(text.to_numpy(), use_na_sentinel=na_sentinel)[0] if len(uniq) else np.zeros(0, np.int64)
+    return np.where(codes >= 0, text_codes[np.maximum(codes, 0)], -1) if len(text_codes) else codes
 
 
 def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:

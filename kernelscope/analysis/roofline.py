@@ -334,9 +334,13 @@ def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in keys if c in pts.columns]
     if not len(pts) or not keys:
         return pts.assign(count=1)
+    from kernelscope.analysis.backends import distinct_rows
+    # Grouped by one integer code per distinct key (pandas would hash every row's kernel name).
+    codes, first = distinct_rows([pts[c].to_numpy() for c in keys])
     d = pts["duration_us"].astype(float).fillna(0.0)
-    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
-    g = w.groupby(keys, dropna=False, sort=False)
+    w = pts.drop(columns=keys).assign(_fl=pts["achieved_tflops"].astype(float) * d,
+                                      _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(codes, sort=False)
     out = g.first()
     tot = g["_d"].sum()
     out["duration_us"] = tot
@@ -344,4 +348,7 @@ def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
         out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
         out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
     out["count"] = g.size()
-    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
+    for c in reversed(keys):          # the keys first, typed as a groupby's index levels are
+        codes_c, uniq = pd.factorize(pts[c].to_numpy()[first])
+        out.insert(0, c, pd.Index(uniq).array.take(codes_c, allow_fill=True))
+    return out.reset_index(drop=True).drop(columns=["_fl", "_rs", "_d"])

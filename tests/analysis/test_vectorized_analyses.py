@@ -186,3 +186,29 @@ def test_host_in_gaps_on_arrays_is_the_frame_version(path):
         ops.loc[ops.index[::3], "tid"] = None
         ops.loc[ops.index[1::5], "duration_us"] = np.nan
     assert host_in_gaps(ops, gaps) == frame_host_in_gaps(ops, gaps)
+
+
+def frame_same_dots_once(pts):
+    """same_dots_once as it was written: a groupby over the six key columns."""
+    keys = [c for c in ["kernel", "short_name", "op", "precision", "intensity", "device"] if c in pts.columns]
+    if not len(pts) or not keys:
+        return pts.assign(count=1)
+    d = pts["duration_us"].astype(float).fillna(0.0)
+    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(keys, dropna=False, sort=False)
+    out = g.first()
+    tot = g["_d"].sum()
+    out["duration_us"] = tot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+    out["count"] = g.size()
+    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_same_dots_once_by_codes_is_the_groupby(path):
+    from kernelscope.analysis.roofline import same_dots_once
+    rl = roofline(ks.load(path))
+    for pts in (rl, rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]):
+        pd.testing.assert_frame_equal(same_dots_once(pts), frame_same_dots_once(pts))
