@@ -95,6 +95,17 @@ def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.nd
     close = end - _EPS_US
     todo = np.flatnonzero(cand >= 0)
     todo = todo[start[todo] >= close[cand[todo]]]
+    # An op that starts after every earlier op of its thread has closed has no parent: the walk
+    # pops the whole stack. Settled at once (most ops of a flat trace), the jumping below is left
+    # with the ops that sit inside an open one.
+    if len(todo):
+        firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        latest = np.empty(n)
+        for a, b in zip(firsts.tolist(), np.r_[firsts[1:], n].tolist()):
+            latest[a:b] = np.maximum.accumulate(close[a:b])     # the latest close so far, per thread
+        top = start[todo] >= latest[todo - 1]                    # todo's ops are never a thread's first
+        cand[todo[top]] = -1
+        todo = todo[~top]
     while len(todo):
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
