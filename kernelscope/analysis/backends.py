@@ -118,9 +118,9 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     combined = None
     for c in columns:
-        if combined is not None and pd.isna(c).all():
-            continue             # all missing: one value throughout, nothing to tell apart
         c_codes, c_uniq = factorize(c, use_na_sentinel=False)
+        if combined is not None and len(c_uniq) == 1 and pd.isna(c_uniq[:1]).all():
+            continue             # all missing: one value throughout, nothing to tell apart
         c_codes = c_codes.astype(np.int64, copy=False)
         if combined is None:
             combined = c_codes

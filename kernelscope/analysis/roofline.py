@@ -341,7 +341,14 @@ def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
     w = pts.drop(columns=keys).assign(_fl=pts["achieved_tflops"].astype(float) * d,
                                       _rs=pts["roof_share"].astype(float) * d, _d=d)
     g = w.groupby(codes, sort=False)
-    out = g.first()
+    # first() is each group's first non-missing value: its first row's where that has one (the
+    # rows of ``first``), the groupby's only for the columns with a missing value to skip.
+    out = w.iloc[first].set_axis(pd.RangeIndex(len(first)))
+    gaps = [c for c in w.columns if w[c].isna().any()]
+    if gaps:
+        got = g[gaps].first()
+        for c in gaps:
+            out[c] = got[c].array
     tot = g["_d"].sum()
     out["duration_us"] = tot
     with np.errstate(invalid="ignore", divide="ignore"):
