@@ -162,8 +162,10 @@ def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | N
         idx = pd.to_numeric(kernels["op_index"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         d = np.nan_to_num(pd.to_numeric(kernels["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
         ok = np.isfinite(idx) & (idx >= 0) & (idx < n)
-        np.add.at(count, idx[ok].astype(np.int64), 1)
-        np.add.at(gpu, idx[ok].astype(np.int64), d[ok])
+        at = idx[ok].astype(np.int64)
+        # bincount adds in row order, as np.add.at does, in one pass.
+        count = np.bincount(at, minlength=n).astype(float)
+        gpu = np.bincount(at, weights=d[ok], minlength=n)
     inc_count, inc_gpu = count.copy(), gpu.copy()
     parent = tree["parent"].to_numpy()
     depth = tree["depth"].to_numpy()

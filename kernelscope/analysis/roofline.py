@@ -344,7 +344,7 @@ def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
     # first() is each group's first non-missing value: its first row's where that has one (the
     # rows of ``first``), the groupby's only for the columns with a missing value to skip.
     out = w.iloc[first].set_axis(pd.RangeIndex(len(first)))
-    gaps = [c for c in w.columns if w[c].isna().any()]
+    gaps = [c for c in w.columns if out[c].isna().any()]     # a first row missing the value
     if gaps:
         got = g[gaps].first()
         for c in gaps:
