@@ -56,7 +56,7 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     outer[order] = outer_sorted
     has = parent >= 0
     # bincount adds in row order, as np.add.at does (the same sums), in one pass.
-    child = np.bincount(parent[has], weights=dur[has], minlength=n)
+    child = np.bincount(parent[has], weights=dur[has], minlength=n).astype(float, copy=False)
     self_us = np.maximum(dur - child, 0.0)
     return pd.DataFrame({"parent": parent, "depth": depth, "self_us": self_us, "outermost_of_name": outer},
                         index=ops.index)
@@ -165,7 +165,7 @@ def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | N
         at = idx[ok].astype(np.int64)
         # bincount adds in row order, as np.add.at does, in one pass.
         count = np.bincount(at, minlength=n).astype(float)
-        gpu = np.bincount(at, weights=d[ok], minlength=n)
+        gpu = np.bincount(at, weights=d[ok], minlength=n).astype(float, copy=False)   # int when empty
     inc_count, inc_gpu = count.copy(), gpu.copy()
     parent = tree["parent"].to_numpy()
     depth = tree["depth"].to_numpy()
