@@ -38,7 +38,6 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     end = start + dur
     # Threads told apart by their text (7 and "7" are one thread).
     tid = _text_codes(ops["tid"], True) if "tid" in ops.columns else np.zeros(n, np.int64)
-    names = _text_codes(ops["name"], False)
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
     # Per thread by start; at equal starts the longer op encloses the shorter.
     order = placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
@@ -47,7 +46,10 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     # tests/analysis/test_op_tree.py): an op's parent is the nearest op before it, on its thread,
     # still open when it starts (ending more than _EPS_US after its start).
     depth_sorted = _depth(par_sorted)
-    outer_sorted = ~_same_name_above(par_sorted, names[order])
+    nested = par_sorted >= 0
+    # Names matter only below another op (a flat trace has none to compare).
+    outer_sorted = ~_same_name_above(par_sorted, _text_codes(ops["name"], False)[order]) if nested.any() \
+        else np.ones(len(order), dtype=bool)
     parent = np.full(n, -1, dtype=np.int64)
     parent[order] = np.where(par_sorted >= 0, order[np.maximum(par_sorted, 0)], -1)
     depth = np.zeros(n, dtype=np.int64)
