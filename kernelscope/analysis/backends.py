@@ -118,6 +118,8 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     combined = None
     for c in columns:
+        if combined is not None and _same_within(c, combined):
+            continue             # the same value throughout each group so far: nothing to split
         c_codes, c_uniq = factorize(c, use_na_sentinel=False)
         if combined is not None and len(c_uniq) == 1 and pd.isna(c_uniq[:1]).all():
             continue             # all missing: one value throughout, nothing to tell apart
@@ -132,6 +134,23 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
     top = np.maximum.accumulate(combined)
     first = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
     return combined, first
+
+
+def _same_within(values, codes: np.ndarray) -> bool:
+    """Does every row hold its group's first value (the same object, or an equal number; NaN
+    as NaN)? Then grouping by ``values`` too splits nothing, and a column that follows from the
+    ones before it (a kernel's device, its short name) costs an identity pass, not a factorize.
+    """
+    arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else values
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "Ofiub":
+        return False
+    key = np.fromiter(map(id, arr), np.int64, len(arr)) if arr.dtype == object else arr
+    top = np.maximum.accumulate(codes)
+    ref = key[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])][codes]
+    same = key == ref
+    if arr.dtype.kind == "f":
+        same |= np.isnan(key) & np.isnan(ref)
+    return bool(same.all())
 
 
 def classify(name, op=None, launch_api=None, kernel_backend=None, device_type="CUDA") -> Attribution:
