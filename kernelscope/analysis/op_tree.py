@@ -206,7 +206,8 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | No
     g = frame.groupby("name", sort=False)
     out = pd.DataFrame({"calls": g.size(), "total_us": g["duration_us"].sum(), "self_us": g["self_us"].sum(),
                         "mean_us": g["duration_us"].mean(), "kernels": g["kernels"].sum(), "gpu_us": g["gpu_us"].sum()})
-    outer = frame[frame["outermost_of_name"]].groupby("name", sort=False)
+    m = frame["outermost_of_name"].to_numpy(dtype=bool)
+    outer = (frame if m.all() else frame[m]).groupby("name", sort=False)   # no copy of a flat trace's
     out["kernels_inclusive"] = outer["kernels_inclusive"].sum().reindex(out.index).fillna(0).astype(np.int64)
     out["gpu_inclusive_us"] = outer["gpu_inclusive_us"].sum().reindex(out.index).fillna(0.0)
     out = out.sort_values("total_us", ascending=False, kind="stable").reset_index()
