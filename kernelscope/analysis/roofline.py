@@ -177,17 +177,18 @@ def _counted_roofline(report) -> pd.DataFrame:
     # Equal shapes share one decoded object (the reader decodes each distinct text once), so the
     # object's identity stands for its value here; NaN and None FLOPs are one key. FLOPs as
     # floats where the column is (the objects, one per row, only where it is not).
-    if ops["flops"].dtype.kind == "f":
+    floats = ops["flops"].dtype.kind == "f"
+    if floats:
         fl_key = fl_sel = ops["flops"].to_numpy(float)[i_sel]
-        flops_of = lambda j: float(fl_sel[j])     # noqa: E731 - a Python float, as the objects hold
     else:
         fl_sel = ops["flops"].to_numpy(object)[i_sel]
         fl_key = np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)
-        flops_of = fl_sel.__getitem__
     codes, first = distinct_rows([
         name_sel, np.fromiter(map(id, dims_sel), np.int64, len(sel)),
         np.fromiter(map(id, types_sel), np.int64, len(sel)), fl_key])
-    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], flops_of(j)) for j in first.tolist()]
+    # FLOPs as Python floats where read as floats (what the objects held).
+    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], float(fl_sel[j]) if floats else fl_sel[j])
+           for j in first.tolist()]
     del dims_sel, types_sel, fl_sel, fl_key
     counted = np.array([c is not None for c in per], dtype=bool)[codes]
     if not counted.any():

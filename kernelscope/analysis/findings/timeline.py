@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import factorize
 from kernelscope.analysis.findings.base import (
     MAX_EVIDENCE_ROWS,
     Finding,
@@ -18,7 +19,6 @@ from kernelscope.analysis.findings.base import (
     severity_for,
     span_link,
 )
-from kernelscope.analysis.distinct import factorize
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
