@@ -577,11 +577,10 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
             "graph_launches": int(k.loc[k["graph_launch"], "launch_start_us"].nunique()),
         }
         # Each cause's rows picked by code (one pass over the causes' text, not one per cause).
-        codes, uniq = factorize(g["cause"]) if len(g) else (None, [])
-        dur = g["duration_us"]
+        codes, uniq = factorize(g["cause"]) if len(g) else (np.zeros(0, np.int64), np.zeros(0, dtype=object))
         for c in CAUSES:
-            at = [i for i, u in enumerate(list(uniq)) if u == c]
-            row[f"idle_{c}_us"] = float(dur[np.isin(codes, at)].sum()) if len(g) else 0.0
+            at = [i for i, u in enumerate(uniq.tolist()) if u == c]
+            row[f"idle_{c}_us"] = float(g["duration_us"][np.isin(codes, at)].sum()) if len(g) else 0.0
         rows.append(row)
     cols = ["device", "launches", "kernels", "window_us", "launches_per_ms", "median_kernel_us",
             "median_gap_us", "median_launch_call_us", "median_launch_interval_us", "graph_kernels",
