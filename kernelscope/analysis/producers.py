@@ -45,6 +45,10 @@ FROM_PROCESS = "process (compiled variant)"
 FROM_TUNER = "process (its tuner's candidate with this launch's warps)"
 AMBIGUOUS = "not identified: several compiled variants match this launch"
 NO_MATCH = "not identified: no compiled variant matches this launch"
+# The profiler range the tuning watch (capture/tuning.py) puts around each config Triton's
+# autotuner times: "triton.autotune benchmark: <kernel> [<config>]". Launches inside one are the
+# tuner's own; the others used the config it chose.
+BENCH_RANGE = "triton.autotune benchmark"
 
 _TYPES = r"(?:f16|bf16|f32|tf32|f64|s8|u8|s4|u4|e4m3|e5m2|s32|void|c\d+|z\d+|\w+?)"
 _CUTLASS3 = re.compile(
@@ -358,16 +362,19 @@ def _variant_of(variants, threads, regs, smem):
 AUTOTUNE_VIEW_COLUMNS = (
     "kernel", "producer", "tuner", "tuning", "op", "shape_key", "choice", "config", "num_warps", "num_stages",
     "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
-    "shared_mem_bytes", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
-    "cached", "rank", "note")
+    "shared_mem_bytes", "resources_source", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
+    "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "note")
+# Where a Triton candidate's registers, spills and shared memory came from (capture/tuning.py).
+FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
 
 
-def autotune_table(trace) -> pd.DataFrame:
+def autotune_table(trace, kernels=None) -> pd.DataFrame:
     """One row per autotuning candidate (``trace.autotune``) with ``threads_per_block``,
     ``theoretical_occupancy`` and ``occupancy_limiter`` (our calculator, on the recording's
     device), ``vs_best`` (p50 over the winner's), ``spread_pct`` ((p80 - p20) / p50) and
     ``rank`` (1 = fastest of its tuning); each tuning's candidates fastest first, tunings in
-    the order they ran.
+    the order they ran. With ``kernels`` (``rep.kernels``, its producer columns), the launches
+    that ran each candidate (see :func:`candidate_launches`).
 
     >>> autotune_table(ks.load("tuned.ksreport.json.gz").trace).head()    # doctest: +SKIP
     """
@@ -403,5 +410,74 @@ def autotune_table(trace) -> pd.DataFrame:
     a["vs_best"] = p50 / best
     a["spread_pct"] = (a["p80_ms"].astype("float64") - a["p20_ms"].astype("float64")) / p50 * 100.0
     a["rank"] = p50.groupby(a["tuning"]).rank(method="min").astype("Int64")
+    if "resources_source" not in a.columns:
+        a["resources_source"] = pd.Series([None] * len(a), dtype=object, index=a.index)
+    # Recordings from before the column: a Triton candidate's registers were only ever read from
+    # its compiled variant.
+    a.loc[a["resources_source"].isna() & a["registers"].notna() & (a["tuner"] == "triton.autotune"),
+          "resources_source"] = FROM_VARIANT
+    launches, bench, rows = candidate_launches(a, kernels, getattr(trace, "ops", None))
+    a["launches"], a["benchmark_launches"] = launches, bench
+    a["kernel_rows"] = pd.Series(rows, dtype=object, index=a.index)
     a = a.sort_values(["tuning", "rank"], kind="stable", na_position="last").reset_index(drop=True)
     return a[[c for c in AUTOTUNE_VIEW_COLUMNS if c in a.columns]]
+
+
+def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
+    """For each candidate of ``a`` (``trace.autotune``), the launches of ``kernels`` that ran it:
+    (count, how many of them were the tuner's own benchmark, their row positions in ``kernels``).
+
+    A Triton or Helion candidate ran where a launch of its kernel was identified as its config
+    (``config``, from the compiled variant its registers and shared memory match) with its warps.
+    The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges (their op,
+    or their launch call within one of ``ops`` on its thread); a recording without them (made
+    before the watch set them), and Helion's search, cannot tell those apart (None). Inductor's choices are
+    benchmarked under a placeholder name and are not linked (empty).
+
+    >>> candidate_launches(pd.DataFrame({"kernel": [], "tuner": [], "config": [], "num_warps": []}), None)[0].tolist()
+    []
+    """
+    n = len(a)
+    count = pd.array([pd.NA] * n, dtype="Int64")
+    bench = pd.array([pd.NA] * n, dtype="Int64")
+    rows: list = [None] * n
+    if kernels is None or not len(kernels) or "config" not in kernels.columns or not n:
+        return count, bench, rows
+    k = kernels
+    ok = k["config"].notna().to_numpy()
+    if not ok.any():
+        return count, bench, rows
+    pos = np.flatnonzero(ok)
+    op = k["op"].to_numpy(dtype=object)[pos] if "op" in k.columns else np.full(len(pos), None, dtype=object)
+    in_bench = np.array([isinstance(o, str) and o.startswith(BENCH_RANGE) for o in op], dtype=bool)
+    marked = bool(in_bench.any())
+    ranges = ops[ops["name"].astype(str).str.startswith(BENCH_RANGE)] if ops is not None and len(ops) else None
+    if ranges is not None and len(ranges):
+        marked = True
+        if {"launch_start_us", "launch_tid"} <= set(k.columns):
+            at = pd.to_numeric(k["launch_start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[pos]
+            tid = k["launch_tid"].astype(str).to_numpy()[pos]
+            for t, r in ranges.groupby(ranges["tid"].astype(str)):
+                lo = r["start_us"].to_numpy(dtype=float)
+                hi = lo + r["duration_us"].to_numpy(dtype=float)
+                order = np.argsort(lo)
+                lo, hi = lo[order], hi[order]
+                mine = tid == t
+                j = np.searchsorted(lo, at[mine], side="right") - 1
+                inside = (j >= 0) & (at[mine] <= hi[np.maximum(j, 0)])
+                in_bench[np.flatnonzero(mine)[inside]] = True
+    warps = k["num_warps"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)[pos]
+    groups: dict = {}
+    for i, (nm, cfg, w) in enumerate(zip(k["name"].to_numpy(dtype=object)[pos], k["config"].to_numpy(dtype=object)[pos], warps)):
+        groups.setdefault((str(nm), str(cfg), int(w)), []).append(i)
+    cw = a["num_warps"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    for j, (kern, tuner, cfg) in enumerate(zip(a["kernel"].tolist(), a["tuner"].tolist(), a["config"].tolist())):
+        if tuner not in ("triton.autotune", "helion autotune") or not isinstance(cfg, str) or not cfg:
+            continue
+        hit = groups.get((str(kern), cfg, int(cw[j])), [])
+        count[j] = len(hit)
+        if hit:
+            rows[j] = [int(x) for x in pos[hit]]
+        # Only Triton's autotuner times its configs inside the watch's ranges (Helion's search: not).
+        bench[j] = int(in_bench[hit].sum()) if marked and tuner == "triton.autotune" else pd.NA
+    return count, bench, rows

@@ -3,11 +3,16 @@
 Three sources, each feature-detected (a Triton or torch without one of these attributes loses
 that source and says so in ``meta["tuning"]["notes"]``; nothing here fails a capture):
 
-- Triton's ``@triton.autotune``: ``Autotuner.run`` is wrapped while the region runs (one Python
-  call per launch of an autotuned kernel). A launch that grows the autotuner's ``cache`` has
-  just tuned a shape key: its ``configs_timings`` ({Config: [p50, p20, p80] ms}) are copied then,
-  since Triton keeps only the last tuning's. Keys in the cache before the region are tunings
-  measured earlier (cache hits), said as such. Triton 3.6 has no autotuning listener.
+- Triton's ``@triton.autotune``: at an autotuner's first launch in the region, ``Autotuner.run``
+  (wrapped on the class) notes the keys it already holds (tunings measured earlier: cache hits,
+  said as such) and then steps aside: the instance gets Triton's own bound ``run``, so its later
+  launches pay nothing. What remains runs only when it tunes: its ``cache`` is a dict whose
+  ``__setitem__`` notes a new key, its ``_bench`` collects each config's [p50, p20, p80] ms as
+  measured (Triton keeps only the last tuning's ``configs_timings``) inside a profiler range
+  (``BENCH_RANGE``: the trace then tells the tuner's launches from the ones that used the winner),
+  its ``prune_configs`` marks where a tuning begins. A key stored with nothing timed is a read of
+  Triton's disk cache (new ``configs_timings``) or the one config left after pruning. stop() gives
+  back a plain dict cache and removes the instance attributes. Triton 3.6 has no autotuning listener.
 - Triton's ``JITFunction.run`` is wrapped too (user kernels, Helion's ``_helion_*``): each
   function launched is noted, and at the end its compiled variants
   (``device_caches[dev][0]``: ``CompiledKernel.metadata``, ``n_regs``, ``n_spills``, the
@@ -26,6 +31,7 @@ from __future__ import annotations
 import re
 import sys
 
+from kernelscope.analysis.producers import BENCH_RANGE, FROM_VARIANT
 from kernelscope.jsonable import num
 
 # Candidates kept per region: thousands are fine (a table row each); beyond this the rest are
@@ -81,6 +87,12 @@ def _jit_of(fn):
 def _fn_name(jf) -> str:
     name = getattr(jf, "__name__", None) or getattr(getattr(jf, "fn", None), "__name__", None)
     return str(name) if name else "<unknown>"
+
+
+def _tuned_name(at) -> str:
+    """The name of the function an Autotuner tunes."""
+    jf = _jit_of(getattr(at, "fn", None))
+    return _fn_name(jf) if jf is not None else str(getattr(getattr(at, "base_fn", None), "__name__", "<unknown>"))
 
 
 def _fn_source(jf) -> str | None:
@@ -182,6 +194,26 @@ def _match_variant(variants, cfg) -> dict | None:
     return hits[0] if len(keys) == 1 else None
 
 
+class _NoteNewKeys(dict):
+    """An autotuner's ``cache`` while a region runs: a dict (lookups are dict's own) whose
+    ``__setitem__`` calls ``on_new(key, config)`` when Triton stores a key it did not hold:
+    a tuning just finished."""
+    __slots__ = ("_on_new",)
+
+    def __init__(self, items, on_new):
+        super().__init__(items)
+        self._on_new = on_new
+
+    def __setitem__(self, key, value):
+        new = key not in self
+        dict.__setitem__(self, key, value)
+        if new:
+            try:
+                self._on_new(key, value)
+            except Exception:  # noqa: BLE001 - never fail the user's launch
+                pass
+
+
 PRUNED_TO_ONE = "the only config left after pruning: Triton takes it without timing it"
 FAILED = "did not run: the tuner timed it as infinite (out of resources, or it failed to compile)"
 
@@ -210,6 +242,7 @@ class TuningWatch:
         self._patches = []          # (owner, attribute, original)
         self._autotuners = {}       # id -> what _first_seen noted
         self._jits = {}             # id -> JITFunction launched in the region
+        self._hooked = []           # autotuners given hooks (see _hook), unhooked at stop()
         self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
         self._feedback = []         # Inductor's choices, as plain rows
         self._saver: object = None
@@ -228,6 +261,7 @@ class TuningWatch:
 
     def stop(self) -> None:
         self._active = False
+        self._unhook()
         for owner, attr, orig in reversed(self._patches):
             try:
                 setattr(owner, attr, orig)
@@ -290,6 +324,12 @@ class TuningWatch:
             seen = watch._autotuners.get(id(at))
             if seen is None:
                 seen = watch._first_seen(at)
+                # Hooked where it tunes: its later launches call Triton's own run (nothing per launch).
+                if watch._hook(at, orig, cls):
+                    return orig(at, *args, **kwargs)
+            if seen[6]:       # hooked, but called through the class (Autotuner.run(at, ...))
+                return orig(at, *args, **kwargs)
+            # Not hookable (another Triton's structure): the cache's size is compared around each call.
             cache = getattr(at, "cache", None)
             n = len(cache) if isinstance(cache, dict) else -1
             try:
@@ -299,6 +339,96 @@ class TuningWatch:
                     watch._tuned(at, seen)
         self._patches.append((cls, "run", orig))
         cls.run = run
+
+    def _hook(self, at, orig_run, cls) -> bool:
+        """Give one autotuner Triton's own bound ``run`` and watch it only where it tunes: its
+        ``cache`` becomes a dict whose ``__setitem__`` notes a newly tuned key (lookups stay
+        dict's own), its ``_bench`` collects each config's times as they are measured (inside a
+        profiler range named :data:`BENCH_RANGE`, so the trace tells the tuner's launches from
+        the ones that used the winner), its ``prune_configs`` marks where a tuning starts. False
+        (nothing changed) where this Triton's autotuner does not have that shape, or its class
+        has a ``run`` of its own (which Triton's bound ``run`` would skip)."""
+        owner = next((c for c in type(at).__mro__ if "run" in vars(c)), None)
+        if owner is not cls:
+            return False
+        cache, d = getattr(at, "cache", None), getattr(at, "__dict__", None)
+        bench, prune = getattr(at, "_bench", None), getattr(at, "prune_configs", None)
+        if type(cache) is not dict or not isinstance(d, dict) or not callable(bench) or not callable(prune):
+            return False
+        if any(a in d for a in ("run", "_bench", "prune_configs")):
+            return False      # someone else's per-instance patch: not stacked on
+        watch, key = self, id(at)
+        state = self._autotuners[key]
+        rf = getattr(getattr(getattr(sys.modules.get("torch"), "autograd", None), "profiler", None),
+                     "record_function", None)
+        label = f"{BENCH_RANGE}: {_tuned_name(at)}"
+
+        def _bench(*args, config, **meta):
+            if rf is None:
+                t = bench(*args, config=config, **meta)
+            else:
+                with rf(f"{label} [{config_text(getattr(config, 'kwargs', None) or {})}]"):
+                    t = bench(*args, config=config, **meta)
+            state[7].append((config, t))
+            return t
+
+        def prune_configs(*args, **kwargs):
+            watch._settle(key)
+            state[7] = []
+            state[8] = id(getattr(at, "configs_timings", None))
+            return prune(*args, **kwargs)
+
+        def tuned(k, winner):
+            state[9].append((k, winner, state[7], state[8]))
+            state[7] = []
+        try:
+            d["run"] = orig_run.__get__(at, type(at))
+            d["_bench"], d["prune_configs"] = _bench, prune_configs
+            at.cache = _NoteNewKeys(cache, tuned)
+        except Exception:  # noqa: BLE001 - give back what was set; the per-call watch takes over
+            for a in ("run", "_bench", "prune_configs"):
+                d.pop(a, None)
+            return False
+        state[6] = True
+        state[8] = id(getattr(at, "configs_timings", None))
+        self._hooked.append(at)
+        return True
+
+    def _settle(self, key) -> None:
+        """Turn an autotuner's tunings noted by its cache into rows of ``_tunings``. Called where
+        the next tuning starts and at stop(): the timings Triton read from its disk cache are
+        assigned after the key (``check_disk_cache``), so they are read once it has returned."""
+        state = self._autotuners.get(key)
+        if state is None or not state[9]:
+            return
+        at = state[0]
+        pending, state[9] = state[9], []
+        try:
+            for k, winner, benched, ct_id in pending:
+                timings = getattr(at, "configs_timings", None)
+                if benched:          # timed in this region, config by config
+                    self._tunings.append((key, k, dict(benched), winner, True))
+                elif isinstance(timings, dict) and id(timings) != ct_id:
+                    # New timings without a benchmark: read from Triton's autotuning disk cache
+                    # (measured by an earlier process).
+                    self._tunings.append((key, k, dict(timings), winner, False))
+                else:                # nothing timed: pruned to one config, taken as it is
+                    self._tunings.append((key, k, {winner: None}, winner, True, PRUNED_TO_ONE))
+        except Exception as e:  # noqa: BLE001
+            self.notes.append(f"an autotuning could not be read ({type(e).__name__}: {e})"[:300])
+
+    def _unhook(self) -> None:
+        for at in self._hooked:
+            self._settle(id(at))
+            d = getattr(at, "__dict__", {})
+            for a in ("run", "_bench", "prune_configs"):
+                d.pop(a, None)
+            try:
+                if type(at.cache) is _NoteNewKeys:
+                    at.cache = dict(at.cache)
+            except Exception:  # noqa: BLE001 - a cache that cannot be given back still works as a dict
+                pass
+        self._hooked.clear()
 
     def _wrap_jit(self, cls) -> None:
         orig = cls.run
@@ -321,9 +451,11 @@ class TuningWatch:
         cache = getattr(at, "cache", None)
         timings = getattr(at, "configs_timings", None)
         keys = set(cache) if isinstance(cache, dict) else set()
-        # [autotuner, keys known (grows), timings before the region, bench_time, keys before the region]
+        # [autotuner, keys known (grows), timings before the region, bench_time, keys before the region,
+        #  id of its timings, hooked?, (config, times) benchmarked since the tuning began,
+        #  id of its timings when it began, tunings noted by the cache and not yet settled]
         seen = [at, keys, dict(timings) if isinstance(timings, dict) else None, getattr(at, "bench_time", None),
-                frozenset(keys), id(timings)]
+                frozenset(keys), id(timings), False, [], None, []]
         self._autotuners[id(at)] = seen
         return seen
 
@@ -403,7 +535,8 @@ class TuningWatch:
                 "description": str(getattr(r, "status", "") or "") or None,
                 "num_warps": _num(d.get("num_warps")), "num_stages": _num(d.get("num_stages")), "num_ctas": None,
                 "p50_ms": perf if perf is not None and perf != float("inf") else None, "p20_ms": None, "p80_ms": None,
-                "registers": None, "spills": None, "shared_mem_bytes": None, "winner": False, "cached": False,
+                "registers": None, "spills": None, "shared_mem_bytes": None, "resources_source": None,
+                "winner": False, "cached": False,
                 "note": "Helion's own timing (one figure per config); registers not matched to its variants",
             })
 
@@ -437,6 +570,7 @@ class TuningWatch:
                 if isinstance(info.get("GROUP_M"), int) and info["GROUP_M"] >= 0:
                     kw["GROUP_M"] = info["GROUP_M"]
                 desc = str(getattr(c, "description", "") or "")
+                res = {} if extern else template_resources(c)
                 self._feedback.append({
                     "kernel": str(getattr(c, "name", "?")), "producer": "Inductor", "tuner": "inductor max-autotune",
                     "tuning": tuning, "op": str(name), "shape_key": key,
@@ -447,9 +581,10 @@ class TuningWatch:
                     "num_warps": _num(info.get("num_warps")) if not extern else None,
                     "num_stages": _num(info.get("num_stages")) if not extern else None,
                     "num_ctas": None, "p50_ms": num(t), "p20_ms": None, "p80_ms": None,
-                    "registers": _num(getattr(c, "n_regs", None)), "spills": None, "shared_mem_bytes": None,
+                    "registers": res.get("registers"), "spills": res.get("spills"),
+                    "shared_mem_bytes": res.get("shared_mem_bytes"), "resources_source": res.get("source"),
                     "winner": c is best, "cached": False,
-                    "note": FAILED if num(t) is None else None if not extern else
+                    "note": FAILED if num(t) is None else res.get("why") if not extern else
                     "an extern kernel (cuBLAS/ATen): no Triton config",
                 })
         except Exception as e:  # noqa: BLE001
@@ -482,7 +617,7 @@ class TuningWatch:
                                              tuning=tuning_ids.setdefault((at_id, key), len(tuning_ids)), by_jit=by_jit))
         # Tunings from before the region (cache hits): the winner, and the timings Triton still
         # holds when only one shape was tuned then.
-        for at_id, (at, _, timings, _, before, _) in self._autotuners.items():
+        for at_id, (at, _, timings, _, before, *_) in self._autotuners.items():
             earlier = list(before)
             for k in earlier:
                 winner = (getattr(at, "cache", None) or {}).get(k)
@@ -514,7 +649,7 @@ class TuningWatch:
         vs = by_jit.get(id(jf)) if jf is not None else None
         if vs is None and jf is not None:
             vs = by_jit[id(jf)] = compiled_variants(jf)
-        name = _fn_name(jf) if jf is not None else str(getattr(getattr(at, "base_fn", None), "__name__", "<unknown>"))
+        name = _tuned_name(at)
         rows = []
         for cfg, t in (timings or {}).items():
             if cfg is None:
@@ -531,6 +666,7 @@ class TuningWatch:
                 "num_ctas": _num(getattr(cfg, "num_ctas", None)),
                 "p50_ms": p50, "p20_ms": p20, "p80_ms": p80,
                 "registers": v["registers"] if v else None, "spills": v["spills"] if v else None,
+                "resources_source": FROM_VARIANT if v and v["registers"] is not None else None,
                 "shared_mem_bytes": v["shared_mem_bytes"] if v else None,
                 "winner": cfg is winner or cfg == winner, "cached": bool(cached),
                 "note": note if note else FAILED if p50 is None and t is not None else
@@ -585,6 +721,65 @@ class TuningWatch:
                             "spills": None, "shared_mem_bytes": None, "hash": None, "source": None,
                             "source_ops": ops, "device_index": None, "_consts": {}})
         return out
+
+
+FROM_CHOICE = "Inductor's choice (its launcher's n_regs at precompile)"
+FROM_LAUNCHER = "Inductor's benchmark kernel (its launcher, after the benchmark ran it)"
+FROM_BINARY = "Inductor's benchmark kernel (its compiled binary, after the benchmark ran it)"
+
+
+def _benchmark_kernel(bmreq):
+    """The CachingAutotuner an Inductor template choice was benchmarked with: its benchmark
+    request's module (kept on it, or in PyCodeCache by path) and kernel name."""
+    name = getattr(bmreq, "kernel_name", None)
+    path = getattr(bmreq, "module_path", None)
+    if not isinstance(name, str):
+        return None
+    mod = getattr(bmreq, "_benchmark_module", None)
+    if mod is None and isinstance(path, str):
+        cache = getattr(sys.modules.get("torch._inductor.codecache"), "PyCodeCache", None)
+        by_path = getattr(cache, "modules_no_attr", None)
+        mod = by_path.get(path) if isinstance(by_path, dict) else None
+        if mod is None:
+            mods = getattr(cache, "modules", None)
+            mods = list(mods.values()) if isinstance(mods, dict) else list(mods or [])
+            mod = next((m for m in reversed(mods) if getattr(m, "__file__", None) == path), None)
+    return getattr(mod, name, None) if mod is not None else None
+
+
+def template_resources(choice) -> dict:
+    """Registers, spills and shared memory of one Inductor template choice, read after its
+    benchmark, with where they came from (``source``) or why they are not known (``why``):
+    its benchmark kernel's launcher, else that kernel's compiled binary (Triton fills ``n_regs``
+    once it has run), else the choice's own ``n_regs`` (registers only: Inductor's, at precompile).
+
+    >>> template_resources(object())["why"]
+    "registers not known: this choice has no benchmark request (not Inductor's Triton template)"
+    """
+    bmreq = getattr(choice, "bmreq", None)
+    if bmreq is None:
+        return {"why": "registers not known: this choice has no benchmark request (not Inductor's Triton template)"}
+    kernel = _benchmark_kernel(bmreq)
+    launchers = getattr(kernel, "launchers", None)
+    ln = launchers[0] if isinstance(launchers, list) and len(launchers) == 1 else None
+    results = getattr(kernel, "compile_results", None)
+    binary = getattr(results[0], "kernel", None) if isinstance(results, list) and len(results) == 1 else None
+    out = {}
+    for obj, label in ((ln, FROM_LAUNCHER), (binary, FROM_BINARY)):
+        regs = _num(getattr(obj, "n_regs", None)) if obj is not None else None
+        if regs is not None:     # the three numbers of one object, labelled with it
+            shared = _num(getattr(obj, "shared", None))
+            out = {"registers": regs, "spills": _num(getattr(obj, "n_spills", None)), "source": label,
+                   "shared_mem_bytes": shared if shared is not None else
+                   _num(getattr(getattr(obj, "metadata", None), "shared", None))}
+            break
+    if not out and _num(getattr(choice, "n_regs", None)) is not None:
+        out = {"registers": _num(choice.n_regs), "source": FROM_CHOICE}
+    out.setdefault("registers", None)
+    if out["registers"] is None:
+        out["why"] = ("registers not known: Inductor released this choice's benchmark kernel before it was read"
+                      if kernel is None else "registers not known: its benchmark kernel does not say (n_regs empty)")
+    return out
 
 
 def _origins(path) -> dict:

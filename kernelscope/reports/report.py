@@ -111,14 +111,16 @@ class Report:
         ``num_stages``, ``p50_ms``/``p20_ms``/``p80_ms`` (the tuner's measured times),
         ``registers``, ``spills`` (local memory), ``shared_mem_bytes``,
         ``theoretical_occupancy`` and ``occupancy_limiter`` (our calculator), ``vs_best``,
-        ``rank``, ``winner``, ``cached`` (measured before the region: a cache hit) and ``note``;
+        ``rank``, ``winner``, ``cached`` (measured before the region: a cache hit), ``launches``
+        (how many launches of the region ran it), ``benchmark_launches`` (how many of those were
+        the tuner's own), ``kernel_rows`` (their rows of ``rep.kernels``) and ``note``;
         each tuning fastest first (:mod:`kernelscope.analysis.producers`). Empty for a trace file:
         only a live capture sees the tuners (``meta["tuning"]`` says what was watched).
 
         >>> rep.autotune[["config", "p50_ms", "theoretical_occupancy", "winner"]]   # doctest: +SKIP
         """
         from kernelscope.analysis.producers import autotune_table
-        return autotune_table(self.trace)
+        return autotune_table(self.trace, self.kernels)
 
     @property
     def runtime(self) -> pd.DataFrame:

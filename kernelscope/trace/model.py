@@ -91,6 +91,7 @@ AUTOTUNE_COLUMNS = {
     "num_warps": "int64", "num_stages": "int64", "num_ctas": "int64",
     "p50_ms": "float64", "p20_ms": "float64", "p80_ms": "float64",
     "registers": "int64", "spills": "int64", "shared_mem_bytes": "int64",
+    "resources_source": "object",
     "winner": "bool", "cached": "bool", "note": "object",
 }
 # Compiled kernels the process held (Triton's device caches, Inductor's launchers): what a

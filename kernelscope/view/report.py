@@ -106,12 +106,14 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
     whole = _whole(rep)
     k_all, copies_all = whole["kernels"], whole["copies"]
     span = _window_span(whole, window)
+    where = None       # the view's kernel row of each rep.kernels row (a window's are fewer)
     if span is None:
         k, copies = k_all.reset_index(drop=True), copies_all.reset_index(drop=True)
         host = _host_spans(rep.ops, rep.runtime, whole["depth"])
     else:
         lo, until = span
         k, copies = _within(k_all, lo, until), _within(copies_all, lo, until)
+        where = _window_rows(k_all, lo, until)
         host = _host_spans(rep.ops, rep.runtime, whole["depth"], lo, until)
     if "shape" not in k.columns:     # the launch shape's code: its row of rep.shapes
         k = k.assign(shape=0)
@@ -175,7 +177,7 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         "counters": _counter_header(rep, counters),
         "stalls": whole["stalls"],
         # What produced each kernel, its knobs, and its autotunings' candidates (view/tuning.py).
-        "tuning": _safe(lambda: tuning_payload(rep), None, problems, "autotuning"),
+        "tuning": _safe(lambda: tuning_payload(rep, where), None, problems, "autotuning"),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": whole["kernel_detail"],
         # Display options of %%kernelprofile (--top, --sort), when it set them.
@@ -304,6 +306,11 @@ def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool 
     """The rows of ``df`` that start in [``lo``, ``until``) (``overlapping``: that overlap it)."""
     if not len(df) or "start_us" not in df.columns:
         return df
+    return df[_in_window(df, lo, until, overlapping)].reset_index(drop=True)
+
+
+def _in_window(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool = False) -> np.ndarray:
+    """Which rows of ``df`` (it has ``start_us``) :func:`_within` keeps."""
     start = pd.to_numeric(df["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     keep = start < until
     if lo is not None:
@@ -312,7 +319,15 @@ def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool 
             keep &= start + dur > lo
         else:
             keep &= start >= lo
-    return df[keep].reset_index(drop=True)
+    return keep
+
+
+def _window_rows(df: pd.DataFrame, lo: float | None, until: float) -> np.ndarray:
+    """For each row of ``df``, its row in ``_within(df, lo, until)`` (-1: outside the window)."""
+    if not len(df) or "start_us" not in df.columns:
+        return np.arange(len(df))
+    keep = _in_window(df, lo, until)
+    return np.where(keep, np.cumsum(keep) - 1, -1)
 
 
 def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | None:

@@ -27,8 +27,14 @@ CANDIDATE_COLUMNS = [
     ("shared_mem_bytes", "smem", "shared memory per block, bytes"),
     ("theoretical_occupancy", "occupancy", "theoretical occupancy (kernelscope's calculator on this GPU)"),
     ("occupancy_limiter", "limited by", "what caps the resident blocks per SM"),
+    ("launches", "launches", "launches in this region that ran it (its compiled variant identified on the launch); "
+     "click to show them in the kernel table"),
+    ("benchmark_launches", "by the tuner", "how many of those launches were the tuner's own benchmark (empty: this "
+     "recording does not mark them)"),
+    ("resources_source", "regs from", "where the registers, spills and shared memory were read"),
     ("note", "note", "what the capture could not tell"),
 ]
+MAX_LINKED = 5000      # launches of one candidate a click can show
 KNOB_COLUMNS = [
     ("config", "config", "the configuration as its producer writes it"),
     ("num_warps", "warps", "num_warps"),
@@ -44,10 +50,30 @@ def _records(df: pd.DataFrame, cols) -> list:
     return jsonable(df.astype(object).where(df.notna(), None).to_dict("records"))
 
 
-def tuning_payload(rep) -> dict:
+def _links(g: pd.DataFrame, where) -> list:
+    """Per candidate: the view's kernel-table rows of the launches that ran it (``where`` maps a
+    row of rep.kernels to the view's row, -1 outside the window; None: the same rows) and the
+    words that say what the table then shows."""
+    out = []
+    for r in g.to_dict("records"):
+        rows = r.get("kernel_rows") or []
+        if where is not None:
+            rows = [int(where[i]) for i in rows if 0 <= i < len(where) and where[i] >= 0]
+        bench = r.get("benchmark_launches")
+        who = "the winner" if r.get("winner") else "a candidate"
+        label = (f"that ran {r['config']} ({who} of {r['kernel']}"
+                 + ("" if bench is None or bench is pd.NA else f"; {int(bench)} of them the tuner's own") + ")")
+        out.append({"launch_rows": rows[:MAX_LINKED], "launch_label": label} if rows else
+                   {"launch_rows": None, "launch_label": None})
+    return out
+
+
+def tuning_payload(rep, where=None) -> dict:
     """``{"kernels": {name: {producer, decoded, knobs}}, "tunings": [...], "columns": ...}`` for the
     view: per kernel name its producer and the knob sets its launches ran with; per tuning its
-    kernel, tuner, shape key, candidates (at most :data:`MAX_ROWS`, fastest first) and counts.
+    kernel, tuner, shape key, candidates (at most :data:`MAX_ROWS`, fastest first) and counts;
+    each candidate's ``launch_rows`` (the view's kernel-table rows that ran it; ``where``: the
+    view's row of each rep.kernels row when it shows a window) and ``launch_label``.
 
     >>> tuning_payload(ks.load("tests/data/tuning/triton_tuning.ksreport.json.gz"))["tunings"][0]["kernel"]  # doctest: +SKIP
     'matmul_kernel'
@@ -81,7 +107,9 @@ def tuning_payload(rep) -> dict:
             # shows them beside the kernels whose CPU op is the one they chose for.
             "match_op": f"aten::{first['op']}" if first["tuner"] == "inductor max-autotune" and first["op"] else None,
             "candidates": int(len(g)), "shown": int(min(len(g), MAX_ROWS)),
-            "rows": _records(g.head(MAX_ROWS), [c for c, _, _ in CANDIDATE_COLUMNS] + ["winner", "choice"]),
+            "rows": [dict(r, **link) for r, link in zip(
+                _records(g.head(MAX_ROWS), [c for c, _, _ in CANDIDATE_COLUMNS] + ["winner", "choice"]),
+                _links(g.head(MAX_ROWS), where))],
         })
     return jsonable({"kernels": kernels, "tunings": tunings,
                      "columns": {"candidates": CANDIDATE_COLUMNS, "knobs": KNOB_COLUMNS},

@@ -54,6 +54,12 @@ def test_autotuning_in_the_region_is_collected_with_variants(tmp_path):
     assert launch["config"].notna().all() and set(launch["producer"]) == {"Triton"}
     assert set(launch["config_source"]) == {"process (compiled variant)"}
     assert launch.sort_values("start_us")["config"].iloc[-1] == win["config"]   # the table is not in time order
+    # each candidate's launches: the tuner's own (inside the watch's benchmark ranges) and, for
+    # the winner, the one launch that used it
+    assert (a["benchmark_launches"] > 0).all() and (a["launches"] >= a["benchmark_launches"]).all()
+    assert (a["launches"] - a["benchmark_launches"]).tolist() == [1 if w else 0 for w in a["winner"]]
+    assert a["launches"].sum() == len(launch)
+    assert set(a["resources_source"]) == {"Triton's compiled variant (ptxas, as Triton reports it)"}
     # the in-process tables survive a save and load
     back = ks.load(rep.save(tmp_path / "t.ksreport.json.gz"))
     assert back.autotune[["config", "p50_ms", "winner"]].equals(a[["config", "p50_ms", "winner"]])
@@ -75,6 +81,52 @@ def test_a_tuning_before_the_region_is_a_cache_hit():
     a = p.report.autotune
     print(a[["config", "p50_ms", "winner", "cached", "note"]].to_string())
     assert len(a) == 3 and a["cached"].all() and a["winner"].sum() == 1
+
+
+def test_a_tuning_read_from_tritons_disk_cache(tmp_path, monkeypatch):
+    """cache_results=True: a second autotuner of the same kernel reads the first one's timings
+    from Triton's disk cache (no benchmark): its candidates are said measured earlier, with times."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    x = torch.randn(1 << 16, device="cuda")
+    o = torch.empty_like(x)
+
+    def tuned():
+        return triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
+                                        ((128, 1), (512, 4), (2048, 8))], key=["n"], cache_results=True)(triton.jit(_copy.fn))
+    first = tuned()
+    first[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+    torch.cuda.synchronize()
+    k = tuned()
+    with ks.profile() as p:
+        k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+        torch.cuda.synchronize()
+    a = p.report.autotune
+    print(a[["config", "p50_ms", "winner", "cached", "benchmark_launches", "note"]].to_string())
+    assert len(a) == 3 and a["cached"].all() and a["winner"].sum() == 1 and a["p50_ms"].notna().all()
+    assert type(k.cache) is dict and len(k.cache) == 1
+
+
+def test_inductor_template_choices_have_registers():
+    """max-autotune's Triton template choices: registers (and spills, shared memory) read from
+    each choice's benchmark kernel after it ran, labelled with where; never a guess."""
+    import torch._inductor.config as cfg
+    import torch._inductor.select_algorithm  # noqa: F401 - imported so that "auto" watches it
+    torch._dynamo.reset()
+    cfg.max_autotune_gemm_backends = "ATEN,TRITON"
+    lin = torch.nn.Linear(512, 512, device="cuda")
+    g = torch.compile(lambda x: torch.relu(lin(x)), mode="max-autotune-no-cudagraphs")
+    x = torch.randn(512, 512, device="cuda")
+    with torch.no_grad(), ks.profile() as p:
+        g(x)
+        torch.cuda.synchronize()
+    a = p.report.autotune
+    t = a[a["choice"] == "Triton template"]
+    print(t[["kernel", "config", "num_warps", "p50_ms", "registers", "spills", "shared_mem_bytes",
+             "theoretical_occupancy", "resources_source", "note"]].to_string())
+    assert len(t)
+    known = t[t["registers"].notna()]
+    assert len(known) and known["resources_source"].notna().all() and known["theoretical_occupancy"].notna().all()
+    assert t.loc[t["registers"].isna() & t["p50_ms"].notna(), "note"].str.startswith("registers not known").all()
 
 
 def test_tuning_false_watches_nothing():

@@ -117,3 +117,119 @@ def test_a_launched_function_pays_the_watch_once():
     assert vars(fn)["run"].__func__ is original        # the next launch goes straight to Triton
     w.stop()
     assert "run" not in vars(fn) and triton.runtime.jit.JITFunction.run is original
+
+
+_INTERPRETED = """
+    import json, os
+    os.environ["TRITON_INTERPRET"] = "1"      # Triton's own interpreter: its real Autotuner, on the CPU
+    import torch, triton, triton.language as tl
+    import kernelscope as ks
+    from triton.runtime.autotuner import Autotuner
+
+    @triton.jit
+    def add_one(x, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x + i, tl.load(x + i, mask=i < n) + 1, mask=i < n)
+
+    timed = []
+    def bench(fn, quantiles):                  # a user's do_bench: runs the config once, says its times
+        fn(); timed.append(1)
+        return [0.3 / len(timed), 0.1, 0.5]    # later configs faster: the last one wins
+    def tuner(**kw):
+        return triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((16, 1), (32, 2), (64, 4))],
+                               key=["n"], do_bench=bench, **kw)(add_one)
+    original = Autotuner.run
+    out = {}
+    x = torch.zeros(256)
+    k = tuner()
+    with ks.profile() as p:
+        for n in (64, 64, 64, 128, 128):       # two shapes tuned here, each launched again
+            k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, n)
+        out["during"] = [type(k.cache).__name__, vars(k)["run"].__func__ is original]
+    a = p.report.autotune
+    out["rows"] = a[["tuning", "shape_key", "config", "p50_ms", "winner", "cached", "note"]].astype(object).where(a.notna(), None).values.tolist()
+    out["after"] = [type(k.cache) is dict, len(k.cache), sorted(set(vars(k)) & {"run", "_bench", "prune_configs"}),
+                    Autotuner.run is original]
+    out["ranges"] = sorted(set(o for o in p.report.ops["name"] if o.startswith("triton.autotune benchmark")))
+    with ks.profile() as p:                     # both shapes tuned before this region: cache hits
+        k[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["hits"] = p.report.autotune[["shape_key", "config", "p50_ms", "winner", "cached", "note"]].astype(object).where(
+        p.report.autotune.notna(), None).values.tolist()
+    k2 = tuner()
+    k2[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    with ks.profile() as p:                     # one shape tuned before: Triton still holds its times
+        k2[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["hit"] = p.report.autotune[["config", "winner", "cached"]].values.tolist()
+    n0 = len(timed)
+    one = tuner(prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[:1]})
+    with ks.profile() as p:                     # pruned to one config
+        one[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["pruned"] = [p.report.autotune[["config", "p50_ms", "winner", "note"]].astype(object).where(
+        p.report.autotune.notna(), None).values.tolist(), len(timed) - n0]
+    import collections
+    odd = tuner()
+    odd.cache = collections.OrderedDict()       # not the dict the hooks expect: watched call by call
+    with ks.profile() as p:
+        for _ in range(3):
+            odd[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["odd"] = [p.report.autotune[["config", "winner"]].values.tolist(), "run" in vars(odd), type(odd.cache).__name__]
+    class Counting(Autotuner):                  # a subclass with a run of its own keeps it
+        calls = 0
+        def run(self, *args, **kwargs):
+            Counting.calls += 1
+            return super().run(*args, **kwargs)
+    sub = tuner()
+    sub.__class__ = Counting
+    with ks.profile() as p:
+        for _ in range(3):
+            sub[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    out["subclass"] = [Counting.calls, len(p.report.autotune), "run" in vars(sub)]
+    print("RESULT", json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    """What the watch collected from Triton's interpreted autotuner (one child process)."""
+    pytest.importorskip("triton")
+    r = _child(_INTERPRETED)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import json
+    return json.loads(next(line for line in r.stdout.splitlines() if line.startswith("RESULT "))[7:])
+
+
+def test_autotuner_pays_nothing_per_launch_and_is_given_back(interpreted):
+    """Triton's real Autotuner (its interpreter, no GPU): after its first launch in the region it
+    runs Triton's own ``run`` and a dict cache; each tuning is still collected with its own times
+    (two shapes, the second tuning replacing Triton's configs_timings), and stop() gives back a
+    plain dict holding every key, no instance attributes, the class's run."""
+    got = interpreted
+    assert got["during"] == ["_NoteNewKeys", True]
+    assert got["after"] == [True, 2, [], True]
+    rows = got["rows"]
+    assert [r[:3] for r in rows] == [[0, "64, torch.float32", "BLOCK=64"], [0, "64, torch.float32", "BLOCK=32"],
+                                     [0, "64, torch.float32", "BLOCK=16"], [1, "128, torch.float32", "BLOCK=64"],
+                                     [1, "128, torch.float32", "BLOCK=32"], [1, "128, torch.float32", "BLOCK=16"]]
+    assert [r[3] for r in rows] == pytest.approx([0.1, 0.15, 0.3, 0.3 / 6, 0.3 / 5, 0.3 / 4])
+    assert [r[4] for r in rows] == [True, False, False, True, False, False]
+    assert not any(r[5] for r in rows)
+    # each config timed inside a profiler range that names it
+    assert got["ranges"] == [f"triton.autotune benchmark: add_one [BLOCK={b}]" for b in (16, 32, 64)]
+
+
+def test_autotuner_cache_hit_and_pruned_to_one(interpreted):
+    got = interpreted
+    assert sorted((r[0], r[1], r[3], r[4]) for r in got["hits"]) == [("128, torch.float32", "BLOCK=64", True, True),
+                                                                      ("64, torch.float32", "BLOCK=64", True, True)]
+    assert all(r[5].endswith("Triton keeps only the winner of this shape") for r in got["hits"])
+    assert sorted(got["hit"]) == [["BLOCK=16", False, True], ["BLOCK=32", False, True], ["BLOCK=64", True, True]]
+    # an autotuner whose cache is not a plain dict is not hooked: each call is watched instead
+    rows, hooked, kind = got["odd"]
+    assert len(rows) == 3 and sum(w for _, w in rows) == 1 and not hooked and kind == "OrderedDict"
+    assert got["subclass"] == [3, 3, False]
+    rows, benched = got["pruned"]
+    assert len(rows) == 1 and rows[0][0] == "BLOCK=16" and rows[0][2]
+    if benched:      # Triton 3.6 times even the one config left
+        assert rows[0][1] is not None and rows[0][3] is None
+    else:            # Triton 3.7+ takes it without timing
+        assert rows[0][1] is None and rows[0][3].startswith("the only config left after pruning")

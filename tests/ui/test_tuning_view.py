@@ -67,3 +67,28 @@ def test_inductor_choice_beside_the_cublas_kernel(site, page):
     assert "inductor max-autotune: mm at mm(1024x1024, 1024x1024)" in text and "17 candidates" in text
     assert "★ extern_kernels.mm" in text
     assert "from its name" in text and "xmma" in text
+
+
+def test_a_candidate_links_to_the_launches_that_ran_it(site, page):
+    """A candidate's launch count is a link: clicking the winner's narrows the kernel table to
+    the launches that ran it (the rows Python linked in rep.autotune) and keeps its kernel selected."""
+    url, reps = site
+    show(page, url, "triton_tuning")
+    win = reps["triton_tuning"].autotune.iloc[0]
+    assert win["winner"] and win["launches"] == len(win["kernel_rows"]) > 0
+    block = _select(page, "matmul_kernel")
+    link = block.locator("table.ks-candidates[data-tuning='0'] tbody tr").nth(0).locator("button.ks-candidate-launches")
+    assert link.inner_text() == f"{win['launches']:,}"
+    link.click()
+    page.wait_for_function("window.ctl.table.state.launches !== null")
+    shown = page.evaluate("Array.from(window.ctl.table.state.launches.keys()).filter(i => window.ctl.table.state.launches[i])")
+    assert shown == sorted(win["kernel_rows"])
+    assert page.evaluate("window.ctl.selected") == ["matmul_kernel"]
+    label = page.evaluate("window.ctl.table.state.label")
+    assert label == f"that ran {win['config']} (the winner of matmul_kernel)"
+    assert label in page.locator(".ks-panel[data-panel='Kernels']").inner_text()
+    # a candidate no launch ran (add_kernel's losers, tuned before the region) has no link
+    page.evaluate("window.ctl.table.apply({launches: null})")
+    block = _select(page, "add_kernel")
+    rows = block.locator("table.ks-candidates tbody tr")
+    assert rows.count() == 4 and block.locator("button.ks-candidate-launches").count() == 1

@@ -41,3 +41,32 @@ def test_no_tuning_no_rows():
     assert t["tunings"] == [] and t["watched"] is None
     nvjet = [v for n, v in t["kernels"].items() if n.startswith("nvjet_")]
     assert nvjet and all(v["producer"] == "cuBLAS" and v["decoded"].startswith("nvjet:") for v in nvjet)
+
+
+def test_each_candidate_names_the_launches_that_ran_it():
+    """rep.autotune's launches/kernel_rows: the launches of rep.kernels identified as each
+    candidate's config and warps; the payload sends them as the view's rows (a window's own)."""
+    from kernelscope.view.report import view_model
+    rep = ks.load(TUNING / "triton_tuning.ksreport.json.gz")
+    a, k = rep.autotune, rep.kernels
+    mm = a[a["kernel"] == "matmul_kernel"]
+    for r in mm.itertuples():
+        ran = k[(k["name"] == "matmul_kernel") & (k["config"] == r.config) & (k["num_warps"] == r.num_warps)]
+        assert r.launches == len(ran) == len(r.kernel_rows) and sorted(r.kernel_rows) == list(ran.index)
+    # every matmul launch ran exactly one candidate; this recording predates the benchmark ranges
+    assert mm["launches"].sum() == int((k["name"] == "matmul_kernel").sum())
+    assert mm["benchmark_launches"].isna().all()
+    # the add kernel was tuned before the region: only its winner ran here, once
+    add = a[a["kernel"] == "add_kernel"]
+    assert add.loc[add["winner"], "launches"].tolist() == [1] and add.loc[~add["winner"], "launches"].tolist() == [0, 0, 0]
+    # Inductor's choices are not linked (benchmarked under a placeholder name)
+    assert ks.load(TUNING / "inductor_tuning.ksreport.json.gz").autotune["launches"].isna().all()
+    win = mm[mm["winner"]].iloc[0]
+    row = view_model(rep)[0]["tuning"]["tunings"][0]["rows"][0]
+    assert row["winner"] and row["launch_rows"] == win["kernel_rows"]
+    # a window: the view's rows of the same launches
+    header = view_model(rep, window=(float(k.loc[win["kernel_rows"][0], "start_us"]), None))[0]
+    got = header["tuning"]["tunings"][0]["rows"][0]["launch_rows"]
+    start = k["start_us"].to_numpy()
+    inside = [i for i in win["kernel_rows"] if start[i] >= k.loc[win["kernel_rows"][0], "start_us"]]
+    assert len(got) == len(inside) > 0 and header["window"] is not None

@@ -68,9 +68,16 @@ export function renderReport(el, model, opts = {}) {
   root.append(tabBar, ...Object.values(panels));
 
   const ctl = { table: null, timeline: null, details: null };
+  // A candidate's launches clicked in the Tuning block: the table narrowed to them, its kernel selected.
+  const detailOpts = { ...opts, showLaunches: (rows, label, name) => {
+    select("Kernels");
+    ctl.table.apply({ launches: rows, label });
+    ctl.table.setSelection([name]);
+    setSelected([name], true);
+  } };
   const setSelected = (names, fromUser) => {
     if (ctl.table && !fromUser) ctl.table.setSelection(names);
-    renderDetails(ctl.details, model, names, opts);
+    renderDetails(ctl.details, model, names, detailOpts);
     // The table's selection shows on the timeline: those kernels' launches on top, the rest faded.
     if (ctl.timeline) ctl.timeline.highlight(names);
     ctl.selected = names;
@@ -83,7 +90,7 @@ export function renderReport(el, model, opts = {}) {
       ctl.details = h("div", { class: "ks-details" });
       // A kernel picked on the timeline before this tab was drawn is selected here too.
       if (ctl.selected && ctl.selected.length) ctl.table.setSelection(ctl.selected);
-      renderDetails(ctl.details, model, ctl.selected || [], opts);
+      renderDetails(ctl.details, model, ctl.selected || [], detailOpts);
       panels.Kernels.append(ctl.table.el, ctl.details);
     },
     Timeline() {
@@ -388,7 +395,7 @@ function renderDetails(el, model, names, opts = {}) {
       ["waves", shape.waves.text + (shape.waves.title ? " (differs between launches)" : "")],
     ]));
   el.append(info);
-  const tune = tuningBlock(model, names, new Set(ops.keys()));
+  const tune = tuningBlock(model, names, new Set(ops.keys()), opts);
   if (tune) el.append(tune);
   const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
   if (deep) el.append(deep);

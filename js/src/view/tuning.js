@@ -14,10 +14,10 @@ function cellText(key, v) {
   return String(v);
 }
 
-function columns(spec, extra = {}) {
+function columns(spec, extra = {}, cells = {}) {
   return spec.map(([key, label, title]) => ({
-    key, label, title, num: !["config", "occupancy_limiter", "note", "config_source"].includes(key),
-    search: key === "config", text: (r) => (extra[key] ? extra[key](r) : cellText(key, r[key])),
+    key, label, title, num: !["config", "occupancy_limiter", "note", "config_source", "resources_source"].includes(key),
+    search: key === "config", text: (r) => (extra[key] ? extra[key](r) : cellText(key, r[key])), cell: cells[key],
   }));
 }
 
@@ -26,7 +26,9 @@ function tuningsOf(t, names, ops) {
   return (t.tunings || []).filter((x) => names.includes(x.kernel) || (x.match_op && ops.has(x.match_op)));
 }
 
-export function tuningBlock(model, names, ops) {
+/** tuningBlock(model, names, ops, { showLaunches(rows, label, kernel) }): a candidate's launch
+ * count is a link to the launches that ran it (rows of the kernel table, from the payload). */
+export function tuningBlock(model, names, ops, opts = {}) {
   const t = model.header.tuning;
   if (!t) return null;
   const known = names.map((n) => [n, (t.kernels || {})[n]]).filter(([, v]) => v);
@@ -48,9 +50,13 @@ export function tuningBlock(model, names, ops) {
     const title = `${x.tuner}: ${x.kernel}${x.shape_key ? ` at ${x.shape_key}` : ""}`;
     const note = `${fmtInt(x.candidates)} candidates${x.shown < x.candidates ? `, the ${x.shown} fastest shown (rep.autotune has all)` : ""}`
       + (x.cached ? " · measured before this region (a cache hit)" : "");
+    const launches = (r) => (r.launch_rows && r.launch_rows.length && opts.showLaunches
+      ? h("button", { class: "ks-link ks-candidate-launches", text: cellText("launches", r.launches), title: `show the launches ${r.launch_label}`,
+        onclick: () => opts.showLaunches(r.launch_rows, r.launch_label, x.kernel) })
+      : cellText("launches", r.launches));
     const table = sortTable(x.rows, columns(t.columns.candidates, {
       config: (r) => `${r.winner ? "★ " : ""}${r.config ?? "-"}`,
-    }), { sort: "p50_ms", desc: false, cls: "ks-candidates", filter: x.rows.length > 8 ? "filter configs" : null });
+    }, { launches }), { sort: "p50_ms", desc: false, cls: "ks-candidates", filter: x.rows.length > 8 ? "filter configs" : null });
     table.table.setAttribute("data-tuning", String(x.tuning));
     block.append(h("p", { class: "ks-note ks-tuning-title", text: title }), h("p", { class: "ks-note", text: note }), table.el);
   }
