@@ -40,7 +40,7 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     tid = _text_codes(ops["tid"], True) if "tid" in ops.columns else np.zeros(n, np.int64)
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
     # Per thread by start; at equal starts the longer op encloses the shorter.
-    order = placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
+    order = _thread_order(placed, tid, start, dur)
     par_sorted = _open_parent(start[order], end[order], tid[order])
     # The walk with a stack this replaces (and gives the same answers as, on every real trace:
     # tests/analysis/test_op_tree.py): an op's parent is the nearest op before it, on its thread,
@@ -62,6 +62,23 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     self_us = np.maximum(dur - child, 0.0)
     return pd.DataFrame({"parent": parent, "depth": depth, "self_us": self_us, "outermost_of_name": outer},
                         index=ops.index)
+
+
+def _thread_order(placed: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``placed`` sorted by (thread, start, longer first), stably: the ops grouped by thread, then
+    sorted only where a thread's ops are not in that order already (a trace writes each
+    thread's ops by start: most often one stable pass by thread is the whole sort).
+
+    >>> _thread_order(np.arange(4), np.array([1, 0, 1, 0]), np.array([0.0, 5.0, 2.0, 1.0]),
+    ...               np.array([1.0, 1.0, 1.0, 1.0])).tolist()
+    [3, 1, 0, 2]
+    """
+    order = placed[np.argsort(tid[placed], kind="stable")]
+    t, s, d = tid[order], start[order], dur[order]
+    same = t[1:] == t[:-1]
+    if ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] <= d[:-1])) | ~same).all():
+        return order
+    return placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
 
 
 def _text_codes(values: pd.Series, na_sentinel: bool) -> np.ndarray:
