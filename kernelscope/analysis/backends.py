@@ -137,19 +137,25 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _same_within(values, codes: np.ndarray) -> bool:
-    """Does every row hold its group's first value (the same object, or an equal number; NaN
-    as NaN)? Then grouping by ``values`` too splits nothing, and a column that follows from the
-    ones before it (a kernel's device, its short name) costs an identity pass, not a factorize.
+    """Does every row hold a value equal to its group's first one (NaN as NaN among numbers)?
+    Then grouping by ``values`` too splits nothing, and a column that follows from the ones
+    before it (a kernel's device, its short name) costs one comparison, not a factorize (equal
+    strings are mostly the same object: Python compares those at once). Missing text compares
+    unequal: such a column is factorized.
     """
     arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else values
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "Ofiub":
         return False
-    key = np.fromiter(map(id, arr), np.int64, len(arr)) if arr.dtype == object else arr
     top = np.maximum.accumulate(codes)
-    ref = key[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])][codes]
-    same = key == ref
+    ref = arr[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])][codes]
+    try:
+        same = np.asarray(arr == ref, dtype=bool)
+    except (TypeError, ValueError):   # values that do not compare to a truth value (arrays)
+        return False
+    if same.shape != arr.shape:
+        return False
     if arr.dtype.kind == "f":
-        same |= np.isnan(key) & np.isnan(ref)
+        same |= np.isnan(arr) & np.isnan(ref)
     return bool(same.all())
 
 
