@@ -219,14 +219,20 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | No
     ops = ops.reset_index(drop=True)
     tree = op_tree(ops) if tree is None else tree.reset_index(drop=True)
     gpu = op_gpu_time(ops, kernels, tree)
-    frame = pd.concat([ops[["name", "duration_us"]], tree[["self_us", "outermost_of_name"]], gpu], axis=1)
-    g = frame.groupby("name", sort=False)
+    frame = pd.concat([ops[["duration_us"]], tree[["self_us", "outermost_of_name"]], gpu], axis=1)
+    # Grouped by the names' codes (one factorize for both groupings); a missing name is dropped,
+    # as groupby("name") drops it.
+    codes, uniq = factorize(ops["name"], use_na_sentinel=True)
+    if not (codes >= 0).all():
+        frame, codes = frame[codes >= 0], codes[codes >= 0]
+    g = frame.groupby(codes, sort=False)
     out = pd.DataFrame({"calls": g.size(), "total_us": g["duration_us"].sum(), "self_us": g["self_us"].sum(),
                         "mean_us": g["duration_us"].mean(), "kernels": g["kernels"].sum(), "gpu_us": g["gpu_us"].sum()})
     m = frame["outermost_of_name"].to_numpy(dtype=bool)
-    outer = (frame if m.all() else frame[m]).groupby("name", sort=False)   # no copy of a flat trace's
+    outer = (frame if m.all() else frame[m]).groupby(codes if m.all() else codes[m], sort=False)
     out["kernels_inclusive"] = outer["kernels_inclusive"].sum().reindex(out.index).fillna(0).astype(np.int64)
     out["gpu_inclusive_us"] = outer["gpu_inclusive_us"].sum().reindex(out.index).fillna(0.0)
+    out.index = pd.Index(np.asarray(uniq, dtype=object)[out.index.to_numpy()], name="name")   # typed as groupby's
     out = out.sort_values("total_us", ascending=False, kind="stable").reset_index()
     return out[cols]
 

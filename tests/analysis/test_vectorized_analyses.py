@@ -212,3 +212,33 @@ def test_same_dots_once_by_codes_is_the_groupby(path):
     rl = roofline(ks.load(path))
     for pts in (rl, rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]):
         pd.testing.assert_frame_equal(same_dots_once(pts), frame_same_dots_once(pts))
+
+
+def frame_op_summary(ops, kernels):
+    """op_summary as it was written: two groupbys by the name column."""
+    from kernelscope.analysis.op_tree import op_gpu_time, op_tree
+    cols = ["name", "calls", "total_us", "self_us", "mean_us", "kernels", "gpu_us", "kernels_inclusive",
+            "gpu_inclusive_us"]
+    ops = ops.reset_index(drop=True)
+    tree = op_tree(ops)
+    frame = pd.concat([ops[["name", "duration_us"]], tree[["self_us", "outermost_of_name"]],
+                       op_gpu_time(ops, kernels, tree)], axis=1)
+    g = frame.groupby("name", sort=False)
+    out = pd.DataFrame({"calls": g.size(), "total_us": g["duration_us"].sum(), "self_us": g["self_us"].sum(),
+                        "mean_us": g["duration_us"].mean(), "kernels": g["kernels"].sum(), "gpu_us": g["gpu_us"].sum()})
+    outer = frame[frame["outermost_of_name"]].groupby("name", sort=False)
+    out["kernels_inclusive"] = outer["kernels_inclusive"].sum().reindex(out.index).fillna(0).astype(np.int64)
+    out["gpu_inclusive_us"] = outer["gpu_inclusive_us"].sum().reindex(out.index).fillna(0.0)
+    return out.sort_values("total_us", ascending=False, kind="stable").reset_index()[cols]
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_op_summary_by_codes_is_the_groupby(path):
+    from kernelscope.analysis.op_tree import op_summary
+    rep = ks.load(path)
+    if not len(rep.ops):
+        return
+    pd.testing.assert_frame_equal(op_summary(rep.ops, rep.kernels), frame_op_summary(rep.ops, rep.kernels))
+    ops = rep.ops.copy()
+    ops.loc[ops.index[::7], "name"] = None         # a saved report's missing names are dropped as before
+    pd.testing.assert_frame_equal(op_summary(ops, rep.kernels), frame_op_summary(ops, rep.kernels))
