@@ -203,7 +203,10 @@ def _counted_roofline(report) -> pd.DataFrame:
     nbytes = np.array([c[1] for c in per], dtype=float)[codes]
     name = name_sel[counted]
     kname = tops["name"].to_numpy(object)[rows]
-    dev = tops["device_index"].to_numpy(object)[rows]
+    # Devices as codes (their objects only where a peak is looked up).
+    dev_codes, dev_uniq = pd.factorize(tops["device_index"], use_na_sentinel=False)
+    dev_codes = dev_codes[rows]
+    dev_uniq = np.asarray(dev_uniq.astype(object))
     # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so). Precision as a code
     # per row into its distinct values (a few), the kernel names looked at only where it matters.
     prec_uniq = _objects([c[2] for c in per] + ["tf32"])
@@ -216,10 +219,10 @@ def _counted_roofline(report) -> pd.DataFrame:
         prec_code[at[tf32]] = len(per)
     precision = prec_uniq[prec_code]
     # Peaks per distinct (device, precision).
-    pk_codes, pk_first = distinct_rows([dev, prec_code])
+    pk_codes, pk_first = distinct_rows([dev_codes, prec_code])
     got = []
     for j in pk_first.tolist():
-        pk, p = peaks_of.get(dev[j]), precision[j]
+        pk, p = peaks_of.get(dev_uniq[dev_codes[j]]), precision[j]
         got.append((pk.peak_tflops(p) if pk and p else None, pk.memory_gbps if pk else None,
                     pk.source if pk else None))
     peak_t_col, peak_b_col = (_as_values([g[i] for g in got], pk_codes) for i in range(2))
@@ -234,9 +237,7 @@ def _counted_roofline(report) -> pd.DataFrame:
         ach_b = nbytes / sec / 1e9
         inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
         by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
-        attain, roof_bound = attainable(inten, peak_t, peak_b, per=1e3)     # TFLOP/s against GB/s
-        memory_roof = roof_bound == "memory"
-        del roof_bound                       # text, 28 bytes a row
+        attain, memory_roof = attainable(inten, peak_t, peak_b, per=1e3, words=False)   # TFLOP/s against GB/s
         attain = np.where(by_roof, attain, np.nan)
         share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
     # Labels as small codes into (None, "memory", "compute"): no text made per row.
