@@ -17,6 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
+from kernelscope.analysis.distinct import factorize
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -117,9 +118,11 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     combined = None
     for c in columns:
-        if combined is not None and pd.isna(c).all():
+        if combined is not None and _same_within(c, combined):
+            continue             # the same value throughout each group so far: nothing to split
+        c_codes, c_uniq = factorize(c, use_na_sentinel=False)
+        if combined is not None and len(c_uniq) == 1 and pd.isna(c_uniq[:1]).all():
             continue             # all missing: one value throughout, nothing to tell apart
-        c_codes, c_uniq = pd.factorize(c, use_na_sentinel=False)
         c_codes = c_codes.astype(np.int64, copy=False)
         if combined is None:
             combined = c_codes
@@ -131,6 +134,29 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
     top = np.maximum.accumulate(combined)
     first = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
     return combined, first
+
+
+def _same_within(values, codes: np.ndarray) -> bool:
+    """Does every row hold a value equal to its group's first one (NaN as NaN among numbers)?
+    Then grouping by ``values`` too splits nothing, and a column that follows from the ones
+    before it (a kernel's device, its short name) costs one comparison, not a factorize (equal
+    strings are mostly the same object: Python compares those at once). Missing text compares
+    unequal: such a column is factorized.
+    """
+    arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else values
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "Ofiub":
+        return False
+    top = np.maximum.accumulate(codes)
+    ref = arr[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])][codes]
+    try:
+        same = np.asarray(arr == ref, dtype=bool)
+    except (TypeError, ValueError):   # values that do not compare to a truth value (arrays)
+        return False
+    if same.shape != arr.shape:
+        return False
+    if arr.dtype.kind == "f":
+        same |= np.isnan(arr) & np.isnan(ref)
+    return bool(same.all())
 
 
 def classify(name, op=None, launch_api=None, kernel_backend=None, device_type="CUDA") -> Attribution:

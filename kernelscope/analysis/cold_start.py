@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 
+from kernelscope.analysis.distinct import by_distinct, factorize
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us as _us
@@ -60,7 +62,7 @@ def cold_start(report, busy_starts=(), busy_ends=()) -> dict:
     iv_s, iv_e = [], []
     compile_us = load_us = init_us = alloc_us = 0.0
     if len(ops):
-        c = ops[ops["name"].astype(str).str.match(COMPILE_OP)]
+        c = ops[_by_name(ops["name"], lambda n: COMPILE_OP.match(n) is not None)]
         if len(c):
             s, e = c["start_us"].astype(float), c["start_us"].astype(float) + c["duration_us"].astype(float)
             compile_us = union_length(s, e)
@@ -68,20 +70,20 @@ def cold_start(report, busy_starts=(), busy_ends=()) -> dict:
             iv_e += e.tolist()
     slow_calls, allocs, handles = [], 0, 0
     if len(rt):
-        names = rt["name"].astype(str)
+        names = rt["name"]
         d = rt["duration_us"].astype(float)
-        syncs = names.isin(list(SYNC_CALLS)) | names.str.contains(_BLOCKING)
+        syncs = _by_name(names, lambda n: n in SYNC_CALLS or _BLOCKING.search(n) is not None)
         slow = (d >= SLOW_CALL_US) & ~syncs
-        load = slow & names.str.contains(_LOAD_CALL)
-        alloc = names.str.match(_ALLOC_CALL)
-        handle = names.str.match(_HANDLE_CALL)
+        load = slow & _by_name(names, lambda n: _LOAD_CALL.search(n) is not None)
+        alloc = pd.Series(_by_name(names, lambda n: _ALLOC_CALL.match(n) is not None), index=rt.index)
+        handle = pd.Series(_by_name(names, lambda n: _HANDLE_CALL.match(n) is not None), index=rt.index)
         allocs, handles = int(alloc.sum()), int(handle.sum())
         load_us, init_us = float(d[load].sum()), float(d[slow & ~load & ~alloc].sum())
         alloc_us = float(d[alloc].sum())
         keep = slow | alloc | handle
         iv_s += rt.loc[keep, "start_us"].astype(float).tolist()
         iv_e += (rt.loc[keep, "start_us"].astype(float) + d[keep]).tolist()
-        slow_calls = [{"call": n, "us": float(u)} for n, u in
+        slow_calls = [{"call": str(n), "us": float(u)} for n, u in
                       zip(names[slow], d[slow])][:10]
     calls = _first_calls(ops)
     for c in calls:
@@ -117,22 +119,23 @@ def cold_start(report, busy_starts=(), busy_ends=()) -> dict:
             "first_launches": first[:5], "first_calls": calls[:5], "slow_calls": slow_calls, "parts": parts, "intervals": (ms, me)}
 
 
+def _by_name(names: pd.Series, test) -> np.ndarray:
+    """``test(name)`` of each row (its text), called once per distinct name; a missing name is False."""
+    return by_distinct(names, lambda n: bool(test(str(n))), bool, False)
+
+
 def _first_calls(ops) -> list:
     """CPU ops whose first call ran :data:`FIRST_LAUNCH_RATIO` times their later median and
     :data:`SLOW_CALL_US` longer (a first ``aten::sum`` of 28 ms, later ones 36 us: the
     reduction's module loading and first-call setup)."""
     if not len(ops):
         return []
-    o = ops[ops["cat"].astype(str) == "cpu_op"] if "cat" in ops else ops
-    o = o[["name", "start_us", "duration_us"]].sort_values("start_us", kind="stable")
+    keep = _by_name(ops["cat"], "cpu_op".__eq__) if "cat" in ops else slice(None)
     out = []
-    for name, g in o.groupby("name", sort=False):
-        if len(g) < 2:
-            continue
-        dur = g["duration_us"].to_numpy(float)
+    for name, start, dur in _slow_firsts(ops, keep, SLOW_CALL_US):
         rest = float(np.median(dur[1:]))
         if dur[0] >= FIRST_LAUNCH_RATIO * max(rest, 1e-9) and dur[0] - rest >= SLOW_CALL_US:
-            out.append({"op": str(name), "start_us": float(g["start_us"].iloc[0]), "first_us": float(dur[0]),
+            out.append({"op": str(name), "start_us": float(start[0]), "first_us": float(dur[0]),
                         "later_median_us": rest})
     return sorted(out, key=lambda c: -c["first_us"])
 
@@ -142,16 +145,41 @@ def _first_launches(k) -> list:
     if not len(k) or "name" not in k:
         return []
     out = []
-    d = k[["name", "start_us", "duration_us"]].sort_values("start_us", kind="stable")
-    for name, g in d.groupby("name", sort=False):
-        if len(g) < 2:
-            continue
-        dur = g["duration_us"].to_numpy(float)
+    for name, _, dur in _slow_firsts(k, slice(None), FIRST_LAUNCH_MIN_EXTRA_US):
         rest = float(np.median(dur[1:]))
         if rest > 0 and dur[0] >= FIRST_LAUNCH_RATIO * rest and dur[0] - rest >= FIRST_LAUNCH_MIN_EXTRA_US:
             out.append({"kernel": str(name), "first_us": float(dur[0]), "later_median_us": rest,
                         "extra_us": float(dur[0] - rest)})
     return sorted(out, key=lambda f: -f["extra_us"])
+
+
+def _slow_firsts(rows, keep, min_extra_us: float):
+    """(name, its start times, its durations) in time order, of each name of ``rows[keep]`` called
+    twice or more whose first call ran at least ``min_extra_us`` longer than its shortest later
+    one (necessary for the first-call rules, which then decide on the median), in the order
+    ``groupby("name", sort=False)`` over the rows sorted by start gives them. Over plain arrays:
+    a trace holds a few hundred names in a million rows."""
+    start = rows["start_us"].to_numpy(float)[keep]
+    by_time = np.argsort(start, kind="stable")              # sort_values("start_us", kind="stable")
+    start = start[by_time]
+    dur = rows["duration_us"].to_numpy(float)[keep][by_time]
+    names = rows["name"].to_numpy()[keep][by_time]
+    codes = factorize(names, use_na_sentinel=True)[0]
+    order = np.argsort(codes, kind="stable")                # each name's rows together, in time order
+    sc = codes[order]
+    if not len(sc):
+        return
+    starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
+    counts = np.diff(np.r_[starts, len(sc)])
+    d = dur[order]
+    later = d.copy()
+    later[starts] = np.inf                                  # a name's first call is not a later one
+    with np.errstate(invalid="ignore"):
+        shortest_later = np.minimum.reduceat(later, starts)
+        hit = (sc[starts] >= 0) & (counts >= 2) & (d[starts] - shortest_later >= min_extra_us)
+    for j in np.flatnonzero(hit).tolist():
+        rows_j = order[starts[j]:starts[j] + counts[j]]
+        yield names[rows_j[0]], start[rows_j], dur[rows_j]
 
 
 def _overlap(ms, me, bs, be) -> float:

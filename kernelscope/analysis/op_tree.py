@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import factorize
+
 TREE_COLUMNS = ["parent", "depth", "self_us", "outermost_of_name"]
 # Times are float microseconds: an op that ends within this of its parent's end still nests.
 _EPS_US = 1e-3
@@ -35,29 +37,61 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
     # Threads told apart by their text (7 and "7" are one thread).
-    tid = pd.factorize(ops["tid"].astype(str).to_numpy())[0] if "tid" in ops.columns else np.zeros(n, np.int64)
-    names = pd.factorize(ops["name"].astype(str), use_na_sentinel=False)[0]
+    tid = _text_codes(ops["tid"], True) if "tid" in ops.columns else np.zeros(n, np.int64)
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
     # Per thread by start; at equal starts the longer op encloses the shorter.
-    order = placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
+    order = _thread_order(placed, tid, start, dur)
     par_sorted = _open_parent(start[order], end[order], tid[order])
     # The walk with a stack this replaces (and gives the same answers as, on every real trace:
     # tests/analysis/test_op_tree.py): an op's parent is the nearest op before it, on its thread,
     # still open when it starts (ending more than _EPS_US after its start).
     depth_sorted = _depth(par_sorted)
-    outer_sorted = ~_same_name_above(par_sorted, names[order])
+    nested = par_sorted >= 0
+    # Names matter only below another op (a flat trace has none to compare).
+    outer_sorted = ~_same_name_above(par_sorted, _text_codes(ops["name"], False)[order]) if nested.any() \
+        else np.ones(len(order), dtype=bool)
     parent = np.full(n, -1, dtype=np.int64)
     parent[order] = np.where(par_sorted >= 0, order[np.maximum(par_sorted, 0)], -1)
     depth = np.zeros(n, dtype=np.int64)
     depth[order] = depth_sorted
     outer = np.ones(n, dtype=bool)
     outer[order] = outer_sorted
-    child = np.zeros(n)
     has = parent >= 0
-    np.add.at(child, parent[has], dur[has])
+    # bincount adds in row order, as np.add.at does (the same sums), in one pass.
+    child = np.bincount(parent[has], weights=dur[has], minlength=n).astype(float, copy=False)
     self_us = np.maximum(dur - child, 0.0)
     return pd.DataFrame({"parent": parent, "depth": depth, "self_us": self_us, "outermost_of_name": outer},
                         index=ops.index)
+
+
+def _thread_order(placed: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``placed`` sorted by (thread, start, longer first), stably: the ops grouped by thread, then
+    sorted only where a thread's ops are not in that order already (a trace writes each
+    thread's ops by start: most often one stable pass by thread is the whole sort).
+
+    >>> _thread_order(np.arange(4), np.array([1, 0, 1, 0]), np.array([0.0, 5.0, 2.0, 1.0]),
+    ...               np.array([1.0, 1.0, 1.0, 1.0])).tolist()
+    [3, 1, 0, 2]
+    """
+    order = placed[np.argsort(tid[placed], kind="stable")]
+    t, s, d = tid[order], start[order], dur[order]
+    same = t[1:] == t[:-1]
+    if ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] <= d[:-1])) | ~same).all():
+        return order
+    return placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
+
+
+def _text_codes(values: pd.Series, na_sentinel: bool) -> np.ndarray:
+    """``pd.factorize(values.astype(str), use_na_sentinel=...)``'s codes, the text made once per
+    distinct value rather than once per row (a million ops hold a few threads and names).
+
+    >>> _text_codes(pd.Series([7, "7", None, 8, 7], dtype=object), True).tolist()
+    [0, 0, -1, 1, 0]
+    """
+    codes, uniq = factorize(values, use_na_sentinel=na_sentinel)
+    text = pd.Series(uniq, dtype=object).astype(str)
+    text_codes = pd.factorize(text.to_numpy(), use_na_sentinel=na_sentinel)[0] if len(uniq) else np.zeros(0, np.int64)
+    return np.where(codes >= 0, text_codes[np.maximum(codes, 0)], -1) if len(text_codes) else codes
 
 
 def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -80,6 +114,17 @@ def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.nd
     close = end - _EPS_US
     todo = np.flatnonzero(cand >= 0)
     todo = todo[start[todo] >= close[cand[todo]]]
+    # An op that starts after every earlier op of its thread has closed has no parent: the walk
+    # pops the whole stack. Settled at once (most ops of a flat trace), the jumping below is left
+    # with the ops that sit inside an open one.
+    if len(todo):
+        firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        latest = np.empty(n)
+        for a, b in zip(firsts.tolist(), np.r_[firsts[1:], n].tolist()):
+            latest[a:b] = np.maximum.accumulate(close[a:b])     # the latest close so far, per thread
+        top = start[todo] >= latest[todo - 1]                    # todo's ops are never a thread's first
+        cand[todo[top]] = -1
+        todo = todo[~top]
     while len(todo):
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
@@ -136,8 +181,10 @@ def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | N
         idx = pd.to_numeric(kernels["op_index"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         d = np.nan_to_num(pd.to_numeric(kernels["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
         ok = np.isfinite(idx) & (idx >= 0) & (idx < n)
-        np.add.at(count, idx[ok].astype(np.int64), 1)
-        np.add.at(gpu, idx[ok].astype(np.int64), d[ok])
+        at = idx[ok].astype(np.int64)
+        # bincount adds in row order, as np.add.at does, in one pass.
+        count = np.bincount(at, minlength=n).astype(float)
+        gpu = np.bincount(at, weights=d[ok], minlength=n).astype(float, copy=False)   # int when empty
     inc_count, inc_gpu = count.copy(), gpu.copy()
     parent = tree["parent"].to_numpy()
     depth = tree["depth"].to_numpy()
@@ -172,13 +219,20 @@ def op_summary(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | No
     ops = ops.reset_index(drop=True)
     tree = op_tree(ops) if tree is None else tree.reset_index(drop=True)
     gpu = op_gpu_time(ops, kernels, tree)
-    frame = pd.concat([ops[["name", "duration_us"]], tree[["self_us", "outermost_of_name"]], gpu], axis=1)
-    g = frame.groupby("name", sort=False)
+    frame = pd.concat([ops[["duration_us"]], tree[["self_us", "outermost_of_name"]], gpu], axis=1)
+    # Grouped by the names' codes (one factorize for both groupings); a missing name is dropped,
+    # as groupby("name") drops it.
+    codes, uniq = factorize(ops["name"], use_na_sentinel=True)
+    if not (codes >= 0).all():
+        frame, codes = frame[codes >= 0], codes[codes >= 0]
+    g = frame.groupby(codes, sort=False)
     out = pd.DataFrame({"calls": g.size(), "total_us": g["duration_us"].sum(), "self_us": g["self_us"].sum(),
                         "mean_us": g["duration_us"].mean(), "kernels": g["kernels"].sum(), "gpu_us": g["gpu_us"].sum()})
-    outer = frame[frame["outermost_of_name"]].groupby("name", sort=False)
+    m = frame["outermost_of_name"].to_numpy(dtype=bool)
+    outer = (frame if m.all() else frame[m]).groupby(codes if m.all() else codes[m], sort=False)
     out["kernels_inclusive"] = outer["kernels_inclusive"].sum().reindex(out.index).fillna(0).astype(np.int64)
     out["gpu_inclusive_us"] = outer["gpu_inclusive_us"].sum().reindex(out.index).fillna(0.0)
+    out.index = pd.Index(np.asarray(uniq, dtype=object)[out.index.to_numpy()], name="name")   # typed as groupby's
     out = out.sort_values("total_us", ascending=False, kind="stable").reset_index()
     return out[cols]
 

@@ -134,19 +134,22 @@ def peer_link_gbps(name) -> float | None:
     return PEER_LINK_GBPS.get(p.model) if p is not None else None
 
 
-def attainable(intensity, peak_flops, peak_bandwidth, per: float = 1.0):
+def attainable(intensity, peak_flops, peak_bandwidth, per: float = 1.0, words: bool = True):
     """The roofline model, the one place it is computed (op shapes in :mod:`kernelscope.analysis.roofline`, Nsight Compute's counters
     in :mod:`kernelscope.analysis.ncu_kernels`, both through here): (attainable FLOP/s, bound) at each arithmetic
     intensity, ``min(peak, intensity x bandwidth / per)`` and which roof that is. Units are the
     caller's: ``per`` is how many of the bandwidth's units make one of the peak's (1 for FLOP/s
     and bytes/s; 1e3 for TFLOP/s against GB/s). An unknown intensity (no bytes counted) is held
-    to the compute roof.
+    to the compute roof. ``words=False``: the bound as a boolean array, True where it is the
+    memory roof (no text per point: a large trace's roofline has a million).
 
     >>> attainable(np.array([10.0, 1000.0, np.nan]), 989.0, 4800.0, per=1e3)
     (array([ 48., 989., 989.]), array(['memory', 'compute', 'compute'], dtype='<U7'))
+    >>> attainable(np.array([10.0, 1000.0, np.nan]), 989.0, 4800.0, per=1e3, words=False)[1]
+    array([ True, False, False])
     """
     intensity = np.asarray(intensity, dtype=float)
     with np.errstate(invalid="ignore", over="ignore"):
         memory = intensity * peak_bandwidth / per
-        bound = np.where(memory < peak_flops, "memory", "compute")
-    return np.fmin(peak_flops, memory), bound
+        on_memory = memory < peak_flops
+    return np.fmin(peak_flops, memory), (np.where(on_memory, "memory", "compute") if words else on_memory)

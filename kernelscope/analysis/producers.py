@@ -28,6 +28,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import factorize
+
 # Inductor's kernel names: triton_<kind>_fused_<ops>_<n> (pointwise, reduction, persistent
 # reduction, template, foreach, split scan, ...).
 INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for|spl|mm|bmm|sort|scan|unk)_")
@@ -216,7 +218,7 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
     op_name, op_kwargs = from_op("name"), from_op("kernel_kwargs")
     op_warps, op_stages = int_from_op("num_warps"), int_from_op("num_stages")
     # An Inductor launch event is the op named as the kernel it launches.
-    name_codes, name_uniques = pd.factorize(names, use_na_sentinel=True)
+    name_codes, name_uniques = factorize(names, use_na_sentinel=True)   # by identity first: long names
     op_codes = pd.Index(name_uniques).get_indexer(op_name) if n else np.zeros(0, np.int64)
     ind = (op_codes == name_codes) & (name_codes >= 0)
     variants = getattr(trace, "variants", None)

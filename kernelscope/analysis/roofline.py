@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import by_distinct
 from kernelscope.analysis.peaks import attainable, device_peaks
 
 # Bytes per element of the dtype names torch.profiler records in "Input type".
@@ -172,15 +173,23 @@ def _counted_roofline(report) -> pd.DataFrame:
     name_sel = ops["name"].to_numpy(object)[i_sel]
     dims_sel = ops["input_dims"].to_numpy(object)[i_sel]
     types_sel = ops["input_types"].to_numpy(object)[i_sel]
-    fl_sel = ops["flops"].to_numpy(object)[i_sel]
     # Count each distinct op (name, shapes, dtypes, FLOPs) once: the same ops repeat every step.
     # Equal shapes share one decoded object (the reader decodes each distinct text once), so the
-    # object's identity stands for its value here; NaN and None FLOPs are one key.
+    # object's identity stands for its value here; NaN and None FLOPs are one key. FLOPs as
+    # floats where the column is (the objects, one per row, only where it is not).
+    floats = ops["flops"].dtype.kind == "f"
+    if floats:
+        fl_key = fl_sel = ops["flops"].to_numpy(float)[i_sel]
+    else:
+        fl_sel = ops["flops"].to_numpy(object)[i_sel]
+        fl_key = np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)
     codes, first = distinct_rows([
         name_sel, np.fromiter(map(id, dims_sel), np.int64, len(sel)),
-        np.fromiter(map(id, types_sel), np.int64, len(sel)),
-        np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)])
-    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], fl_sel[j]) for j in first.tolist()]
+        np.fromiter(map(id, types_sel), np.int64, len(sel)), fl_key])
+    # FLOPs as Python floats where read as floats (what the objects held).
+    per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], float(fl_sel[j]) if floats else fl_sel[j])
+           for j in first.tolist()]
+    del dims_sel, types_sel, fl_sel, fl_key
     counted = np.array([c is not None for c in per], dtype=bool)[codes]
     if not counted.any():
         return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
@@ -189,26 +198,35 @@ def _counted_roofline(report) -> pd.DataFrame:
     rows = sel[counted]
     idx = i_sel[counted]
 
-    flops_obj = _objects([c[0] for c in per])[codes]                      # float, or None where unknown
+    flops_col = _as_values([c[0] for c in per], codes)                    # float, or None where unknown
     flops = np.array([np.nan if c[0] is None else c[0] for c in per], dtype=float)[codes]
     nbytes = np.array([c[1] for c in per], dtype=float)[codes]
     name = name_sel[counted]
     kname = tops["name"].to_numpy(object)[rows]
-    dev = tops["device_index"].to_numpy(object)[rows]
-    # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so).
-    precision = _objects([c[2] for c in per])[codes]
-    k_codes, k_uniq = pd.factorize(kname, use_na_sentinel=False)
-    tf32_name = np.array(["tf32" in str(x).lower() for x in k_uniq], dtype=bool)[k_codes]
-    matmul = np.fromiter(map(_MATMUL.__contains__, name), bool, len(name))
-    precision[(precision == "fp32") & matmul & tf32_name] = "tf32"
+    # Devices as codes (their objects only where a peak is looked up).
+    dev_codes, dev_uniq = pd.factorize(tops["device_index"], use_na_sentinel=False)
+    dev_codes = dev_codes[rows]
+    dev_uniq = np.asarray(dev_uniq.astype(object))
+    # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so). Precision as a code
+    # per row into its distinct values (a few), the kernel names looked at only where it matters.
+    prec_uniq = _objects([c[2] for c in per] + ["tf32"])
+    prec_code = np.arange(len(per))[codes]
+    fp32_mm = np.array([c[2] == "fp32" and name_sel[j] in _MATMUL for c, j in zip(per, first.tolist())],
+                       dtype=bool)[codes]
+    if fp32_mm.any():
+        at = np.flatnonzero(fp32_mm)
+        tf32 = by_distinct(kname[at], lambda x: "tf32" in str(x).lower(), bool, False)
+        prec_code[at[tf32]] = len(per)
+    precision = prec_uniq[prec_code]
     # Peaks per distinct (device, precision).
-    pk_codes, pk_first = distinct_rows([dev, precision])
+    pk_codes, pk_first = distinct_rows([dev_codes, prec_code])
     got = []
     for j in pk_first.tolist():
-        pk, p = peaks_of.get(dev[j]), precision[j]
+        pk, p = peaks_of.get(dev_uniq[dev_codes[j]]), precision[j]
         got.append((pk.peak_tflops(p) if pk and p else None, pk.memory_gbps if pk else None,
                     pk.source if pk else None))
-    peak_t_obj, peak_b_obj, peak_src = (_objects([g[i] for g in got])[pk_codes] for i in range(3))
+    peak_t_col, peak_b_col = (_as_values([g[i] for g in got], pk_codes) for i in range(2))
+    peak_src = _objects([g[2] for g in got])[pk_codes]
     peak_t = np.array([np.nan if g[0] is None else g[0] for g in got], dtype=float)[pk_codes]
     peak_b = np.array([np.nan if g[1] is None else g[1] for g in got], dtype=float)[pk_codes]
     dur = dur_all[rows]
@@ -219,16 +237,14 @@ def _counted_roofline(report) -> pd.DataFrame:
         ach_b = nbytes / sec / 1e9
         inten = np.where(has_flops & (nbytes != 0), flops / nbytes, np.nan)
         by_roof = (peak_b > 0) & (peak_t > 0) & has_flops   # peaks of 0 or unknown give no roof
-        attain, roof_bound = attainable(inten, peak_t, peak_b, per=1e3)     # TFLOP/s against GB/s
+        attain, memory_roof = attainable(inten, peak_t, peak_b, per=1e3, words=False)   # TFLOP/s against GB/s
         attain = np.where(by_roof, attain, np.nan)
         share = np.where(by_roof, ach_t / attain, np.where(peak_b > 0, ach_b / peak_b, np.nan))
-    bound = np.where(by_roof, roof_bound, np.where(peak_b > 0, "memory", None)).astype(object)
-    bound[bound == "None"] = None
+    # Labels as small codes into (None, "memory", "compute"): no text made per row.
+    bound_code = np.where(by_roof, np.where(memory_roof, 1, 2), np.where(peak_b > 0, 1, 0))
     with np.errstate(invalid="ignore"):
         above = np.nan_to_num(share, nan=0.0) > 1.0 + 1e-9
-    note = np.where(above & (bound == "memory"), ABOVE_MEMORY_ROOF,
-                    np.where(above & (bound == "compute"), ABOVE_COMPUTE_ROOF, None)).astype(object)
-    note[note == "None"] = None
+    note_code = np.where(above, bound_code, 0)
     t_short = tops["short_name"] if "short_name" in tops.columns else tops["name"]
     t_label = tops["device"] if "device" in tops.columns else tops["device_index"]
     # Text as object arrays, computed numbers as float arrays, and the values taken as they are
@@ -241,13 +257,14 @@ def _counted_roofline(report) -> pd.DataFrame:
         "short_name": pd.Series(t_short.to_numpy(object)[rows], dtype=object),
         "device": _as_rows(t_label.to_numpy(object)[rows]), "precision": _as_rows(precision),
         "kernels": agg["size"].to_numpy()[rows].astype(np.int64), "duration_us": dur,
-        "flops": flops_obj.tolist(), "bytes": nbytes,
+        "flops": flops_col, "bytes": nbytes,
         "flops_source": _as_rows(_objects([c[3] for c in per])[codes]), "intensity": inten,
-        "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_obj.tolist(),
+        "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_col,
         "attainable_tflops": attain,
-        "peak_gbps": peak_b_obj.tolist(), "roof_share": share,
-        "bound": _as_rows(bound), "peaks_source": _as_rows(peak_src), "roof_note": _as_rows(note),
-    }, columns=ROOFLINE_COLUMNS)
+        "peak_gbps": peak_b_col, "roof_share": share,
+        "bound": _labels(bound_code, _BOUNDS), "peaks_source": _as_rows(peak_src),
+        "roof_note": _labels(note_code, _NOTES),
+    }, columns=ROOFLINE_COLUMNS, copy=False)   # the arrays are this table's own: not copied into blocks
 
 
 def _as_rows(values: np.ndarray):
@@ -263,6 +280,40 @@ def _as_rows(values: np.ndarray):
     if typed.dtype == object:
         return values
     return typed.array.take(codes, allow_fill=True)
+
+
+_BOUNDS = np.array([None, "memory", "compute"], dtype=object)
+_NOTES = np.array([None, ABOVE_MEMORY_ROOF, ABOVE_COMPUTE_ROOF], dtype=object)
+
+
+def _labels(codes: np.ndarray, labels: np.ndarray):
+    """``_as_rows(labels[codes])`` made from the codes: typed from the labels that occur.
+
+    >>> _labels(np.array([1, 0, 1]), _BOUNDS).tolist()
+    ['memory', nan, 'memory']
+    """
+    present = np.flatnonzero(np.bincount(codes, minlength=len(labels)))
+    values = [labels[i] for i in present.tolist() if labels[i] is not None]
+    typed = pd.Series(_objects(values))
+    if typed.dtype == object:
+        return labels[codes]
+    where = np.full(len(labels), -1, np.int64)
+    where[[i for i in present.tolist() if labels[i] is not None]] = np.arange(len(values))
+    return typed.array.take(where[codes], allow_fill=True)
+
+
+def _as_values(distinct: list, codes: np.ndarray):
+    """The column ``[distinct[c] for c in codes]`` as pandas would type that list, typed from the
+    distinct values (the same types give the same dtype): numbers (None as NaN) as an array, any
+    other mix as the list.
+
+    >>> _as_values([2.0, None], np.array([0, 1, 0]))
+    array([ 2., nan,  2.])
+    """
+    typed = pd.Series(distinct, dtype=None) if distinct else pd.Series([], dtype=object)
+    if typed.dtype.kind in "fiu" and len(distinct):
+        return typed.to_numpy()[codes]
+    return _objects(distinct)[codes].tolist()
 
 
 def _objects(values) -> np.ndarray:
@@ -285,14 +336,28 @@ def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in keys if c in pts.columns]
     if not len(pts) or not keys:
         return pts.assign(count=1)
+    from kernelscope.analysis.backends import distinct_rows
+    # Grouped by one integer code per distinct key (pandas would hash every row's kernel name).
+    codes, first = distinct_rows([pts[c].to_numpy() for c in keys])
     d = pts["duration_us"].astype(float).fillna(0.0)
-    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
-    g = w.groupby(keys, dropna=False, sort=False)
-    out = g.first()
+    w = pts.drop(columns=keys).assign(_fl=pts["achieved_tflops"].astype(float) * d,
+                                      _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(codes, sort=False)
+    # first() is each group's first non-missing value: its first row's where that has one (the
+    # rows of ``first``), the groupby's only for the columns with a missing value to skip.
+    out = w.iloc[first].set_axis(pd.RangeIndex(len(first)))
+    gaps = [c for c in w.columns if out[c].isna().any()]     # a first row missing the value
+    if gaps:
+        got = g[gaps].first()
+        for c in gaps:
+            out[c] = got[c].array
     tot = g["_d"].sum()
     out["duration_us"] = tot
     with np.errstate(invalid="ignore", divide="ignore"):
         out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
         out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
     out["count"] = g.size()
-    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
+    for c in reversed(keys):          # the keys first, typed as a groupby's index levels are
+        codes_c, uniq = pd.factorize(pts[c].to_numpy()[first])
+        out.insert(0, c, pd.Index(uniq).array.take(codes_c, allow_fill=True))
+    return out.reset_index(drop=True).drop(columns=["_fl", "_rs", "_d"])

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.devices import annotate_devices
+from kernelscope.analysis.distinct import by_distinct, factorize
 from kernelscope.trace.model import SYNC_CALLS
 
 
@@ -190,11 +191,18 @@ def activities(kernels: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         parts.append(t)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTIVITY_COLUMNS})
-    a = pd.concat(parts, ignore_index=True)[ACTIVITY_COLUMNS]
+    # Each step below copies every row, so each is skipped where it would change nothing (a large
+    # trace's kernels alone, timed and in time order already, are copied once).
+    a = (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0])[ACTIVITY_COLUMNS]
     # Activities without a time (e.g. kernels known only from an Nsight Compute export) have no
     # place on a timeline.
-    a = a[a["start_us"].notna() & a["duration_us"].notna()]
-    return a.sort_values(["start_us", "end_us"], kind="stable").reset_index(drop=True)
+    timed = (a["start_us"].notna() & a["duration_us"].notna()).to_numpy()
+    if not timed.all():
+        a = a[timed]
+    s, e = a["start_us"].to_numpy(float), a["end_us"].to_numpy(float)
+    if not ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] >= e[:-1]))).all():
+        a = a.sort_values(["start_us", "end_us"], kind="stable")
+    return a.reset_index(drop=True)
 
 
 def outer_ops(ops: pd.DataFrame, tids, times) -> list:
@@ -208,15 +216,17 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
     if ops is None or not len(ops) or not len(out):
         return out
     wanted = {t for t in tids if t is not None}
-    cat = ops["cat"].to_numpy(object)
-    keep = ((cat == "cpu_op") | pd.isna(cat)) & ops["tid"].isin(wanted).to_numpy()
+    # Category and thread tested once per distinct value (a million ops hold a few of each).
+    keep = (by_distinct(ops["cat"], lambda c: c == "cpu_op", bool, True)
+            & by_distinct(ops["tid"], lambda t: t in wanted, bool, False))
     tid = ops["tid"].to_numpy(object)[keep]
     s_all = ops["start_us"].to_numpy(float)[keep]
     e_all = s_all + ops["duration_us"].to_numpy(float)[keep]
     n_all = ops["name"].to_numpy(object)[keep]
+    tcodes, tuniq = factorize(tid, use_na_sentinel=True)
     by_tid = {}
     for t in wanted:
-        m = tid == t
+        m = np.isin(tcodes, [i for i, u in enumerate(tuniq.tolist()) if u == t])
         if not m.any():
             continue
         o = np.argsort(s_all[m], kind="stable")
@@ -225,13 +235,23 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
         prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
         top = s >= prev_end
         by_tid[t] = (s[top], e[top], names[top])
-    for i, (t, when) in enumerate(zip(tids, times)):
-        hit = by_tid.get(t)
-        if hit is None or when is None or when != when:
+    # The queries of each thread looked up together.
+    asked: dict = {}
+    for i, t in enumerate(tids):
+        if t in by_tid:
+            asked.setdefault(t, []).append(i)
+    when_all = np.array([np.nan if w is None else w for w in times], dtype=float)
+    for t, at in asked.items():
+        hs, he, hn = by_tid[t]
+        if not len(hs):
             continue
-        j = np.searchsorted(hit[0], when, side="right") - 1
-        if j >= 0 and when <= hit[1][j]:
-            out[i] = hit[2][j]
+        at = np.array(at)
+        when = when_all[at]
+        j = np.searchsorted(hs, when, side="right") - 1
+        jj = np.maximum(j, 0)
+        found = ~np.isnan(when) & (j >= 0) & (when <= he[jj])
+        for i, name in zip(at[found].tolist(), hn[jj[found]].tolist()):
+            out[i] = name
     return out
 
 
@@ -334,16 +354,22 @@ def gaps_table(acts: pd.DataFrame, blocking: pd.DataFrame | None = None) -> pd.D
     Name: duration_us, dtype: float64
     """
     parts = []
-    for dev, d in acts.groupby("device", sort=True):
+    # Only the columns read: each device's rows are copied (and sorted) once.
+    cols = ["device", "start_us", "end_us", "launch_start_us", "stream", "name", "kind", "op"]
+    for dev, d in acts[cols].groupby("device", sort=True):
         parts.append(_device_gaps(dev, d.reset_index(drop=True), blocking))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in GAP_COLUMNS})
     return pd.concat(parts, ignore_index=True)[GAP_COLUMNS]
 
 
+_GAP_CAUSES = np.array(["unknown", "sync", "host", "streams", "queued"], dtype=object)
+
+
 def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
-    o = np.argsort(d["start_us"].to_numpy(float), kind="stable")
-    d = d.iloc[o].reset_index(drop=True)
+    st = d["start_us"].to_numpy(float)
+    if not (st[1:] >= st[:-1]).all():       # activities() sorts them already
+        d = d.iloc[np.argsort(st, kind="stable")].reset_index(drop=True)
     s = d["start_us"].to_numpy(float)
     e = d["end_us"].to_numpy(float)
     cm = np.maximum.accumulate(e)
@@ -377,20 +403,22 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
         ops = blocking["op"].to_numpy(object)
         call = np.where(blocked, names[idx], None)
         call_op = np.where(blocked, ops[idx], None)
-    cause = np.where(np.isnan(ls), "unknown",
-                     np.where(late, np.where(blocked, "sync", "host"),
-                              np.where(stream[nxt] != stream[prev], "streams", "queued")))
-    call = np.where(cause == "sync", call, None)
-    call_op = np.where(cause == "sync", call_op, None)
+    # Causes as codes into _GAP_CAUSES: no text made per gap (a launch-bound trace has one per kernel).
+    code = np.where(np.isnan(ls), 0, np.where(late, np.where(blocked, 1, 2),
+                                              np.where(stream[nxt] != stream[prev], 3, 4)))
+    cause = _GAP_CAUSES[code]
+    sync = code == 1
+    call = np.where(sync, call, None)
+    call_op = np.where(sync, call_op, None)
     names = d["name"].to_numpy(object)
 
     def obj(a):
         # Plain object columns: letting pandas infer a string dtype copies every name again.
         return pd.Series(a, dtype=object)
 
-    return pd.DataFrame({
+    return pd.DataFrame(copy=False, data={     # its own arrays: not copied into blocks
         "device": obj(np.full(len(nxt), dev, dtype=object)), "start_us": g0, "end_us": g1,
-        "duration_us": g1 - g0, "cause": obj(cause.astype(object)),
+        "duration_us": g1 - g0, "cause": obj(cause),
         "before": obj(names[prev]), "before_stream": d["stream"].to_numpy(object)[prev],
         "after": obj(names[nxt]), "after_kind": obj(d["kind"].to_numpy(object)[nxt]),
         "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
@@ -465,19 +493,40 @@ def host_in_gaps(ops: pd.DataFrame, gaps: pd.DataFrame, top: int = 3) -> dict:
         return out
     gs, ge = merge_intervals(gaps["start_us"], gaps["end_us"])
     out["idle_us"] = float((ge - gs).sum())
-    o = ops if ops is not None and len(ops) else None
-    if o is not None and "cat" in o:
-        o = o[~o["cat"].astype(str).str.contains("annotation")]   # cell/step markers span everything
-    if o is None or not len(o):
+    if ops is None or not len(ops):
         out["uncovered_us"] = out["idle_us"]
         return out
-    o = o.sort_values(["tid", "start_us"], kind="stable")
-    s = o["start_us"].to_numpy(float)
-    e = s + o["duration_us"].fillna(0).to_numpy(float)
-    prev_end = pd.Series(e, index=o.index).groupby(o["tid"].to_numpy()).transform(
-        lambda x: x.cummax().shift(1)).to_numpy(float)
+    # Plain arrays of the four columns read (filtering and sorting the whole ops table copies
+    # every column of every op: 534k of them in a large trace).
+    keep = np.ones(len(ops), dtype=bool)
+    if "cat" in ops:
+        # cell/step markers span everything (tested once per distinct category)
+        keep = ~by_distinct(ops["cat"], lambda c: "annotation" in str(c), bool, False)
+    if not keep.any():
+        out["uncovered_us"] = out["idle_us"]
+        return out
+    tid = ops["tid"].to_numpy()[keep]
+    s = ops["start_us"].to_numpy(float)[keep]
+    e = s + ops["duration_us"].fillna(0).to_numpy(float)[keep]
+    names = ops["name"].to_numpy()[keep]
+    # By thread, then start (the order of sort_values(["tid", "start_us"], kind="stable"): the
+    # sums per name below add in that order).
+    tcodes, tuniq = factorize(tid, use_na_sentinel=True)
+    rank = np.append(pd.Categorical(tuniq, ordered=True).codes, len(tuniq))   # a missing tid last
+    o = np.lexsort((s, rank[tcodes]))
+    tc, s, e, names = tcodes[o], s[o], e[o], names[o]
+    # Top level: an op starting at or after every earlier op of its thread has ended (the running
+    # maximum skips a missing end, as pandas' cummax does).
+    prev_end = np.full(len(s), np.nan)
+    bounds = np.flatnonzero(np.r_[True, tc[1:] != tc[:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if tc[a] < 0:
+            continue         # no thread: no earlier op to be inside of (groupby drops a missing key)
+        cm = np.fmax.accumulate(e[a:b])
+        cm[np.isnan(e[a:b])] = np.nan
+        prev_end[a + 1:b] = cm[:-1]
     outer = ~(s < np.nan_to_num(prev_end, nan=-np.inf))
-    s, e, names = s[outer], e[outer], o["name"].astype(str).to_numpy()[outer]
+    s, e, names = s[outer], e[outer], pd.Series(names[outer]).astype(str).to_numpy()
     ms, me = merge_intervals(s, e)
     out["covered_us"] = float(covered_length(gs, ge, ms, me).sum())
     out["uncovered_us"] = max(out["idle_us"] - out["covered_us"], 0.0)
@@ -503,7 +552,9 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for dev, d in acts.groupby("device", sort=True):
-        d = d.sort_values("start_us", kind="stable")
+        s = d["start_us"].to_numpy(float)
+        if not (s[1:] >= s[:-1]).all():       # activities() sorts them already
+            d = d.sort_values("start_us", kind="stable")
         s, e = d["start_us"].to_numpy(float), d["end_us"].to_numpy(float)
         cm = np.maximum.accumulate(e)
         idle_before = np.maximum(0.0, s[1:] - cm[:-1])
@@ -525,8 +576,11 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
             "graph_kernels": int(k["graph_launch"].sum()),
             "graph_launches": int(k.loc[k["graph_launch"], "launch_start_us"].nunique()),
         }
+        # Each cause's rows picked by code (one pass over the causes' text, not one per cause).
+        codes, uniq = factorize(g["cause"]) if len(g) else (np.zeros(0, np.int64), np.zeros(0, dtype=object))
         for c in CAUSES:
-            row[f"idle_{c}_us"] = float(g.loc[g["cause"] == c, "duration_us"].sum()) if len(g) else 0.0
+            at = [i for i, u in enumerate(uniq.tolist()) if u == c]
+            row[f"idle_{c}_us"] = float(g["duration_us"][np.isin(codes, at)].sum()) if len(g) else 0.0
         rows.append(row)
     cols = ["device", "launches", "kernels", "window_us", "launches_per_ms", "median_kernel_us",
             "median_gap_us", "median_launch_call_us", "median_launch_interval_us", "graph_kernels",

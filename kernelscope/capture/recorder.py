@@ -131,6 +131,8 @@ class profile:
         self.lines_of = lines_of
         self.trace_path = trace_path
         self._marks = None
+        self._rivals = None     # torch.profilers started meanwhile (rivals.py)
+        self._stopping = False
         self.report = None
         self.torch_profiler = None
         self._events = []       # (label, start_event, end_event) CUDA event pairs
@@ -194,11 +196,14 @@ class profile:
                     "`prof.stop()` on a profiler started with `prof.start()`, or leave its `with` "
                     "block; then run again.")
             _active = self
+        self._stopping = False
         try:
             self._start(torch)
         except BaseException:
             with _lock:
                 _active = None
+            if self._rivals is not None:
+                self._rivals.stop()
             if self._tuning is not None:
                 self._tuning, watch = None, self._tuning
                 watch.stop()   # the Triton functions it wrapped are put back
@@ -240,6 +245,12 @@ class profile:
             ) from None
         self.torch_profiler = p
         self._thread = threading.get_ident()   # torch.profiler's recording state is per thread
+        from kernelscope.capture.rivals import RivalStarts
+        self._rivals = RivalStarts(torch)
+        self._rivals.watch()
+        if threading.current_thread() is threading.main_thread():
+            from kernelscope.capture import handoff
+            handoff.install()     # so that another thread's stop() can be handed to this one
         self._rank = _rank_tag()
         if self._rank is not None:
             _tag_trace(p, self._rank)
@@ -309,9 +320,17 @@ class profile:
         if getattr(self, "_thread", None) not in (None, threading.get_ident()):
             # torch.profiler stopped from another thread leaves the starting thread's callbacks
             # in place (torch's profiler stays on, the report is empty, every later profile is
-            # refused): refuse before anything changes, so the recording can still be stopped.
+            # refused): the stop is handed to the main thread that started it (handoff.py), or
+            # refused before anything changes, so that the recording can still be stopped.
+            from kernelscope.capture import handoff
+            if self._thread == threading.main_thread().ident and handoff.ready():
+                return handoff.run_in_main(lambda: self.stop(partial=partial, error=error))
             raise RuntimeError("stop() must be called in the thread that started the recording "
-                               "(torch.profiler keeps its state per thread); nothing was stopped")
+                               "(torch.profiler keeps its state per thread), or that thread must be "
+                               "the main thread; nothing was stopped")
+        if self._stopping:
+            raise RuntimeError("this profile is already being stopped")
+        self._stopping = True
         torch = sys.modules["torch"]
         cuda_us = None
         interrupted = None
@@ -337,6 +356,8 @@ class profile:
                 # A second Ctrl-C while we drain the GPU: stop cleanly anyway, then re-raise.
                 interrupted, partial = e, True
             finally:
+                if self._rivals is not None:
+                    self._rivals.stop()
                 self._stop_torch_profiler(torch)
         finally:
             if self._tuning is not None:
@@ -378,11 +399,16 @@ class profile:
             # Kineto keeps one session per process: a torch.profiler started meanwhile (in
             # another thread, say) takes it over and this one ends with nothing, its own region
             # markers included. Say so, rather than that the region did nothing.
-            trace = Trace.empty({"source": self.name, "notes": [
+            rival = self._rivals.note(self._thread, empty=True) if self._rivals is not None else None
+            trace = Trace.empty({"source": self.name, "notes": [rival or (
                 "nothing was recorded: the profiler's session came back empty. If another "
                 "torch.profiler was started while this recording ran (in another thread, or a "
                 "library's own), it took over the session (Kineto records one per process); "
-                "record again without it"]})
+                "record again without it")]})
+        else:
+            rival = self._rivals.note(self._thread, empty=False) if self._rivals is not None else None
+            if rival:
+                trace.meta.setdefault("notes", []).append(rival)
         if self.lines_of is not None and len(trace.kernels):
             from kernelscope.capture.lines import line_sources, traced_file
             k = trace.kernels

@@ -417,3 +417,45 @@ def header_text(x) -> str:
     ('', '7')
     """
     return x if isinstance(x, str) else ("" if x is None else str(x))
+
+
+# "... (byte 123)": where msgspec found a JSON error.
+_AT_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def prefix_problem(prefix: bytes) -> str | None:
+    """What is wrong with a JSON document that starts with ``prefix``, where these bytes already
+    show it, else None. JSON is read left to right, so an error inside the prefix is the whole
+    text's error (the same words :func:`decode_document` gives): a file can be refused on its
+    first megabyte instead of being read whole first. An error at the prefix's cut, or one that
+    the lenient paths may tolerate (NaN, bad UTF-8, lone surrogates), is no proof: None.
+
+    >>> prefix_problem(b'{"traceEvents": [{"ph": "X", "name": "k"'), prefix_problem(b'{"a" 1, ' + b' ' * 80)
+    (None, "not valid JSON (JSON is malformed: expected ':' (byte 5))")
+    """
+    near_cut = len(prefix) - 64
+    try:
+        msgspec.json.decode(prefix, type=msgspec.Raw)   # checks the syntax, builds nothing
+        return None      # a whole document in the prefix: what follows it is the whole read's to say
+    except RecursionError:
+        return _TOO_DEEP
+    except msgspec.DecodeError as e:
+        msg = str(e)
+    at = _AT_BYTE.search(msg)
+    if "truncated" in msg.lower() or at is None or int(at.group(1)) >= near_cut:
+        return None
+    if not _nonstrict(msg):
+        return f"not valid JSON ({msg})"
+    if _SURROGATE_ESCAPE_BYTES.search(prefix):
+        return None
+    # NaN, Infinity or bad UTF-8: Python's parser reads those; what it refuses early is wrong.
+    text = prefix.decode("utf-8", "replace")
+    try:
+        json.loads(text, parse_constant=float, parse_int=len)
+    except json.JSONDecodeError as je:
+        if je.msg.startswith("Unterminated string") or je.pos >= len(text) - 64:
+            return None
+        return f"not valid JSON ({msg}; {je})"
+    except RecursionError:
+        return _TOO_DEEP
+    return None

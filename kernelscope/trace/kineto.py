@@ -17,7 +17,8 @@ from kernelscope.errors import TraceError
 from kernelscope.trace import split, stream
 from kernelscope.trace.builder import TableBuilder
 from kernelscope.trace.decode import CarefulPath, RawFile, check_format, decode_document, event_chunks, no_gc, to_utf8
-from kernelscope.trace.files import read_blocks, read_bytes
+from kernelscope.trace.files import read_blocks
+from kernelscope.trace.guard import checked_blocks, read_text
 from kernelscope.trace.header import devices_columns, header_meta
 from kernelscope.trace.model import (
     COPY_COLUMNS,
@@ -64,6 +65,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
                 trace.meta["read_processes"] = processes
                 return trace
         blocks = read_blocks(source, notes, progress, block_bytes=stream.BLOCK_BYTES)
+    blocks = checked_blocks(blocks, label)    # a huge string refused as it passes (guard.py)
     with no_gc():
         try:
             events = stream.EventStream(blocks, jax_check=looks_like_jax)
@@ -74,7 +76,8 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
             if hasattr(blocks, "close"):
                 blocks.close()
     notes.clear()
-    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else read_bytes(source, notes)
+    # The whole text, under checks that refuse a bomb before it is held (guard.py).
+    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else read_text(source, notes, label)
     return _read_whole(raw, label, notes)
 
 

@@ -42,6 +42,7 @@ import tempfile
 from kernelscope.trace.builder import TableBuilder
 from kernelscope.trace.decode import no_gc
 from kernelscope.trace.files import GZIP_MAGIC, checked_file
+from kernelscope.trace.guard import checked_blocks
 from kernelscope.trace.stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
 
 # Below this a worker's start and the pieces' hand-over cost about what a second core saves.
@@ -145,7 +146,7 @@ def read_stretch(f, stretch, index: int, count: int, interned: dict, jax_check=N
                 on_read(len(data))
             yield data
 
-    events = EventStream(blocks(), jax_check=jax_check, inner=index > 0, last=index == count - 1)
+    events = EventStream(checked_blocks(blocks()), jax_check=jax_check, inner=index > 0, last=index == count - 1)
     builder = TableBuilder(interned)
     for chunk in events.chunks():
         builder.add(chunk)

@@ -132,10 +132,10 @@ class EventStream:
             del more
             events, end = self._cut(buf, start, stop)
             if events is None:
-                carry = bytes(memoryview(buf)[1:stop])
-                if len(carry) > max(MAX_UNCUT_BLOCKS * BLOCK_BYTES, 1 << 20):
+                if stop - 1 > max(MAX_UNCUT_BLOCKS * BLOCK_BYTES, 1 << 20):
                     raise NotStreamable("no boundary between events in a long stretch of text")
-                spare.append(buf)
+                carry = bytes(memoryview(buf)[1:stop])
+                del buf      # outgrown (the next one is longer): not kept as a spare, which held a huge string's text thrice
                 continue
             carry = bytes(memoryview(buf)[end:stop])
             spare.append(buf)

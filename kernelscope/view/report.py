@@ -22,6 +22,7 @@ import pandas as pd
 
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
+from kernelscope.analysis.distinct import factorize
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.kernel_detail import kernel_detail
 from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
@@ -228,7 +229,7 @@ def _whole(rep) -> dict:
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "roofline": _roofline(rep, k_all, problems),
         "ops": _op_summary(ops, k_all, tree),
-        "op_names": int(ops["name"].nunique()) if len(ops) else 0,
+        "op_names": len(factorize(ops["name"])[1]) if len(ops) else 0,
         "stalls": _stalls_header(rep),
         # Per launch shape of the report (rep.shapes), whichever window shows.
         "shapes": occupancy_entries(rep, k_all),
@@ -500,7 +501,7 @@ def _stats(rep, k, copies, tl) -> dict:
         "busy_device": _str(busy.get("device")),
         # Kernel launches only, as everywhere in kernelscope; copies and memsets are counted apart.
         "launches": int(len(k)),
-        "kernels": int(k["name"].nunique()) if len(k) else 0,
+        "kernels": len(factorize(k["name"])[1]) if len(k) else 0,
         "copies": int(len(copies)),
         "memsets": int((copies["kind"] == "memset").sum()) if len(copies) and "kind" in copies.columns else 0,
         "copy_time_us": num(float(copies["duration_us"].sum())) if len(copies) else 0.0,

@@ -79,6 +79,20 @@ def test_self_times_and_roofline_match_the_loops(path):
         assert all(same), (col, [(x, y) for x, y, s in zip(a, b, same) if not s][:3])
 
 
+def test_tf32_kernels_of_fp32_matmuls_match_the_loops():
+    """No recording here runs an fp32 matmul on TF32 kernels: a real DDP rank's fp32 GEMM kernels
+    renamed as cuBLAS names its TF32 ones, so the roofline's TF32 precision (looked up only for the
+    fp32 matmuls' kernels) is checked against the loop too."""
+    rep = ks.load(DATA / "ranks" / "rank1.pt.trace.json.gz")
+    k = rep.kernels
+    mm = k["op"].isin(list(_MATMUL)).to_numpy()
+    k.loc[mm, "name"] = k.loc[mm, "name"].astype(object) + "_tf32"
+    ours, ref = roofline(rep), loop_roofline(rep)
+    assert (ours["precision"] == "tf32").sum() > 0 and (ours["precision"] == "fp32").sum() > 0
+    pd.testing.assert_series_equal(ours["precision"].astype(object), ref["precision"].astype(object))
+    pd.testing.assert_series_equal(ours["peak_tflops"], ref["peak_tflops"])
+
+
 def loop_roofline(report) -> pd.DataFrame:
     """The roofline one op instance at a time, as it was computed before it was vectorized."""
     k = report.kernels
@@ -128,3 +142,103 @@ def loop_roofline(report) -> pd.DataFrame:
                          "roof_note": above_roof_note(bound, share)})
     from kernelscope.analysis.roofline import ROOFLINE_COLUMNS
     return pd.DataFrame(rows, columns=ROOFLINE_COLUMNS)
+
+
+def frame_host_in_gaps(ops, gaps, top=3):
+    """host_in_gaps as it was written over the ops table (filter, sort, groupby per thread)."""
+    from kernelscope.analysis.timeline import covered_length, merge_intervals
+    out = {"idle_us": 0.0, "covered_us": 0.0, "uncovered_us": 0.0, "top_ops": []}
+    if gaps is None or not len(gaps):
+        return out
+    gs, ge = merge_intervals(gaps["start_us"], gaps["end_us"])
+    out["idle_us"] = float((ge - gs).sum())
+    o = ops if ops is not None and len(ops) else None
+    if o is not None and "cat" in o:
+        o = o[~o["cat"].astype(str).str.contains("annotation")]
+    if o is None or not len(o):
+        out["uncovered_us"] = out["idle_us"]
+        return out
+    o = o.sort_values(["tid", "start_us"], kind="stable")
+    s = o["start_us"].to_numpy(float)
+    e = s + o["duration_us"].fillna(0).to_numpy(float)
+    prev_end = pd.Series(e, index=o.index).groupby(o["tid"].to_numpy()).transform(
+        lambda x: x.cummax().shift(1)).to_numpy(float)
+    outer = ~(s < np.nan_to_num(prev_end, nan=-np.inf))
+    s, e, names = s[outer], e[outer], o["name"].astype(str).to_numpy()[outer]
+    ms, me = merge_intervals(s, e)
+    out["covered_us"] = float(covered_length(gs, ge, ms, me).sum())
+    out["uncovered_us"] = max(out["idle_us"] - out["covered_us"], 0.0)
+    each = covered_length(gs, ge, s, e)
+    by = pd.Series(each).groupby(names).sum().sort_values(ascending=False)
+    out["top_ops"] = [{"op": str(n), "us": float(v)} for n, v in by.head(top).items() if v > 0]
+    return out
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_host_in_gaps_on_arrays_is_the_frame_version(path):
+    from kernelscope.analysis.timeline import host_in_gaps
+    rep = ks.load(path)
+    gaps = rep.gaps[rep.gaps["cause"] != "queued"]
+    assert host_in_gaps(rep.ops, gaps) == frame_host_in_gaps(rep.ops, gaps)
+    # Ops without a thread or an end, as a saved report may hold them, are read as before too.
+    ops = rep.ops.copy()
+    if len(ops) > 3:
+        ops.loc[ops.index[::3], "tid"] = None
+        ops.loc[ops.index[1::5], "duration_us"] = np.nan
+    assert host_in_gaps(ops, gaps) == frame_host_in_gaps(ops, gaps)
+
+
+def frame_same_dots_once(pts):
+    """same_dots_once as it was written: a groupby over the six key columns."""
+    keys = [c for c in ["kernel", "short_name", "op", "precision", "intensity", "device"] if c in pts.columns]
+    if not len(pts) or not keys:
+        return pts.assign(count=1)
+    d = pts["duration_us"].astype(float).fillna(0.0)
+    w = pts.assign(_fl=pts["achieved_tflops"].astype(float) * d, _rs=pts["roof_share"].astype(float) * d, _d=d)
+    g = w.groupby(keys, dropna=False, sort=False)
+    out = g.first()
+    tot = g["_d"].sum()
+    out["duration_us"] = tot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+    out["count"] = g.size()
+    return out.reset_index().drop(columns=["_fl", "_rs", "_d"])
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_same_dots_once_by_codes_is_the_groupby(path):
+    from kernelscope.analysis.roofline import same_dots_once
+    rl = roofline(ks.load(path))
+    for pts in (rl, rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]):
+        pd.testing.assert_frame_equal(same_dots_once(pts), frame_same_dots_once(pts))
+
+
+def frame_op_summary(ops, kernels):
+    """op_summary as it was written: two groupbys by the name column."""
+    from kernelscope.analysis.op_tree import op_gpu_time, op_tree
+    cols = ["name", "calls", "total_us", "self_us", "mean_us", "kernels", "gpu_us", "kernels_inclusive",
+            "gpu_inclusive_us"]
+    ops = ops.reset_index(drop=True)
+    tree = op_tree(ops)
+    frame = pd.concat([ops[["name", "duration_us"]], tree[["self_us", "outermost_of_name"]],
+                       op_gpu_time(ops, kernels, tree)], axis=1)
+    g = frame.groupby("name", sort=False)
+    out = pd.DataFrame({"calls": g.size(), "total_us": g["duration_us"].sum(), "self_us": g["self_us"].sum(),
+                        "mean_us": g["duration_us"].mean(), "kernels": g["kernels"].sum(), "gpu_us": g["gpu_us"].sum()})
+    outer = frame[frame["outermost_of_name"]].groupby("name", sort=False)
+    out["kernels_inclusive"] = outer["kernels_inclusive"].sum().reindex(out.index).fillna(0).astype(np.int64)
+    out["gpu_inclusive_us"] = outer["gpu_inclusive_us"].sum().reindex(out.index).fillna(0.0)
+    return out.sort_values("total_us", ascending=False, kind="stable").reset_index()[cols]
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_op_summary_by_codes_is_the_groupby(path):
+    from kernelscope.analysis.op_tree import op_summary
+    rep = ks.load(path)
+    if not len(rep.ops):
+        return
+    pd.testing.assert_frame_equal(op_summary(rep.ops, rep.kernels), frame_op_summary(rep.ops, rep.kernels))
+    ops = rep.ops.copy()
+    ops.loc[ops.index[::7], "name"] = None         # a saved report's missing names are dropped as before
+    pd.testing.assert_frame_equal(op_summary(ops, rep.kernels), frame_op_summary(ops, rep.kernels))

@@ -200,7 +200,7 @@ def _streamed_only(monkeypatch):
 
     def whole(*a, **kw):
         raise AssertionError("the reader read the file whole instead of streaming it")
-    monkeypatch.setattr(kineto, "read_bytes", whole)
+    monkeypatch.setattr(kineto, "read_text", whole)
 
 
 @pytest.mark.parametrize("path", [DATA / "mlp_train.pt.trace.json.gz", DATA / "wild" / "llama_train.pt.trace.json.gz",
