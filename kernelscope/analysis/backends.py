@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.distinct import factorize
+from kernelscope.analysis.distinct import factorize, text_codes
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -244,7 +244,7 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
     end = start + ops["duration_us"].astype(float).fillna(0.0).to_numpy()
     dur = end - start
     # Parents sort before their children: by thread, start, longer first on ties.
-    threads = _thread_codes(ops["tid"])
+    threads = text_codes(ops["tid"], use_na_sentinel=False)   # 7 and "7" are one thread; a missing one is one more
     order = np.lexsort((-dur, start, threads))
     parent = nearest_enclosing(end[order], threads[order])
     has = parent >= 0
@@ -254,21 +254,6 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
     child[order] = child_sorted
     return np.maximum(self_us - child, 0.0)
 
-
-def _thread_codes(tids: pd.Series) -> np.ndarray:
-    """One integer per thread, threads told apart by their text (as ``str(tid)``), so that 7 and
-    "7" are the same thread; a missing thread is one more."""
-    values = (tids.to_numpy(object) if isinstance(tids, pd.Series) else np.asarray(tids, dtype=object)).tolist()
-    if set(map(type, values)) == {int}:
-        # Threads are plain integers in most traces: factorized as int64, much faster than as
-        # objects (two integers are the same thread exactly when their texts are the same).
-        try:
-            return pd.factorize(np.array(values, dtype=np.int64))[0]
-        except OverflowError:
-            pass
-    codes, uniq = pd.factorize(tids, use_na_sentinel=False)
-    text = [None if u is None or (isinstance(u, float) and u != u) else str(u) for u in uniq]
-    return pd.factorize(pd.Series(text, dtype=object), use_na_sentinel=False)[0][codes]
 
 
 def nearest_enclosing(end: np.ndarray, group: np.ndarray, eps: float = 1e-6) -> np.ndarray:

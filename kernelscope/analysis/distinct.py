@@ -58,3 +58,28 @@ def by_distinct(values, fn, dtype=object, missing=None) -> np.ndarray:
     out[:-1] = [fn(u) for u in uniq]
     out[-1] = missing
     return out[codes]          # code -1 (missing) takes the value at the end
+
+
+def text_codes(values, use_na_sentinel: bool = True) -> np.ndarray:
+    """One integer per row, values told apart by their text (``str(value)``), so that 7 and "7"
+    are one value (a thread id, a name); the text is made once per distinct value, not per row.
+    A missing value is -1 with ``use_na_sentinel``, else one code of its own.
+
+    >>> text_codes(pd.Series([7, "7", None, 8, 7], dtype=object)).tolist()
+    [0, 0, -1, 1, 0]
+    >>> text_codes(pd.Series([None, 7, "7"], dtype=object), use_na_sentinel=False).tolist()
+    [0, 1, 1]
+    """
+    arr = values.to_numpy(object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values, dtype=object)
+    if len(arr) and type(arr[0]) is int and set(map(type, arr.tolist())) == {int}:
+        # Plain integers (most traces' thread ids): factorized as int64, much faster than as
+        # objects (two integers have the same text exactly when they are equal).
+        try:
+            return pd.factorize(arr.astype(np.int64))[0]
+        except OverflowError:
+            pass
+    codes, uniq = factorize(arr, use_na_sentinel=False)
+    if not len(uniq):
+        return np.zeros(0, np.int64)
+    text = [None if u is None or (isinstance(u, float) and u != u) else str(u) for u in uniq]
+    return pd.factorize(pd.Series(text, dtype=object), use_na_sentinel=use_na_sentinel)[0][codes]

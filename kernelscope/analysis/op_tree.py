@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.distinct import factorize
+from kernelscope.analysis.distinct import factorize, text_codes
 
 TREE_COLUMNS = ["parent", "depth", "self_us", "outermost_of_name"]
 # Times are float microseconds: an op that ends within this of its parent's end still nests.
@@ -37,7 +37,7 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
     end = start + dur
     # Threads told apart by their text (7 and "7" are one thread).
-    tid = _text_codes(ops["tid"], True) if "tid" in ops.columns else np.zeros(n, np.int64)
+    tid = text_codes(ops["tid"]) if "tid" in ops.columns else np.zeros(n, np.int64)
     placed = np.flatnonzero(~np.isnan(start))   # an op with no start time is not in the tree
     # Per thread by start; at equal starts the longer op encloses the shorter.
     order = _thread_order(placed, tid, start, dur)
@@ -48,7 +48,7 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     depth_sorted = _depth(par_sorted)
     nested = par_sorted >= 0
     # Names matter only below another op (a flat trace has none to compare).
-    outer_sorted = ~_same_name_above(par_sorted, _text_codes(ops["name"], False)[order]) if nested.any() \
+    outer_sorted = ~_same_name_above(par_sorted, text_codes(ops["name"], use_na_sentinel=False)[order]) if nested.any() \
         else np.ones(len(order), dtype=bool)
     parent = np.full(n, -1, dtype=np.int64)
     parent[order] = np.where(par_sorted >= 0, order[np.maximum(par_sorted, 0)], -1)
@@ -79,19 +79,6 @@ def _thread_order(placed: np.ndarray, tid: np.ndarray, start: np.ndarray, dur: n
     if ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] <= d[:-1])) | ~same).all():
         return order
     return placed[np.lexsort((-dur[placed], start[placed], tid[placed]))]
-
-
-def _text_codes(values: pd.Series, na_sentinel: bool) -> np.ndarray:
-    """``pd.factorize(values.astype(str), use_na_sentinel=...)``'s codes, the text made once per
-    distinct value rather than once per row (a million ops hold a few threads and names).
-
-    >>> _text_codes(pd.Series([7, "7", None, 8, 7], dtype=object), True).tolist()
-    [0, 0, -1, 1, 0]
-    """
-    codes, uniq = factorize(values, use_na_sentinel=na_sentinel)
-    text = pd.Series(uniq, dtype=object).astype(str)
-    text_codes = pd.factorize(text.to_numpy(), use_na_sentinel=na_sentinel)[0] if len(uniq) else np.zeros(0, np.int64)
-    return np.where(codes >= 0, text_codes[np.maximum(codes, 0)], -1) if len(text_codes) else codes
 
 
 def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
