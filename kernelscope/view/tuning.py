@@ -133,6 +133,9 @@ def tuning_payload(rep, where=None) -> dict:
             # Inductor's choices are named after its templates, not the kernel that ran: the view
             # shows them beside the kernels whose CPU op is the one they chose for.
             "match_op": f"aten::{first['op']}" if first["tuner"] == "inductor max-autotune" and first["op"] else None,
+            # ... and beside the compiled kernel that runs its winner (capture/tuning.py ties them).
+            "match_kernels": sorted({n for c in (g["compiled_kernel"] if "compiled_kernel" in g.columns else [])
+                                     if isinstance(c, str) for n in c.split(", ")}),
             "candidates": int(len(g)), "shown": int(min(len(g), MAX_ROWS)),
             "rows": [dict(r, **link) for r, link in zip(
                 _records(g.head(MAX_ROWS), [c for c, _, _ in CANDIDATE_COLUMNS] + ["winner", "choice"]),
