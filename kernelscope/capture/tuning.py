@@ -37,7 +37,8 @@ from __future__ import annotations
 import re
 import sys
 
-from kernelscope.analysis.producers import BENCH_RANGE, FROM_VARIANT, INDUCTOR_BENCH_RANGE, NOT_BENCHMARKED
+from kernelscope.analysis.producers import (BENCH_RANGE, FROM_VARIANT, INDUCTOR_BENCH_RANGE, INDUCTOR_NAME,
+                                            NOT_BENCHMARKED)
 from kernelscope.jsonable import num
 
 # Candidates kept per region: thousands are fine (a table row each); beyond this the rest are
@@ -749,6 +750,9 @@ class TuningWatch:
                 if not isinstance(launchers, list) or not hasattr(obj, "inductor_meta"):
                     continue
                 found[k] = obj
+        missing = {n for n in names if n not in found and INDUCTOR_NAME.match(n)}
+        if missing:
+            found.update(_live_autotuners(missing))
         out = []
         for k, obj in found.items():
             meta = getattr(obj, "inductor_meta", None) or {}
@@ -863,6 +867,24 @@ def link_template_winners(rows, variants) -> None:
             else:
                 why = SAME_WINNER.format(n=len(hit), kernels=name)
                 w["note"] = why if not w.get("note") else f"{w['note']}; {why}"
+
+
+def _live_autotuners(names) -> dict:
+    """{kernel name: CachingAutotuner} of the Inductor kernels ``names`` that are alive in the
+    process but not in PyCodeCache's module list (a module Inductor loaded without listing it):
+    one pass over the collector's objects, only where a recorded Inductor kernel was not found."""
+    cls = getattr(sys.modules.get("torch._inductor.runtime.triton_heuristics"), "CachingAutotuner", None)
+    if not isinstance(cls, type):
+        return {}
+    import gc
+    out = {}
+    for obj in gc.get_objects():
+        if isinstance(obj, cls):
+            meta = getattr(obj, "inductor_meta", None)
+            name = meta.get("kernel_name") if isinstance(meta, dict) else None
+            if name in names and name not in out and isinstance(getattr(obj, "launchers", None), list):
+                out[name] = obj
+    return out
 
 
 FROM_CHOICE = "Inductor's choice (its launcher's n_regs at precompile)"
