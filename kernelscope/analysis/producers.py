@@ -474,7 +474,7 @@ AUTOTUNE_VIEW_COLUMNS = (
     "kernel", "producer", "tuner", "tuning", "op", "shape_key", "choice", "config", "num_warps", "num_stages",
     "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
     "shared_mem_bytes", "resources_source", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
-    "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "compiled_kernel", "note")
+    "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "compiled_kernel", "benchmark_range", "note")
 # Where a Triton candidate's registers, spills and shared memory came from (capture/tuning.py).
 FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
 

@@ -746,8 +746,11 @@ class TuningWatch:
             for k, obj in list(d.items()):
                 if k in found or (names and k not in names):
                     continue
-                launchers = getattr(obj, "launchers", None)
-                if not isinstance(launchers, list) or not hasattr(obj, "inductor_meta"):
+                try:
+                    launchers = getattr(obj, "launchers", None)
+                    if not isinstance(launchers, list) or not hasattr(obj, "inductor_meta"):
+                        continue
+                except ReferenceError:      # a dead weak proxy
                     continue
                 found[k] = obj
         missing = {n for n in names if n not in found and INDUCTOR_NAME.match(n)}
@@ -879,7 +882,8 @@ def _live_autotuners(names) -> dict:
     import gc
     out = {}
     for obj in gc.get_objects():
-        if isinstance(obj, cls):
+        # type(), not isinstance(): a dead weak proxy among the objects raises on the latter
+        if issubclass(type(obj), cls):
             meta = getattr(obj, "inductor_meta", None)
             name = meta.get("kernel_name") if isinstance(meta, dict) else None
             if name in names and name not in out and isinstance(getattr(obj, "launchers", None), list):
