@@ -37,8 +37,13 @@ from __future__ import annotations
 import re
 import sys
 
-from kernelscope.analysis.producers import (BENCH_RANGE, FROM_VARIANT, INDUCTOR_BENCH_RANGE, INDUCTOR_NAME,
-                                            NOT_BENCHMARKED)
+from kernelscope.analysis.producers import (
+    BENCH_RANGE,
+    FROM_VARIANT,
+    INDUCTOR_BENCH_RANGE,
+    INDUCTOR_NAME,
+    NOT_BENCHMARKED,
+)
 from kernelscope.jsonable import num
 
 # Candidates kept per region: thousands are fine (a table row each); beyond this the rest are

@@ -5,8 +5,7 @@ compile), and on one made before the ranges (tests/data/tuning/inductor_tuning).
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.producers import (FROM_TRACE_AND_PROCESS, HARNESS_OPS, INDUCTOR_BENCH_RANGE,
-                                            UNMARKED_INDUCTOR)
+from kernelscope.analysis.producers import FROM_TRACE_AND_PROCESS, HARNESS_OPS, INDUCTOR_BENCH_RANGE, UNMARKED_INDUCTOR
 from tests.conftest import DATA
 
 TUNING = DATA / "tuning"
@@ -59,7 +58,7 @@ def test_each_choice_names_its_own_benchmark_launches(which, request):
 def test_the_range_tells_the_two_externs_apart(links):
     """addmm and bias_addmm both run cuBLAS under aten::addmm; each range holds one's kernels."""
     a, k = _choices(links), links.kernels
-    for t, g in a.groupby("tuning"):
+    for _, g in a.groupby("tuning"):
         names = {r["config"]: set(k.iloc[r["kernel_rows"]]["short_name"]) for r in g.to_dict("records")
                  if r["choice"] == "extern"}
         plain, bias = names["extern_kernels.addmm"], names["extern_kernels.bias_addmm"]

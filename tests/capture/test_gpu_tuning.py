@@ -136,6 +136,7 @@ def test_inductor_choices_are_linked_to_their_launches():
     launches of the compiled template kernel that runs it; the wrapper is given back."""
     import torch._inductor.config as cfg
     from torch._inductor import select_algorithm as sa
+
     from kernelscope.analysis.producers import HARNESS_OPS
     torch._dynamo.reset()
     cfg.max_autotune_gemm_backends = "ATEN,TRITON"
@@ -170,7 +171,7 @@ def test_inductor_choices_are_linked_to_their_launches():
     # No launch is two choices' benchmark.
     rows = [i for r in timed["kernel_rows"] for i in r]
     assert len(rows) == len(set(rows))
-    for t, w in a[a["winner"]].groupby("tuning"):
+    for _, w in a[a["winner"]].groupby("tuning"):
         w = w.iloc[0]
         if w["choice"] != "Triton template":
             assert not isinstance(w["compiled_kernel"], str)
