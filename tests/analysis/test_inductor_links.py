@@ -97,3 +97,38 @@ def test_the_trace_alone_keeps_the_ranges(links):
     names = t.trace.ops["name"].astype(str)
     got = set(names[names.str.startswith(INDUCTOR_BENCH_RANGE)])
     assert got == set(_choices(links)["benchmark_range"])
+
+
+@pytest.mark.parametrize("which", ["links", "compile_tuning"])
+def test_each_winning_template_is_tied_to_its_compiled_kernel(which, request):
+    """The winner of each tuning ran, besides its benchmark, where the compiled template kernel
+    that runs it ran: its launcher's warps and stages and its source's tile are the winner's."""
+    rep = request.getfixturevalue(which)
+    a, k = _choices(rep), rep.kernels
+    won = a[a["winner"]]
+    assert len(won) == 2 and (won["choice"] == "Triton template").all()
+    assert won["compiled_kernel"].str.startswith("triton_tem_").all() and won["compiled_kernel"].is_unique
+    for r in won.to_dict("records"):
+        ran = k[k["name"] == r["compiled_kernel"]]
+        assert r["launches"] - r["benchmark_launches"] == len(ran) == 1
+        assert set(ran.index) <= set(r["kernel_rows"])
+        assert ran["config"].tolist() == [r["config"]] and ran["num_warps"].tolist() == [r["num_warps"]]
+        assert ran["num_stages"].tolist() == [r["num_stages"]]
+    # the losers ran only in their benchmark
+    lost = a[~a["winner"]]
+    assert (lost["launches"] == lost["benchmark_launches"]).all() and lost["compiled_kernel"].isna().all()
+
+
+def test_the_view_shows_a_tuning_beside_its_compiled_kernel(links):
+    """The payload's tuning names the compiled kernel (the view shows the tuning in that kernel's
+    details), and the winner's launch link includes that kernel's launch."""
+    from kernelscope.view.report import view_model
+    tunings = view_model(links)[0]["tuning"]["tunings"]
+    won = _choices(links)
+    won = won[won["winner"]].set_index("tuning")
+    for t in tunings:
+        name = won.loc[t["tuning"], "compiled_kernel"]
+        assert t["match_kernels"] == [name]
+        row = next(r for r in t["rows"] if r["winner"])
+        assert set(won.loc[t["tuning"], "kernel_rows"]) == set(row["launch_rows"])
+        assert int((links.kernels["name"] == name).idxmax()) in row["launch_rows"]

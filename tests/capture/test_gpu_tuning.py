@@ -140,12 +140,16 @@ def test_inductor_choices_are_linked_to_their_launches():
     from kernelscope.analysis.producers import HARNESS_OPS
     torch._dynamo.reset()
     cfg.max_autotune_gemm_backends = "ATEN,TRITON"
-    cfg.force_disable_caches = True
+    tc = getattr(cfg, "test_configs", None)
+    few = {"force_disable_caches": True}       # tuned here, in this process
+    if hasattr(tc, "max_mm_configs"):          # a few templates per GEMM: a quick compile
+        few["test_configs.max_mm_configs"] = 4
     before = vars(sa.AlgorithmSelectorCache)["benchmark_choice"]
-    lin1, lin2 = torch.nn.Linear(256, 512, device="cuda"), torch.nn.Linear(512, 128, device="cuda")
+    lin1 = torch.nn.Linear(256, 512, device="cuda", dtype=torch.float16)
+    lin2 = torch.nn.Linear(512, 128, device="cuda", dtype=torch.float16)
     g = torch.compile(lambda x: lin2(torch.relu(lin1(x))), mode="max-autotune-no-cudagraphs")
-    x = torch.randn(384, 256, device="cuda")
-    with torch.no_grad(), ks.profile() as p:
+    x = torch.randn(384, 256, device="cuda", dtype=torch.float16)
+    with cfg.patch(few), torch.no_grad(), ks.profile() as p:
         g(x)
         g(x)
         torch.cuda.synchronize()
