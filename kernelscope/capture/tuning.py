@@ -34,6 +34,7 @@ Only names, numbers and strings are kept (no references to kernels or tensors ou
 """
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -527,12 +528,12 @@ class TuningWatch:
             return
         func, watch = orig.__func__, self
 
+        @functools.wraps(func)
         def benchmark_choice(klass, choice, *args, **kwargs):
             if not watch._active:
                 return func(klass, choice, *args, **kwargs)
             with rf(watch._bench_label(choice)):
                 return func(klass, choice, *args, **kwargs)
-        benchmark_choice.__wrapped__ = func
         self._patches.append((owner, "benchmark_choice", orig))
         owner.benchmark_choice = classmethod(benchmark_choice)
         self.watched.append("inductor.benchmark_ranges")
