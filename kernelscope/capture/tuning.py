@@ -258,7 +258,7 @@ class TuningWatch:
         self._hooked = []           # autotuners given hooks (see _hook), unhooked at stop()
         self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
         self._feedback = []         # Inductor's choices, as plain rows
-        self._bench_labels = {}     # id of an Inductor choice benchmarked since the last feedback -> its range
+        self._bench_labels = {}     # id of an Inductor choice benchmarked, not yet in a feedback -> (range, choice)
         self._bench_count = 0
         self._saver: object = None
         self._helion = {}           # id of a Helion search -> its tuning number
@@ -276,6 +276,7 @@ class TuningWatch:
 
     def stop(self) -> None:
         self._active = False
+        self._bench_labels.clear()      # choices benchmarked but never fed back: let them go
         self._unhook()
         for owner, attr, orig in reversed(self._patches):
             try:
@@ -541,11 +542,13 @@ class TuningWatch:
     def _bench_label(self, choice) -> str:
         """The profiler range of one choice's benchmark: ``inductor max-autotune benchmark #3:
         triton_mm_17`` (numbered: extern choices' names, ``addmm``, repeat across tunings)."""
-        label = self._bench_labels.get(id(choice))
-        if label is None:
-            self._bench_count += 1
-            name = str(getattr(choice, "name", "?"))[:200]
-            label = self._bench_labels[id(choice)] = f"{INDUCTOR_BENCH_RANGE} #{self._bench_count}: {name}"
+        got = self._bench_labels.get(id(choice))
+        if got is not None:
+            return got[0]
+        self._bench_count += 1
+        label = f"{INDUCTOR_BENCH_RANGE} #{self._bench_count}: {str(getattr(choice, 'name', '?'))[:200]}"
+        # The choice is held until its feedback (or stop()): its id cannot name another meanwhile.
+        self._bench_labels[id(choice)] = (label, choice)
         return label
 
     def _watch_helion(self) -> None:
@@ -622,7 +625,7 @@ class TuningWatch:
                     kw["GROUP_M"] = info["GROUP_M"]
                 desc = str(getattr(c, "description", "") or "")
                 res = {} if extern else template_resources(c)
-                bench = self._bench_labels.pop(id(c), None)
+                bench = self._bench_labels.pop(id(c), (None,))[0]
                 unbenched = (bench is None and num(t) is not None and "inductor.benchmark_ranges" in self.watched)
                 self._feedback.append({
                     "kernel": str(getattr(c, "name", "?")), "producer": "Inductor", "tuner": "inductor max-autotune",
@@ -643,8 +646,6 @@ class TuningWatch:
                         "an extern kernel (cuBLAS/ATen): no Triton config",
                         NOT_BENCHMARKED if unbenched else None) if x) or None,
                 })
-            # Ranges of choices this feedback did not name (not timed after all): not reused.
-            self._bench_labels.clear()
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"Inductor's autotuning could not be read ({type(e).__name__}: {e})"[:300])
 

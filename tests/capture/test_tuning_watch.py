@@ -55,6 +55,21 @@ def test_inductor_benchmark_choice_wrapped_only_during_the_region():
     assert "inductor.benchmark_ranges" in p.report.meta["tuning"]["watched"]
 
 
+def test_each_benchmarked_choice_has_its_own_range():
+    """A choice benchmarked twice keeps its range; choices of the same name (an extern's
+    ``addmm`` in two tunings) get distinct ones, numbered, until the watch stops."""
+    from types import SimpleNamespace
+
+    from kernelscope.capture.tuning import TuningWatch
+    w = TuningWatch()
+    a, b = SimpleNamespace(name="addmm"), SimpleNamespace(name="addmm")
+    first = w._bench_label(a)
+    assert first == w._bench_label(a) == "inductor max-autotune benchmark #1: addmm"
+    assert w._bench_label(b) == "inductor max-autotune benchmark #2: addmm"
+    w.stop()
+    assert not w._bench_labels
+
+
 def test_no_benchmark_choice_is_a_note(monkeypatch):
     sa = pytest.importorskip("torch._inductor.select_algorithm")
     monkeypatch.delattr(sa.AlgorithmSelectorCache, "benchmark_choice")
