@@ -28,7 +28,8 @@ CANDIDATE_COLUMNS = [
     ("shared_mem_bytes", "smem", "shared memory per block, bytes"),
     ("theoretical_occupancy", "occupancy", "theoretical occupancy (kernelscope's calculator on this GPU)"),
     ("occupancy_limiter", "limited by", "what caps the resident blocks per SM"),
-    ("launches", "launches", "launches in this region that ran it (its compiled variant identified on the launch); "
+    ("launches", "launches", "launches in this region that ran it (its compiled variant identified on the launch; "
+     "an Inductor choice: the launches inside its benchmark's range, and a winner's compiled kernel); "
      "click to show them in the kernel table"),
     ("benchmark_launches", "by the tuner", "how many of those launches were the tuner's own benchmark (empty: this "
      "recording does not mark them)"),
