@@ -242,3 +242,63 @@ def test_op_summary_by_codes_is_the_groupby(path):
     ops = rep.ops.copy()
     ops.loc[ops.index[::7], "name"] = None         # a saved report's missing names are dropped as before
     pd.testing.assert_frame_equal(op_summary(ops, rep.kernels), frame_op_summary(ops, rep.kernels))
+
+
+def test_thread_start_order_is_lexsort():
+    from kernelscope.analysis.backends import thread_start_order
+    rng = np.random.default_rng(11)
+    for i in range(2000):
+        n = int(rng.integers(0, 60))
+        threads = rng.integers(0, 3, n)
+        # nearly sorted starts (as a trace's), and coarse ones that tie often
+        start = np.sort(rng.random(n)).round(2) if i % 2 else rng.integers(0, 8, n).astype(float)
+        dur = rng.integers(0, 4, n).astype(float)
+        if i % 7 == 0 and n:
+            start[rng.integers(0, n)] = np.nan
+        assert thread_start_order(threads, start, dur).tolist() == np.lexsort((-dur, start, threads)).tolist()
+
+
+def frame_kernel_summary(kernels, by="name"):
+    """kernel_summary as it was written: a groupby by the column itself."""
+    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "std_us", "share"]
+    keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
+    g = kernels.groupby(by, sort=False, dropna=False)
+    d = g["duration_us"]
+    out = pd.DataFrame({"launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
+                        "min_us": d.min(), "max_us": d.max(), "std_us": d.std(ddof=1).fillna(0.0)})
+    for c in keep:
+        out[c] = g[c].first()
+    total = kernels["duration_us"].sum()
+    out["share"] = out["total_us"] / total if total > 0 else 0.0
+    out = out.reset_index().sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+    return out[[by, *keep, *cols]]
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_summary_by_codes_is_the_groupby(path):
+    from kernelscope.analysis.summary import kernel_summary
+    k = ks.load(path).kernels
+    if not len(k):
+        return
+    for by in ("name", "short_name", "op", "stream"):
+        pd.testing.assert_frame_equal(kernel_summary(k, by), frame_kernel_summary(k, by), check_exact=True)
+    k = k.copy()
+    k.loc[k.index[::5], "name"] = None             # a missing name: its own group, as groupby makes it
+    pd.testing.assert_frame_equal(kernel_summary(k), frame_kernel_summary(k), check_exact=True)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_cpu_backends_by_codes_are_the_groupby(path):
+    from kernelscope.analysis.backend_rules import cpu_op_backend
+    from kernelscope.analysis.backends import _text, backend_breakdown
+    rep = ks.load(path)
+    ops = rep.ops[(rep.ops["cat"] != "user_annotation").fillna(True).to_numpy(dtype=bool)]
+    cpu = backend_breakdown(rep).query("device == 'CPU'").reset_index(drop=True)
+    if not len(ops):
+        assert not len(cpu)
+        return
+    labels = [cpu_op_backend(_text(n), _text(b)) for n, b in zip(ops["name"], ops["kernel_backend"])]
+    grp = pd.DataFrame({"backend": labels, "self_us": op_self_time(ops)}).groupby("backend", sort=False)["self_us"]
+    ref = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
+    ref = ref.sort_values("cpu_time_us", ascending=False, kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(cpu[["backend", "launches", "cpu_time_us"]], ref, check_exact=True)
