@@ -42,7 +42,7 @@ import tempfile
 from kernelscope.trace.builder import TableBuilder
 from kernelscope.trace.decode import no_gc
 from kernelscope.trace.files import GZIP_MAGIC, checked_file
-from kernelscope.trace.guard import checked_blocks
+from kernelscope.trace.guard import Runs
 from kernelscope.trace.stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
 
 # Below this a worker's start and the pieces' hand-over cost about what a second core saves.
@@ -148,25 +148,41 @@ def _first_cut(text: bytes):
     return first
 
 
-def read_stretch(f, stretch, index: int, count: int, interned: dict, jax_check=None, on_read=None) -> dict:
+def read_stretch(f, stretch, index: int, count: int, interned: dict, jax_check=None, on_read=None,
+                 spare=None) -> dict:
     """Table pieces of one stretch (``index`` of ``count``) of an open file: a
     :meth:`~.builder.TableBuilder.part`, with the stretch's event count, and its header
-    (``doc``, of the first) or the header after the array (``tail``, of the last)."""
+    (``doc``, of the first) or the header after the array (``tail``, of the last). ``spare``
+    (a list) carries the text buffers from one stretch to the next (fresh ones cost page faults)."""
     start, stop = stretch
+    at = [start]                 # where the text read next starts
+    runs = Runs("")              # the guard's watch over all of the stretch's text, in order
 
-    def blocks():
-        f.seek(start)
-        pos = start
-        while pos < stop:
-            data = f.read(min(BLOCK_BYTES, stop - pos))
-            if not data:
-                raise SplitFailed("the file ended early")   # it changed while being read
-            pos += len(data)
-            if on_read is not None:
-                on_read(len(data))
-            yield data
+    def read(n, into=None):
+        if f.tell() != at[0]:
+            f.seek(at[0])
+        got = f.read(n) if into is None else f.readinto(into[:n])
+        got = got if into is None else into[:got]
+        if not len(got):
+            raise SplitFailed("the file ended early")   # it changed while being read
+        at[0] += len(got)
+        runs.add(got)
+        if on_read is not None:
+            on_read(len(got))
+        return got
 
-    events = EventStream(checked_blocks(blocks()), jax_check=jax_check, inner=index > 0, last=index == count - 1)
+    def blocks():                # the header's text (the first stretch's)
+        while at[0] < stop:
+            yield read(min(BLOCK_BYTES, stop - at[0]))
+
+    def fill(view):              # the rest, straight into the stream's buffer
+        if at[0] >= stop:
+            return 0
+        with read(min(len(view), stop - at[0]), view) as got:
+            return len(got)
+
+    events = EventStream(blocks(), jax_check=jax_check, inner=index > 0, last=index == count - 1, fill=fill,
+                         spare=spare)
     builder = TableBuilder(interned)
     for chunk in events.chunks():
         builder.add(chunk)
@@ -267,11 +283,11 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
                 os.unlink(part_path)
             state["ready"].clear()
 
-        parts, interned, k = {}, {}, 0
+        parts, interned, k, spare = {}, {}, 0, []
         with open(path, "rb") as f:
             while True:
                 parts[k] = read_stretch(f, stretches[k], k, len(stretches), interned,
-                                        jax_check=jax_check if k == 0 else None, on_read=on_read)
+                                        jax_check=jax_check if k == 0 else None, on_read=on_read, spare=spare)
                 state["now"] = 0
                 state["bytes"] += sizes[k]
                 drain()
@@ -314,13 +330,13 @@ def worker_main() -> None:
     code = 0
     try:
         with no_gc(), open(job["path"], "rb") as f:
-            interned = {}
+            interned, spare = {}, []
             while True:
                 token = os.read(job["queue"], 1)
                 if not token:
                     break
                 k = token[0]
-                part = read_stretch(f, stretches[k], k, len(stretches), interned)
+                part = read_stretch(f, stretches[k], k, len(stretches), interned, spare=spare)
                 target = os.path.join(job["folder"], f"{k}.pickle")
                 with open(target + ".part", "wb") as out:
                     pickle.dump(part, out, protocol=pickle.HIGHEST_PROTOCOL)
