@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.distinct import factorize, text_codes
+from kernelscope.analysis.distinct import factorize, stable_order, text_codes
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -275,7 +275,7 @@ def thread_start_order(threads: np.ndarray, start: np.ndarray, dur: np.ndarray) 
         run = np.cumsum(np.r_[True, ~tie])[in_run]
         rows = order[in_run]
         order[in_run] = rows[np.lexsort((-dur[rows], run))]
-    return order[np.argsort(threads[order], kind="stable")]
+    return order[stable_order(threads[order])]
 
 
 

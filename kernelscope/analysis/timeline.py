@@ -315,9 +315,10 @@ def busy_table(acts: pd.DataFrame, wall_us: float | None = None) -> pd.DataFrame
         groups = [(pd.NA, d)] + [(s, g) for s, g in d.groupby("stream", sort=True)]
         for stream, g in groups:
             busy = union_length(g["start_us"], g["end_us"])
+            kernels = int((g["kind"] == "kernel").sum())     # the rest (!= "kernel", missing too) are copies
             rows.append({
                 "device": dev, "stream": stream, "activities": len(g),
-                "kernels": int((g["kind"] == "kernel").sum()), "copies": int((g["kind"] != "kernel").sum()),
+                "kernels": kernels, "copies": len(g) - kernels,
                 "window_start_us": w0, "window_end_us": w1, "window_us": win, "busy_us": busy,
                 "busy_share": busy / win if win > 0 else np.nan,
                 "wall_busy_share": busy / wall_us if wall_us else np.nan,

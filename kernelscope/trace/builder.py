@@ -408,7 +408,7 @@ class TableBuilder:
                 if ph_known.count("X") != len(known):
                     code[known[np.fromiter(map("X".__ne__, ph_known), bool, len(known))]] = -1
         del phs
-        order = np.argsort(code, kind="stable")
+        order = np.argsort(code.astype(np.int8), kind="stable")   # int8: sorted by radix, not timsort
         bounds = np.searchsorted(code[order], np.arange(len(_BUCKET_NAMES) + 1))
         for i, b in enumerate(_BUCKET_NAMES):
             idx = order[bounds[i]:bounds[i + 1]]

@@ -302,3 +302,12 @@ def test_cpu_backends_by_codes_are_the_groupby(path):
     ref = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
     ref = ref.sort_values("cpu_time_us", ascending=False, kind="stable").reset_index(drop=True)
     pd.testing.assert_frame_equal(cpu[["backend", "launches", "cpu_time_us"]], ref, check_exact=True)
+
+
+def test_stable_order_is_the_stable_argsort():
+    from kernelscope.analysis.distinct import stable_order
+    rng = np.random.default_rng(5)
+    for hi in (3, 200, 1 << 15, 1 << 40):
+        codes = rng.integers(-1, hi, 5000)
+        assert stable_order(codes).tolist() == np.argsort(codes, kind="stable").tolist()
+    assert stable_order(np.zeros(0, np.int64)).tolist() == []
