@@ -72,6 +72,9 @@ def wall_base(dev, tl) -> float:
     return max(wall, win) if wall else win
 
 
+_LINK_COLUMNS = ["device", "start_us", "end_us", "duration_us"]    # what gap_link reads
+
+
 def host_findings(report, tl) -> list:
     """The GPU idle most of the wall time, launch-bound or host-bound: the GPU idles because the
     host feeds it too slowly (or a first run pays for compiles and loading: ``cold_start``);
@@ -120,15 +123,17 @@ def host_findings(report, tl) -> list:
         launch_bound = (bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
                         and ls["median_kernel_us"] <= SHORT_KERNEL_US
                         and host_idle >= HOST_IDLE_MIN_SHARE * idle_wall)
-        hg = g[g["cause"] == "host"]
+        # Only the columns read of each kind of gap (every column of ~200k gaps was copied thrice).
+        cause = g["cause"]
+        hg = g.loc[cause == "host", _LINK_COLUMNS + ["after", "after_op"]]
         by_op = (hg.assign(op=hg["after_op"].fillna(hg["after"]))
                  .groupby("op")["duration_us"].agg(["sum", "size"]).sort_values("sum", ascending=False))
         top_ops = [{"op": op, "idle_us": float(r["sum"]), "gaps": int(r["size"])}
                    for op, r in by_op.head(3).iterrows()]
-        sg = g[g["cause"] == "sync"]
+        sg = g.loc[cause == "sync", _LINK_COLUMNS + ["blocking_call", "blocking_op"]]
         sync_calls = Counter(f"{c} in {o}" if o else str(c)
                              for c, o in zip(sg["blocking_call"], sg["blocking_op"]))
-        host = host_in_gaps(report.ops, g[g["cause"] != "queued"])
+        host = host_in_gaps(report.ops, g.loc[cause != "queued", ["start_us", "end_us"]])
         # The time at stake: idle the host explains; a GPU idle most of the wall time also counts
         # the idle no launch explains (nothing was queued) and what lies outside its active window.
         cost = host_idle + (unexplained if bound else 0.0)
@@ -175,7 +180,7 @@ def host_findings(report, tl) -> list:
                  + "): the host blocked until the GPU drained, so nothing was queued ahead."
                  if len(sg) else "")
         by_sync = ls["idle_sync_us"] > ls["idle_host_us"]
-        link = gap_link(pd.concat([hg, sg]) if len(sg) else hg, "wait on the host")
+        link = gap_link(pd.concat([hg[_LINK_COLUMNS], sg[_LINK_COLUMNS]]) if len(sg) else hg, "wait on the host")
         if launch_bound:
             kind = "launch_bound"
             title = (f"Launch-bound: {launches} kernel launches of ~{fmt_us(ls['median_kernel_us'])} "
