@@ -412,6 +412,7 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
     call = np.where(sync, call, None)
     call_op = np.where(sync, call_op, None)
     names = d["name"].to_numpy(object)
+    streams = d["stream"].to_numpy(object)     # once (Python ints made per row) for both sides
 
     def obj(a):
         # Plain object columns: letting pandas infer a string dtype copies every name again.
@@ -420,9 +421,9 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
     return pd.DataFrame(copy=False, data={     # its own arrays: not copied into blocks
         "device": obj(np.full(len(nxt), dev, dtype=object)), "start_us": g0, "end_us": g1,
         "duration_us": g1 - g0, "cause": obj(cause),
-        "before": obj(names[prev]), "before_stream": d["stream"].to_numpy(object)[prev],
+        "before": obj(names[prev]), "before_stream": streams[prev],
         "after": obj(names[nxt]), "after_kind": obj(d["kind"].to_numpy(object)[nxt]),
-        "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
+        "after_stream": streams[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
         "after_launch_start_us": ls, "blocking_call": obj(call), "blocking_op": obj(call_op),
     })
 
@@ -559,13 +560,14 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         s, e = d["start_us"].to_numpy(float), d["end_us"].to_numpy(float)
         cm = np.maximum.accumulate(e)
         idle_before = np.maximum(0.0, s[1:] - cm[:-1])
-        k = d[d["kind"] == "kernel"]
+        # (only the columns read: the activities are a row per launch)
+        k = d.loc[d["kind"] == "kernel", ["duration_us", "graph_launch", "launch_start_us", "launch_end_us"]]
         win = float(e.max() - s.min())
         own = k[~k["graph_launch"]]
-        calls = (d.drop_duplicates(["launch_start_us", "launch_api"])
+        calls = (d[["launch_start_us", "launch_api"]].drop_duplicates()
                  if len(d) else d)  # a graph replay is one call for many kernels
         ls = np.sort(calls["launch_start_us"].dropna().to_numpy(float))
-        g = gaps[gaps["device"] == dev] if len(gaps) else gaps
+        g = gaps.loc[gaps["device"] == dev, ["cause", "duration_us"]] if len(gaps) else gaps
         row = {
             "device": dev, "launches": len(d), "kernels": len(k), "window_us": win,
             "launches_per_ms": len(d) / (win / 1e3) if win > 0 else np.nan,
