@@ -292,10 +292,20 @@ def nearest_enclosing(end: np.ndarray, group: np.ndarray, eps: float = 1e-6) -> 
     """
     n = len(end)
     cand = np.arange(-1, n - 1)
-    if n:
-        cand[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])] = -1
+    firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if n else np.zeros(0, np.int64)
+    cand[firsts] = -1
     reach = end + eps
     todo = np.flatnonzero(cand >= 0)
+    if len(todo) and len(firsts) <= 64:
+        # One that ends after every earlier one of its group has no parent: -1 at once (a
+        # thread's top-level ops, thousands in a row, each took ~log2(n) rounds to get there).
+        # A NaN end reaches nothing and passes: its rounds decide as the walk does.
+        before = np.full(n, np.nan)
+        for a, b in zip(firsts.tolist(), np.r_[firsts[1:], n].tolist()):
+            before[a + 1:b] = np.maximum.accumulate(reach[a:b - 1])
+        top = end[todo] > before[todo]
+        cand[todo[top]] = -1
+        todo = todo[~top]
     todo = todo[end[todo] > reach[cand[todo]]]
     while len(todo):
         # Every interval strictly between a candidate and its own candidate ends before the

@@ -311,3 +311,13 @@ def test_stable_order_is_the_stable_argsort():
         codes = rng.integers(-1, hi, 5000)
         assert stable_order(codes).tolist() == np.argsort(codes, kind="stable").tolist()
     assert stable_order(np.zeros(0, np.int64)).tolist() == []
+
+
+def test_nearest_enclosing_of_many_groups_is_the_stack_walk():
+    """Past 64 groups the top-level shortcut is skipped: the rounds alone give the walk's answer."""
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(100, 400))
+        end = rng.choice([rng.random(n) * 10, np.sort(rng.random(n))])
+        group = np.sort(rng.integers(0, 120, n))
+        assert nearest_enclosing(end, group).tolist() == stack_parents(end.tolist(), group.tolist())
