@@ -321,3 +321,17 @@ def test_nearest_enclosing_of_many_groups_is_the_stack_walk():
         end = rng.choice([rng.random(n) * 10, np.sort(rng.random(n))])
         group = np.sort(rng.integers(0, 120, n))
         assert nearest_enclosing(end, group).tolist() == stack_parents(end.tolist(), group.tolist())
+
+
+def test_call_sites_once_per_distinct_are_the_per_row_words():
+    from kernelscope.analysis.findings.timeline import _call_site, _call_sites
+    b = ks.load(DATA / "copies_streams.pt.trace.json.gz").timeline.blocking
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, len(b), 5000)
+    big = pd.DataFrame({c: pd.Series(b[c].to_numpy(object)[rows], dtype=object) for c in ("name", "op", "outer_op")})
+    # ops missing as None or NaN, and one that is not text, worded as the loop words them
+    big.loc[big.index[::7], "op"] = None
+    big.loc[big.index[3::11], "outer_op"] = np.nan
+    big.loc[big.index[5::13], "op"] = 7
+    ref = [_call_site(n, o, t) for n, o, t in zip(big["name"], big["op"], big["outer_op"])]
+    assert _call_sites(big) == ref and len(set(ref)) > 2
