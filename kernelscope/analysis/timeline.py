@@ -235,24 +235,24 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
         prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
         top = s >= prev_end
         by_tid[t] = (s[top], e[top], names[top])
-    # The queries of each thread looked up together.
-    asked: dict = {}
-    for i, t in enumerate(tids):
-        if t in by_tid:
-            asked.setdefault(t, []).append(i)
-    when_all = np.array([np.nan if w is None else w for w in times], dtype=float)
-    for t, at in asked.items():
+    # The queries of each thread looked up together (rows coded by thread: ~100k queries of a
+    # copy-heavy trace; a missing thread, None or NaN, is no thread of ``by_tid``).
+    qcodes, quniq = pd.factorize(pd.Series(list(tids), dtype=object), use_na_sentinel=True)
+    when_all = np.array(times, dtype=float)          # None -> NaN
+    found_names = np.full(len(out), None, dtype=object)
+    for k, t in enumerate(quniq.tolist()):
+        if t not in by_tid:
+            continue
         hs, he, hn = by_tid[t]
         if not len(hs):
             continue
-        at = np.array(at)
+        at = np.flatnonzero(qcodes == k)
         when = when_all[at]
         j = np.searchsorted(hs, when, side="right") - 1
         jj = np.maximum(j, 0)
         found = ~np.isnan(when) & (j >= 0) & (when <= he[jj])
-        for i, name in zip(at[found].tolist(), hn[jj[found]].tolist()):
-            out[i] = name
-    return out
+        found_names[at[found]] = hn[jj[found]]
+    return found_names.tolist()
 
 
 def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -335,3 +335,26 @@ def test_call_sites_once_per_distinct_are_the_per_row_words():
     big.loc[big.index[5::13], "op"] = 7
     ref = [_call_site(n, o, t) for n, o, t in zip(big["name"], big["op"], big["outer_op"])]
     assert _call_sites(big) == ref and len(set(ref)) > 2
+
+
+@pytest.mark.parametrize("name", ["copies_streams.pt.trace.json.gz", "mlp_train.pt.trace.json.gz"])
+def test_outer_ops_by_thread_codes_are_the_per_query_lookups(name):
+    """outer_ops looks its queries up a thread at a time: as asking each (thread, time) alone."""
+    from kernelscope.analysis.timeline import outer_ops
+    rep = ks.load(DATA / name)
+    ops = rep.ops
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, len(ops), 3000)
+    tids = [None if i % 9 == 0 else t for i, t in enumerate(ops["tid"].to_numpy(object)[rows].tolist())]
+    times = [None if i % 13 == 0 else t + 0.5 for i, t in enumerate(ops["start_us"].to_numpy(float)[rows].tolist())]
+    got = outer_ops(ops, tids, times)
+    cpu = ops[(ops["cat"] == "cpu_op").to_numpy(bool)]
+    ref = []
+    for t, w in zip(tids, times):
+        mine = cpu[cpu["tid"].to_numpy(object) == t] if t is not None else cpu.iloc[:0]
+        mine = mine.sort_values("start_us", kind="stable")
+        s, e = mine["start_us"].to_numpy(float), (mine["start_us"] + mine["duration_us"]).to_numpy(float)
+        top = s >= np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
+        hit = [n for a, b, n in zip(s[top], e[top], mine["name"].to_numpy(object)[top]) if w is not None and a <= w <= b]
+        ref.append(hit[-1] if hit else None)
+    assert got == ref and any(x is not None for x in got)
