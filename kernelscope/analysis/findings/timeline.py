@@ -115,8 +115,8 @@ def host_findings(report, tl) -> list:
                 continue
         if not bound and not (host_idle > 0 and host_idle >= HOST_IDLE_WORTH_SHARE * base):
             continue
-        acts = tl.activities[tl.activities["device"] == dev["device"]]
-        k = acts[acts["kind"] == "kernel"]
+        a = tl.activities
+        k = a.loc[(a["device"] == dev["device"]) & (a["kind"] == "kernel"), ["name"]]   # (only the column read)
         # Kernel launches only; the timeline's launch statistics count copies and memsets too.
         launches = len(k)
         items = int(ls["launches"])
