@@ -254,3 +254,29 @@ def test_plan_cuts_between_events():
     for (_a, b), (c, _) in zip(stretches, stretches[1:]):
         assert text[b - 1:b] == b"}" and text[c:c + 1] == b"{" and text[b:c].strip() == b","
     assert len(stretches) > 5
+
+
+def test_a_stretch_read_into_its_buffer_passes_the_string_guard(tmp_path, monkeypatch):
+    """A stretch's text is read straight into the stream's buffer (not as blocks of bytes): the
+    guard still sees all of it, so a string longer than it allows is refused there too, and the
+    same stretch without it reads every event."""
+    from kernelscope.trace import guard, stream
+    monkeypatch.setattr(guard, "MAX_STRING", 1 << 12)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 1 << 12)        # many reads into the buffer
+    events = [b'{"ph": "X", "cat": "kernel", "name": "k%d", "ts": %d, "dur": 1, "args": {}}' % (i, i)
+              for i in range(400)]
+    for huge in (False, True):
+        if huge:
+            events[300] = b'{"ph": "X", "cat": "kernel", "name": "' + b"a" * 20000 + b'", "ts": 1, "dur": 1}'
+        text = b'{"traceEvents": [' + b", ".join(events) + b'], "traceName": "t"}'
+        path = tmp_path / f"t{huge}.json"
+        path.write_bytes(text)
+        start = text.index(b'{"ph"', 100)             # an inner stretch: from an event to the end
+        with open(path, "rb") as f:
+            if huge:
+                with pytest.raises(TraceError):     # (what the guard says first: the text is an inner piece)
+                    split.read_stretch(f, (start, len(text)), 1, 2, {}, spare=[])
+            else:
+                part = split.read_stretch(f, (start, len(text)), 1, 2, {}, spare=[])
+                assert part["n_events"] == text[start:].count(b'"ph"') and part["tail"] == {"traceName": "t"}
+                assert part["pieces"]["kernels"]["name"][-1][-1] == "k399"
