@@ -41,6 +41,9 @@ UNDOCUMENTED = "decoded from the kernel name (naming not documented)"
 MIN_RECORDED_REGISTERS = 16
 # Where a kernel's config came from (the ``config_source`` column).
 FROM_TRACE = "trace (Inductor's launch event)"
+# An Inductor template's launch: warps and stages from its launch event, the tile from its
+# compiled kernel's constexprs (the launch event carries none).
+FROM_TRACE_AND_PROCESS = "trace (Inductor's launch event: warps, stages) and process (its compiled kernel: the tile)"
 FROM_PROCESS = "process (compiled variant)"
 FROM_TUNER = "process (its tuner's candidate with this launch's warps)"
 AMBIGUOUS = "not identified: several compiled variants match this launch"
@@ -49,6 +52,16 @@ NO_MATCH = "not identified: no compiled variant matches this launch"
 # autotuner times: "triton.autotune benchmark: <kernel> [<config>]". Launches inside one are the
 # tuner's own; the others used the config it chose.
 BENCH_RANGE = "triton.autotune benchmark"
+# The range around each choice Inductor's max-autotune times in the process:
+# "inductor max-autotune benchmark #<n>: <choice>" (the candidate's ``benchmark_range``).
+INDUCTOR_BENCH_RANGE = "inductor max-autotune benchmark"
+# Kernels a benchmark harness launches around the timed call: the L2 flush (``cache.zero_()``)
+# and the zeroed output. Inside a choice's range, but not the choice's own work.
+HARNESS_OPS = ("aten::zero_", "aten::fill_")
+NOT_BENCHMARKED = ("not timed in this region's process (Inductor's autotune cache, or a benchmark subprocess): "
+                   "no benchmark launches to link")
+UNMARKED_INDUCTOR = ("not linked to launches: this recording does not mark max-autotune's benchmarks "
+                     "(made before the watch put a range around each choice)")
 
 _TYPES = r"(?:f16|bf16|f32|tf32|f64|s8|u8|s4|u4|e4m3|e5m2|s32|void|c\d+|z\d+|\w+?)"
 _CUTLASS3 = re.compile(
@@ -392,6 +405,8 @@ def _one(name, backend, inductor_launch, warps, stages, kwargs, threads, regs, s
                 out[c] = v.get(c)
         if out["config"] is None:
             out["config"] = _as_tuned(v, tuned) or v.get("config") or None
+            if out["config"] and out["config_source"] == FROM_TRACE:
+                out["config_source"] = FROM_TRACE_AND_PROCESS
         out["config_source"] = out["config_source"] or FROM_PROCESS
         out["spills"] = v.get("spills")
         out["kernel_source"] = v.get("source")
@@ -459,7 +474,7 @@ AUTOTUNE_VIEW_COLUMNS = (
     "kernel", "producer", "tuner", "tuning", "op", "shape_key", "choice", "config", "num_warps", "num_stages",
     "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
     "shared_mem_bytes", "resources_source", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
-    "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "note")
+    "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "compiled_kernel", "benchmark_range", "note")
 # Where a Triton candidate's registers, spills and shared memory came from (capture/tuning.py).
 FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
 
@@ -515,6 +530,15 @@ def autotune_table(trace, kernels=None) -> pd.DataFrame:
     launches, bench, rows = candidate_launches(a, kernels, getattr(trace, "ops", None))
     a["launches"], a["benchmark_launches"] = launches, bench
     a["kernel_rows"] = pd.Series(rows, dtype=object, index=a.index)
+    # A recording made before the watch's ranges: its Inductor choices cannot be linked (said so).
+    unmarked = a["tuner"] == "inductor max-autotune"
+    if "benchmark_range" in a.columns and (a["benchmark_range"].notna() | a["compiled_kernel"].notna()
+                                           | a["note"].astype(str).str.contains(NOT_BENCHMARKED, regex=False)).any():
+        unmarked &= False
+    if unmarked.any() and kernels is not None:
+        note = a["note"].astype(object)
+        a["note"] = note.where(~unmarked, [UNMARKED_INDUCTOR if not isinstance(x, str) or not x else
+                                           f"{x}; {UNMARKED_INDUCTOR}" for x in note])
     a = a.sort_values(["tuning", "rank"], kind="stable", na_position="last").reset_index(drop=True)
     return a[[c for c in AUTOTUNE_VIEW_COLUMNS if c in a.columns]]
 
@@ -527,8 +551,11 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     (``config``, from the compiled variant its registers and shared memory match) with its warps.
     The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges (their op,
     or their launch call within one of ``ops`` on its thread); a recording without them (made
-    before the watch set them), and Helion's search, cannot tell those apart (None). Inductor's choices are
-    benchmarked under a placeholder name and are not linked (empty).
+    before the watch set them), and Helion's search, cannot tell those apart (None).
+    An Inductor choice's benchmark is the launches inside its ``benchmark_range`` (its template
+    runs there under a placeholder name, an extern as a cuBLAS kernel), less the harness's
+    (:data:`HARNESS_OPS`); a winning template also ran where its ``compiled_kernel`` ran. Older
+    recordings without the ranges: empty.
 
     >>> candidate_launches(pd.DataFrame({"kernel": [], "tuner": [], "config": [], "num_warps": []}), None)[0].tolist()
     []
@@ -537,12 +564,42 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     count = pd.array([pd.NA] * n, dtype="Int64")
     bench = pd.array([pd.NA] * n, dtype="Int64")
     rows: list = [None] * n
-    if kernels is None or not len(kernels) or "config" not in kernels.columns or not n:
+    if kernels is None or not len(kernels) or not n:
         return count, bench, rows
-    k = kernels
+    _tuner_launches(a, kernels, ops, count, bench, rows)
+    if "benchmark_range" in a.columns and (a["tuner"] == "inductor max-autotune").any():
+        _inductor_launches(a, kernels, ops, count, bench, rows)
+    return count, bench, rows
+
+
+def _range_of_launch(k, pos, ranges) -> np.ndarray:
+    """For the launches ``pos`` of ``k``, the row (in ``ranges``, a frame of non-overlapping
+    ops) of the range their launch call falls in on its thread; -1 outside every one."""
+    out = np.full(len(pos), -1, dtype=np.int64)
+    if ranges is None or not len(ranges) or not {"launch_start_us", "launch_tid"} <= set(k.columns):
+        return out
+    at = pd.to_numeric(k["launch_start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[pos]
+    tid = k["launch_tid"].astype(str).to_numpy()[pos]
+    ranges = ranges.reset_index(drop=True)
+    for t, r in ranges.groupby(ranges["tid"].astype(str)):
+        lo = r["start_us"].to_numpy(dtype=float)
+        hi = lo + r["duration_us"].to_numpy(dtype=float)
+        order = np.argsort(lo, kind="stable")
+        lo, hi, idx = lo[order], hi[order], r.index.to_numpy()[order]
+        mine = np.flatnonzero(tid == t)
+        j = np.searchsorted(lo, at[mine], side="right") - 1
+        inside = (j >= 0) & (at[mine] <= hi[np.maximum(j, 0)])
+        out[mine[inside]] = idx[j[inside]]
+    return out
+
+
+def _tuner_launches(a, k, ops, count, bench, rows) -> None:
+    """Triton's and Helion's candidates (see :func:`candidate_launches`), filled in place."""
+    if "config" not in k.columns:
+        return
     ok = k["config"].notna().to_numpy()
     if not ok.any():
-        return count, bench, rows
+        return
     pos = np.flatnonzero(ok)
     op = k["op"].to_numpy(dtype=object)[pos] if "op" in k.columns else np.full(len(pos), None, dtype=object)
     in_bench = np.array([isinstance(o, str) and o.startswith(BENCH_RANGE) for o in op], dtype=bool)
@@ -550,18 +607,7 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
     ranges = ops[ops["name"].astype(str).str.startswith(BENCH_RANGE)] if ops is not None and len(ops) else None
     if ranges is not None and len(ranges):
         marked = True
-        if {"launch_start_us", "launch_tid"} <= set(k.columns):
-            at = pd.to_numeric(k["launch_start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[pos]
-            tid = k["launch_tid"].astype(str).to_numpy()[pos]
-            for t, r in ranges.groupby(ranges["tid"].astype(str)):
-                lo = r["start_us"].to_numpy(dtype=float)
-                hi = lo + r["duration_us"].to_numpy(dtype=float)
-                order = np.argsort(lo)
-                lo, hi = lo[order], hi[order]
-                mine = tid == t
-                j = np.searchsorted(lo, at[mine], side="right") - 1
-                inside = (j >= 0) & (at[mine] <= hi[np.maximum(j, 0)])
-                in_bench[np.flatnonzero(mine)[inside]] = True
+        in_bench |= _range_of_launch(k, pos, ranges) >= 0
     warps = k["num_warps"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)[pos]
     groups: dict = {}
     for i, (nm, cfg, w) in enumerate(zip(k["name"].to_numpy(dtype=object)[pos], k["config"].to_numpy(dtype=object)[pos], warps)):
@@ -576,4 +622,34 @@ def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
             rows[j] = [int(x) for x in pos[hit]]
         # Only Triton's autotuner times its configs inside the watch's ranges (Helion's search: not).
         bench[j] = int(in_bench[hit].sum()) if marked and tuner == "triton.autotune" else pd.NA
-    return count, bench, rows
+
+
+def _inductor_launches(a, k, ops, count, bench, rows) -> None:
+    """Inductor's choices (see :func:`candidate_launches`), filled in place."""
+    by_range: dict = {}
+    if ops is not None and len(ops):
+        ranges = ops[ops["name"].astype(str).str.startswith(INDUCTOR_BENCH_RANGE)]
+        if len(ranges):
+            pos = np.arange(len(k))
+            if "op" in k.columns:     # the harness's own kernels inside the range are not the choice's
+                pos = pos[~k["op"].isin(HARNESS_OPS).to_numpy()]
+            where = _range_of_launch(k, pos, ranges)
+            names = ranges["name"].astype(str).to_numpy()
+            for r in np.unique(where[where >= 0]).tolist():
+                by_range.setdefault(names[r], []).extend(pos[where == r].tolist())
+    kernel_names = k["name"].astype(object).to_numpy()
+    compiled = {}
+    for j, (tuner, rng, ck) in enumerate(zip(a["tuner"].tolist(), a["benchmark_range"].tolist(),
+                                             a["compiled_kernel"].tolist())):
+        if tuner != "inductor max-autotune" or not (isinstance(rng, str) or isinstance(ck, str)):
+            continue
+        mine = sorted(by_range.get(rng, [])) if isinstance(rng, str) else []
+        ran = []
+        for name in (ck.split(", ") if isinstance(ck, str) and ck else []):
+            if name not in compiled:
+                compiled[name] = np.flatnonzero(kernel_names == name).tolist()
+            ran.extend(compiled[name])
+        count[j] = len(mine) + len(ran)
+        bench[j] = len(mine) if isinstance(rng, str) else pd.NA
+        if mine or ran:
+            rows[j] = sorted(set(mine) | set(ran))

@@ -23,15 +23,28 @@ that source and says so in ``meta["tuning"]["notes"]``; nothing here fails a cap
   kernel's ``CachingAutotuner`` (its launcher's config, registers, spills, shared memory) and the
   wrapper code's ``Original ATen: [...]`` comment (the fused ops). Inductor's static launcher
   calls no Triton hook; its launch events in the trace carry the knobs (trace/builder.py).
+  ``AlgorithmSelectorCache.benchmark_choice`` (one call per choice timed in this process) runs
+  inside a profiler range named for the choice (``INDUCTOR_BENCH_RANGE``), so the trace tells
+  which launches were which choice's benchmark (its template's kernel is named by a placeholder,
+  ``triton_mm``; an extern's is an ordinary cuBLAS kernel). The winner of a template tuning is
+  tied to the compiled template kernel (``triton_tem_*``) whose launcher's warps and stages and
+  whose source's constexprs are the winner's, where exactly one tuning's winner fits it.
 
 Only names, numbers and strings are kept (no references to kernels or tensors outlive the region).
 """
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
-from kernelscope.analysis.producers import BENCH_RANGE, FROM_VARIANT
+from kernelscope.analysis.producers import (
+    BENCH_RANGE,
+    FROM_VARIANT,
+    INDUCTOR_BENCH_RANGE,
+    INDUCTOR_NAME,
+    NOT_BENCHMARKED,
+)
 from kernelscope.jsonable import num
 
 # Candidates kept per region: thousands are fine (a table row each); beyond this the rest are
@@ -245,6 +258,8 @@ class TuningWatch:
         self._hooked = []           # autotuners given hooks (see _hook), unhooked at stop()
         self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
         self._feedback = []         # Inductor's choices, as plain rows
+        self._bench_labels = {}     # id of an Inductor choice benchmarked, not yet in a feedback -> (range, choice)
+        self._bench_count = 0
         self._saver: object = None
         self._helion = {}           # id of a Helion search -> its tuning number
         self._helion_rows = []
@@ -261,6 +276,7 @@ class TuningWatch:
 
     def stop(self) -> None:
         self._active = False
+        self._bench_labels.clear()      # choices benchmarked but never fed back: let them go
         self._unhook()
         for owner, attr, orig in reversed(self._patches):
             try:
@@ -496,6 +512,44 @@ class TuningWatch:
         self._saver = saver
         add(saver)
         self.watched.append("inductor.max_autotune")
+        self._wrap_benchmark_choice(sa)
+
+    def _wrap_benchmark_choice(self, sa) -> None:
+        """Time each Inductor choice inside a profiler range that names it: wraps
+        ``AlgorithmSelectorCache.benchmark_choice`` (a classmethod Inductor calls once per choice
+        it times in this process; it runs only while Inductor tunes), given back at stop()."""
+        cls = getattr(sa, "AlgorithmSelectorCache", None)
+        owner = next((c for c in getattr(cls, "__mro__", ()) if "benchmark_choice" in vars(c)), None)
+        orig = vars(owner).get("benchmark_choice") if owner is not None else None
+        rf = getattr(getattr(getattr(sys.modules.get("torch"), "autograd", None), "profiler", None),
+                     "record_function", None)
+        if not isinstance(orig, classmethod) or rf is None:
+            self.notes.append("this torch has no AlgorithmSelectorCache.benchmark_choice classmethod: max-autotune's "
+                              "benchmark launches are not tied to their choices")
+            return
+        func, watch = orig.__func__, self
+
+        @functools.wraps(func)
+        def benchmark_choice(klass, choice, *args, **kwargs):
+            if not watch._active:
+                return func(klass, choice, *args, **kwargs)
+            with rf(watch._bench_label(choice)):
+                return func(klass, choice, *args, **kwargs)
+        self._patches.append((owner, "benchmark_choice", orig))
+        owner.benchmark_choice = classmethod(benchmark_choice)
+        self.watched.append("inductor.benchmark_ranges")
+
+    def _bench_label(self, choice) -> str:
+        """The profiler range of one choice's benchmark: ``inductor max-autotune benchmark #3:
+        triton_mm_17`` (numbered: extern choices' names, ``addmm``, repeat across tunings)."""
+        got = self._bench_labels.get(id(choice))
+        if got is not None:
+            return got[0]
+        self._bench_count += 1
+        label = f"{INDUCTOR_BENCH_RANGE} #{self._bench_count}: {str(getattr(choice, 'name', '?'))[:200]}"
+        # The choice is held until its feedback (or stop()): its id cannot name another meanwhile.
+        self._bench_labels[id(choice)] = (label, choice)
+        return label
 
     def _watch_helion(self) -> None:
         bs = self._module("helion.autotuner.base_search") if ("helion" in sys.modules or self.force) else None
@@ -571,6 +625,8 @@ class TuningWatch:
                     kw["GROUP_M"] = info["GROUP_M"]
                 desc = str(getattr(c, "description", "") or "")
                 res = {} if extern else template_resources(c)
+                bench = self._bench_labels.pop(id(c), (None,))[0]
+                unbenched = (bench is None and num(t) is not None and "inductor.benchmark_ranges" in self.watched)
                 self._feedback.append({
                     "kernel": str(getattr(c, "name", "?")), "producer": "Inductor", "tuner": "inductor max-autotune",
                     "tuning": tuning, "op": str(name), "shape_key": key,
@@ -584,8 +640,11 @@ class TuningWatch:
                     "registers": res.get("registers"), "spills": res.get("spills"),
                     "shared_mem_bytes": res.get("shared_mem_bytes"), "resources_source": res.get("source"),
                     "winner": c is best, "cached": False,
-                    "note": FAILED if num(t) is None else res.get("why") if not extern else
-                    "an extern kernel (cuBLAS/ATen): no Triton config",
+                    "benchmark_range": bench, "compiled_kernel": None, "_kw": kw,
+                    "note": "; ".join(x for x in (
+                        FAILED if num(t) is None else res.get("why") if not extern else
+                        "an extern kernel (cuBLAS/ATen): no Triton config",
+                        NOT_BENCHMARKED if unbenched else None) if x) or None,
                 })
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"Inductor's autotuning could not be read ({type(e).__name__}: {e})"[:300])
@@ -627,8 +686,11 @@ class TuningWatch:
                                                  note=None if len(before) == 1 and timings else
                                                  "measured before the region; Triton keeps only the winner of this shape"))
         base = len(tuning_ids)
-        for r in self._feedback:
-            autotune.append(dict(r, tuning=r["tuning"] + base))
+        inductor = [dict(r, tuning=r["tuning"] + base) for r in self._feedback]
+        link_template_winners(inductor, [v for v in variants if v.get("producer") == "Inductor"])
+        for r in inductor:
+            r.pop("_kw", None)
+        autotune.extend(inductor)
         base += len({r["tuning"] for r in self._feedback})
         helion = [dict(r, tuning=r["tuning"] + base) for r in self._helion_rows]
         for t in {r["tuning"] for r in helion}:
@@ -691,27 +753,36 @@ class TuningWatch:
             for k, obj in list(d.items()):
                 if k in found or (names and k not in names):
                     continue
-                launchers = getattr(obj, "launchers", None)
-                if not isinstance(launchers, list) or not hasattr(obj, "inductor_meta"):
+                try:
+                    launchers = getattr(obj, "launchers", None)
+                    if not isinstance(launchers, list) or not hasattr(obj, "inductor_meta"):
+                        continue
+                except ReferenceError:      # a dead weak proxy
                     continue
                 found[k] = obj
+        missing = {n for n in names if n not in found and INDUCTOR_NAME.match(n)}
+        if missing:
+            found.update(_live_autotuners(missing))
         out = []
         for k, obj in found.items():
             meta = getattr(obj, "inductor_meta", None) or {}
             name = str(meta.get("kernel_name") or k)
             if names and name not in names:
                 continue    # a template benchmarked under its placeholder name, never launched here
+            # A template's tile is not in its launcher's config but in its source's constexprs.
+            tem = template_constexprs(obj) if name.startswith("triton_tem_") else {}
             for ln in list(obj.launchers):
                 cfg = getattr(ln, "config", None)
+                kw = getattr(cfg, "kwargs", None) or {}
                 out.append({
                     "name": name, "function": name, "producer": "Inductor",
-                    "config": config_text(getattr(cfg, "kwargs", None) or {}),
+                    "config": config_text(kw) or config_text({k: tem[k] for k in TEMPLATE_KNOBS if k in tem}),
                     "num_warps": _num(getattr(cfg, "num_warps", None)), "num_stages": _num(getattr(cfg, "num_stages", None)),
                     "num_ctas": _num(getattr(cfg, "num_ctas", None)),
                     "registers": _num(getattr(ln, "n_regs", None)), "spills": _num(getattr(ln, "n_spills", None)),
                     "shared_mem_bytes": _num(getattr(ln, "shared", None)),
                     "hash": str(getattr(ln, "cache_hash", "") or "") or None, "source": None,
-                    "source_ops": aten.get(name), "device_index": None, "_consts": {},
+                    "source_ops": aten.get(name), "device_index": None, "_consts": tem,
                 })
         # Kernels named in the trace whose wrapper said their ops, but with no live launcher
         for name, ops in aten.items():
@@ -721,6 +792,110 @@ class TuningWatch:
                             "spills": None, "shared_mem_bytes": None, "hash": None, "source": None,
                             "source_ops": ops, "device_index": None, "_consts": {}})
         return out
+
+
+# The knobs of Inductor's GEMM templates, as its choices say them (info_dict's tile_shape, GROUP_M).
+TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
+_CONSTEXPR_RE = re.compile(r"^[ \t]*(\w+)[ \t]*:[ \t]*tl\.constexpr[ \t]*=[ \t]*([-\w.]+)[ \t]*$", re.M)
+_DIM_RE = re.compile(r"^[ \t]*([MNK])[ \t]*=[ \t]*(\d+)[ \t]*$", re.M)
+SAME_WINNER = "not tied to its compiled kernel: {n} tunings chose this config ({kernels} runs it), which cannot be told apart"
+
+
+def _literal(text):
+    """An int, True/False, or the text of one constexpr's value as Inductor writes it."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return {"True": True, "False": False}.get(text, text)
+
+
+def template_constexprs(kernel) -> dict:
+    """The constexprs an Inductor template kernel was generated with (``BLOCK_M``, ``GROUP_M``,
+    ...): its ``inductor_meta["config_args"]`` where this torch writes it, else the
+    ``NAME : tl.constexpr = value`` lines of its source; with ``_M``/``_N``/``_K``, the GEMM's
+    sizes where the source fixes them (``M = 2048``).
+
+    >>> from types import SimpleNamespace as NS
+    >>> template_constexprs(NS(inductor_meta={}, fn=NS(src="def k(a):\\n    BLOCK_M : tl.constexpr = 64\\n    M = 512\\n")))
+    {'BLOCK_M': 64, '_M': 512}
+    """
+    meta = getattr(kernel, "inductor_meta", None)
+    src = getattr(getattr(kernel, "fn", None), "src", None)
+    src = src if isinstance(src, str) else ""
+    got = meta.get("config_args") if isinstance(meta, dict) else None
+    out = {str(k): v for k, v in got.items() if _scalar_text(v) is not None} if isinstance(got, dict) else {}
+    if not out:
+        out = {m[1]: _literal(m[2]) for m in _CONSTEXPR_RE.finditer(src[:_MAX_SOURCE_BYTES])}
+    for m in _DIM_RE.finditer(src[:_MAX_SOURCE_BYTES]):
+        out.setdefault(f"_{m[1]}", int(m[2]))
+    return out
+
+
+def _gemm_dims(shape_key) -> tuple | None:
+    """(M, N, K) of a GEMM choice's shape key ``addmm(2048x4096, 2048x1024, 1024x4096)``: its
+    last two inputs are A (MxK) and B (KxN); None where the key does not say."""
+    m = re.fullmatch(r"\w+\((.*)\)", str(shape_key or ""))
+    dims = [p.strip().split("x") for p in m[1].split(",")] if m else []
+    if len(dims) < 2 or any(not all(d.isdigit() for d in x) or len(x) < 2 for x in dims[-2:]):
+        return None
+    a, b = dims[-2], dims[-1]
+    return (int(a[-2]), int(b[-1]), int(a[-1]))
+
+
+def link_template_winners(rows, variants) -> None:
+    """Tie each Inductor tuning's winning template choice (``rows``: its ``autotune`` rows, with
+    ``_kw`` its knobs) to the compiled template kernels that run it (``variants``: Inductor's,
+    with ``_consts`` from :func:`template_constexprs`): a kernel whose warps, stages and knobs
+    are the winner's. A kernel that fits the winners of several tunings is tied to the one whose
+    GEMM sizes its source fixes, else to none, and those winners say so (never a guess). Sets
+    ``compiled_kernel`` (names, ", "-joined) and ``note`` in place.
+
+    >>> r = {"tuning": 0, "winner": True, "choice": "Triton template", "num_warps": 4, "num_stages": 3,
+    ...      "_kw": {"BLOCK_M": 64}, "shape_key": "mm(64x32, 32x16)", "compiled_kernel": None, "note": None}
+    >>> link_template_winners([r], [{"name": "triton_tem_fused_mm_0", "num_warps": 4, "num_stages": 3,
+    ...                              "_consts": {"BLOCK_M": 64}}]); r["compiled_kernel"]
+    'triton_tem_fused_mm_0'
+    """
+    winners = [r for r in rows if r.get("winner") and r.get("choice") == "Triton template" and r.get("_kw")]
+    if not winners:
+        return
+    fits: dict = {}
+    for v in variants:
+        consts = v.get("_consts") or {}
+        if not str(v.get("name", "")).startswith("triton_tem_") or not consts:
+            continue
+        hit = [w for w in winners if w["num_warps"] == v.get("num_warps") and w["num_stages"] == v.get("num_stages")
+               and all(consts.get(k) == x for k, x in w["_kw"].items())]
+        if len(hit) > 1:        # the GEMM's sizes, where the template's source fixes them
+            dims = tuple(consts.get(f"_{d}") for d in "MNK")
+            by_dims = [w for w in hit if None not in dims and _gemm_dims(w.get("shape_key")) == dims]
+            hit = by_dims if len(by_dims) == 1 else hit
+        fits.setdefault(str(v["name"]), {id(w): w for w in hit})
+    for name, hit in fits.items():
+        for w in hit.values():
+            if len(hit) == 1:
+                w["compiled_kernel"] = ", ".join(x for x in (w.get("compiled_kernel"), name) if x)
+            else:
+                why = SAME_WINNER.format(n=len(hit), kernels=name)
+                w["note"] = why if not w.get("note") else f"{w['note']}; {why}"
+
+
+def _live_autotuners(names) -> dict:
+    """{kernel name: CachingAutotuner} of the Inductor kernels ``names`` that are alive in the
+    process but not in PyCodeCache's module list (a module Inductor loaded without listing it):
+    one pass over the collector's objects, only where a recorded Inductor kernel was not found."""
+    cls = getattr(sys.modules.get("torch._inductor.runtime.triton_heuristics"), "CachingAutotuner", None)
+    if not isinstance(cls, type):
+        return {}
+    import gc
+    out = {}
+    for obj in gc.get_objects():
+        # type(), not isinstance(): a dead weak proxy among the objects raises on the latter
+        if issubclass(type(obj), cls):
+            meta = getattr(obj, "inductor_meta", None)
+            name = meta.get("kernel_name") if isinstance(meta, dict) else None
+            if name in names and name not in out and isinstance(getattr(obj, "launchers", None), list):
+                out[name] = obj
+    return out
 
 
 FROM_CHOICE = "Inductor's choice (its launcher's n_regs at precompile)"

@@ -113,7 +113,9 @@ class Report:
         ``theoretical_occupancy`` and ``occupancy_limiter`` (our calculator), ``vs_best``,
         ``rank``, ``winner``, ``cached`` (measured before the region: a cache hit), ``launches``
         (how many launches of the region ran it), ``benchmark_launches`` (how many of those were
-        the tuner's own), ``kernel_rows`` (their rows of ``rep.kernels``) and ``note``;
+        the tuner's own), ``kernel_rows`` (their rows of ``rep.kernels``), ``compiled_kernel``
+        (Inductor: the compiled template kernel that runs a winner), ``benchmark_range`` (Inductor:
+        the profiler range its benchmark ran in) and ``note``;
         each tuning fastest first (:mod:`kernelscope.analysis.producers`). Empty for a trace file:
         only a live capture sees the tuners (``meta["tuning"]`` says what was watched).
 

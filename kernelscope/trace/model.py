@@ -93,6 +93,8 @@ AUTOTUNE_COLUMNS = {
     "registers": "int64", "spills": "int64", "shared_mem_bytes": "int64",
     "resources_source": "object",
     "winner": "bool", "cached": "bool", "note": "object",
+    # Inductor's choices: the profiler range its benchmark ran in, the compiled kernels that run the winner
+    "benchmark_range": "object", "compiled_kernel": "object",
 }
 # Compiled kernels the process held (Triton's device caches, Inductor's launchers): what a
 # launch's name, block, registers and shared memory identify (kernelscope.analysis.producers).

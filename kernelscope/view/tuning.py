@@ -28,7 +28,8 @@ CANDIDATE_COLUMNS = [
     ("shared_mem_bytes", "smem", "shared memory per block, bytes"),
     ("theoretical_occupancy", "occupancy", "theoretical occupancy (kernelscope's calculator on this GPU)"),
     ("occupancy_limiter", "limited by", "what caps the resident blocks per SM"),
-    ("launches", "launches", "launches in this region that ran it (its compiled variant identified on the launch); "
+    ("launches", "launches", "launches in this region that ran it (its compiled variant identified on the launch; "
+     "an Inductor choice: the launches inside its benchmark's range, and a winner's compiled kernel); "
      "click to show them in the kernel table"),
     ("benchmark_launches", "by the tuner", "how many of those launches were the tuner's own benchmark (empty: this "
      "recording does not mark them)"),
@@ -133,6 +134,9 @@ def tuning_payload(rep, where=None) -> dict:
             # Inductor's choices are named after its templates, not the kernel that ran: the view
             # shows them beside the kernels whose CPU op is the one they chose for.
             "match_op": f"aten::{first['op']}" if first["tuner"] == "inductor max-autotune" and first["op"] else None,
+            # ... and beside the compiled kernel that runs its winner (capture/tuning.py ties them).
+            "match_kernels": sorted({n for c in (g["compiled_kernel"] if "compiled_kernel" in g.columns else [])
+                                     if isinstance(c, str) for n in c.split(", ")}),
             "candidates": int(len(g)), "shown": int(min(len(g), MAX_ROWS)),
             "rows": [dict(r, **link) for r, link in zip(
                 _records(g.head(MAX_ROWS), [c for c, _, _ in CANDIDATE_COLUMNS] + ["winner", "choice"]),

@@ -129,6 +129,65 @@ def test_inductor_template_choices_have_registers():
     assert t.loc[t["registers"].isna() & t["p50_ms"].notna(), "note"].str.startswith("registers not known").all()
 
 
+def test_inductor_choices_are_linked_to_their_launches():
+    """Each max-autotune choice timed in the region is tied to its own benchmark launches (the
+    watch's range around Inductor's benchmark_choice: the template's placeholder-named kernel,
+    the extern's cuBLAS kernel; not the harness's L2 flush), and a winning template to the
+    launches of the compiled template kernel that runs it; the wrapper is given back."""
+    import torch._inductor.config as cfg
+    from torch._inductor import select_algorithm as sa
+
+    from kernelscope.analysis.producers import HARNESS_OPS
+    torch._dynamo.reset()
+    cfg.max_autotune_gemm_backends = "ATEN,TRITON"
+    tc = getattr(cfg, "test_configs", None)
+    few = {"force_disable_caches": True}       # tuned here, in this process
+    if hasattr(tc, "max_mm_configs"):          # a few templates per GEMM: a quick compile
+        few["test_configs.max_mm_configs"] = 4
+    before = vars(sa.AlgorithmSelectorCache)["benchmark_choice"]
+    lin1 = torch.nn.Linear(256, 512, device="cuda", dtype=torch.float16)
+    lin2 = torch.nn.Linear(512, 128, device="cuda", dtype=torch.float16)
+    g = torch.compile(lambda x: lin2(torch.relu(lin1(x))), mode="max-autotune-no-cudagraphs")
+    x = torch.randn(384, 256, device="cuda", dtype=torch.float16)
+    with cfg.patch(few), torch.no_grad(), ks.profile() as p:
+        g(x)
+        g(x)
+        torch.cuda.synchronize()
+    assert vars(sa.AlgorithmSelectorCache)["benchmark_choice"] is before
+    rep = p.report
+    assert "inductor.benchmark_ranges" in rep.meta["tuning"]["watched"], rep.meta["tuning"]
+    a = rep.autotune
+    a = a[a["tuner"] == "inductor max-autotune"]
+    print(a[["kernel", "tuning", "choice", "config", "num_warps", "num_stages", "p50_ms", "winner", "launches",
+             "benchmark_launches", "compiled_kernel", "note"]].to_string(max_colwidth=50))
+    assert a["tuning"].nunique() == 2
+    timed = a[a["p50_ms"].notna()]
+    assert (timed["benchmark_launches"] > 0).all(), "every timed choice has its benchmark launches"
+    k = rep.kernels
+    for r in timed.to_dict("records"):
+        mine = k.iloc[r["kernel_rows"]]
+        own = mine[~mine["name"].str.startswith("triton_tem_")]
+        assert len(own) == r["benchmark_launches"] and not own["op"].isin(HARNESS_OPS).any()
+        if r["choice"] == "Triton template":
+            assert own["name"].str.startswith("triton_").all() and (own["block_x"] == r["num_warps"] * 32).all()
+        else:
+            assert not own["name"].str.startswith("triton").any()
+    # No launch is two choices' benchmark.
+    rows = [i for r in timed["kernel_rows"] for i in r]
+    assert len(rows) == len(set(rows))
+    for _, w in a[a["winner"]].groupby("tuning"):
+        w = w.iloc[0]
+        if w["choice"] != "Triton template":
+            assert not isinstance(w["compiled_kernel"], str)
+            continue
+        if not isinstance(w["compiled_kernel"], str):   # only where two winners cannot be told apart
+            assert "cannot be told apart" in str(w["note"]), (w["note"], rep.meta["tuning"]["notes"])
+            continue
+        ran = k[k["name"].isin(w["compiled_kernel"].split(", "))]
+        assert len(ran) == 2 and w["launches"] - w["benchmark_launches"] == 2
+        assert (ran["num_warps"] == w["num_warps"]).all() and (ran["config"] == w["config"]).all()
+
+
 def test_tuning_false_watches_nothing():
     k = _tuned()
     x = torch.randn(4096, device="cuda")

@@ -40,6 +40,72 @@ def test_inductor_feedback_saver_removed_after_the_region():
     assert "inductor.max_autotune" in p.report.meta["tuning"]["watched"]
 
 
+def test_inductor_benchmark_choice_wrapped_only_during_the_region():
+    """Each choice Inductor times runs inside a range that names it, only while a region runs:
+    its classmethod is wrapped at start and given back, the same object, at stop."""
+    sa = pytest.importorskip("torch._inductor.select_algorithm")
+    cls = sa.AlgorithmSelectorCache
+    before = vars(cls)["benchmark_choice"]
+    assert isinstance(before, classmethod)
+    with ks.profile() as p:
+        inside = vars(cls)["benchmark_choice"]
+        assert inside is not before and isinstance(inside, classmethod)
+        assert inside.__func__.__wrapped__ is before.__func__
+    assert vars(cls)["benchmark_choice"] is before
+    assert "inductor.benchmark_ranges" in p.report.meta["tuning"]["watched"]
+
+
+def test_each_benchmarked_choice_has_its_own_range():
+    """A choice benchmarked twice keeps its range; choices of the same name (an extern's
+    ``addmm`` in two tunings) get distinct ones, numbered, until the watch stops."""
+    from types import SimpleNamespace
+
+    from kernelscope.capture.tuning import TuningWatch
+    w = TuningWatch()
+    a, b = SimpleNamespace(name="addmm"), SimpleNamespace(name="addmm")
+    first = w._bench_label(a)
+    assert first == w._bench_label(a) == "inductor max-autotune benchmark #1: addmm"
+    assert w._bench_label(b) == "inductor max-autotune benchmark #2: addmm"
+    w.stop()
+    assert not w._bench_labels
+
+
+def test_no_benchmark_choice_is_a_note(monkeypatch):
+    sa = pytest.importorskip("torch._inductor.select_algorithm")
+    monkeypatch.delattr(sa.AlgorithmSelectorCache, "benchmark_choice")
+    with ks.profile() as p:
+        pass
+    t = p.report.meta["tuning"]
+    assert "inductor.max_autotune" in t["watched"] and "inductor.benchmark_ranges" not in t["watched"]
+    assert any("benchmark_choice" in n for n in t["notes"])
+    assert not hasattr(sa.AlgorithmSelectorCache, "benchmark_choice")
+
+
+def test_template_winners_tied_to_compiled_kernels():
+    """A compiled template kernel is tied to the one tuning whose winner it runs (warps, stages,
+    tile); where two tunings' winners fit it, the GEMM sizes in its source decide, else neither
+    is tied and both say so."""
+    from kernelscope.capture.tuning import link_template_winners
+
+    def win(t, warps, key):
+        return {"tuning": t, "winner": True, "choice": "Triton template", "num_warps": warps, "num_stages": 3,
+                "_kw": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, "shape_key": key,
+                "compiled_kernel": None, "note": None}
+    tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "EVEN_K": True}
+    rows = [win(0, 4, "addmm(2048x4096, 2048x1024, 1024x4096)"), win(1, 8, "addmm(2048x1024, 2048x4096, 4096x1024)")]
+    link_template_winners(rows, [{"name": "triton_tem_fused_addmm_t_0", "num_warps": 4, "num_stages": 3, "_consts": tile},
+                                 {"name": "triton_tem_fused_addmm_gelu_t_2", "num_warps": 8, "num_stages": 3, "_consts": tile}])
+    assert [r["compiled_kernel"] for r in rows] == ["triton_tem_fused_addmm_t_0", "triton_tem_fused_addmm_gelu_t_2"]
+    # the same winner twice: the sizes in the source tell them apart, or nothing is tied
+    rows = [win(0, 4, "addmm(2048x4096, 2048x1024, 1024x4096)"), win(1, 4, "addmm(2048x1024, 2048x4096, 4096x1024)")]
+    link_template_winners(rows, [{"name": "triton_tem_a_0", "num_warps": 4, "num_stages": 3,
+                                  "_consts": dict(tile, _M=2048, _N=1024, _K=4096)}])
+    assert [r["compiled_kernel"] for r in rows] == [None, "triton_tem_a_0"] and rows[0]["note"] is None
+    link_template_winners(rows, [{"name": "triton_tem_b_1", "num_warps": 4, "num_stages": 3, "_consts": tile}])
+    assert rows[1]["compiled_kernel"] == "triton_tem_a_0" and rows[0]["compiled_kernel"] is None
+    assert all("2 tunings chose this config (triton_tem_b_1 runs it)" in r["note"] for r in rows)
+
+
 def test_a_triton_without_an_attribute(monkeypatch):
     triton = pytest.importorskip("triton")
     monkeypatch.delattr(triton.runtime.autotuner, "Autotuner")

@@ -11,6 +11,9 @@ with the in-process tables (``NAME.ksreport.json.gz``), and prints what was capt
 - ``inductor``: ``torch.compile(mode="max-autotune-no-cudagraphs")`` of a Linear+ReLU compiled in
   the region (Inductor's template and cuBLAS choices), then run again in a second region.
 - ``helion``: a Helion kernel tuned over three configs in the region.
+- ``links``: a small fp16 MLP (two addmm shapes) compiled with max-autotune in the region, with
+  the watch's range around each choice's benchmark (``inductor_links``): the choices' benchmark
+  launches and the winners' compiled template kernels.
 """
 from __future__ import annotations
 
@@ -120,6 +123,33 @@ def inductor_workload(out):
     _save(p2.report, out, "inductor_run")
 
 
+def links_workload(out):
+    import torch._inductor.config as cfg
+    import torch._inductor.select_algorithm  # noqa: F401 - imported so that "auto" watches it
+    torch._dynamo.reset()
+    cfg.max_autotune_gemm_backends = "ATEN,TRITON"
+    cfg.force_disable_caches = True          # tuned here, in this process: its benchmarks in the trace
+    tc = getattr(cfg, "test_configs", None)
+    if hasattr(tc, "max_mm_configs"):        # a few templates per GEMM: a small fixture
+        tc.max_mm_configs = 4
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.GELU(),
+                              torch.nn.Linear(1024, 512)).to("cuda", torch.float16)
+    x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    g = torch.compile(mlp, mode="max-autotune-no-cudagraphs")
+    t = time.perf_counter()
+    with torch.no_grad():
+        with ks.profile(name="inductor_links", trace_path=os.path.join(out, "inductor_links.pt.trace.json.gz")) as p:
+            g(x)
+            torch.cuda.synchronize()
+    print(f"links compile region {time.perf_counter() - t:.1f} s")
+    rep = p.report
+    _save(rep, out, "inductor_links")
+    print(rep.autotune[["kernel", "tuning", "choice", "config", "num_warps", "num_stages", "p50_ms", "winner",
+                        "launches", "benchmark_launches", "compiled_kernel", "note"]].to_string(max_colwidth=60))
+    print(rep.trace.autotune[["kernel", "benchmark_range", "compiled_kernel"]].to_string(max_colwidth=70))
+
+
 def helion_workload(out):
     import helion_tuning
     x = torch.randn(1 << 22, device="cuda")
@@ -147,7 +177,8 @@ def main(argv):
         print(f"== {s}")
         t = time.perf_counter()
         try:
-            {"triton": triton_workload, "inductor": inductor_workload, "helion": helion_workload}[s](out)
+            {"triton": triton_workload, "inductor": inductor_workload, "helion": helion_workload,
+             "links": links_workload}[s](out)
         except Exception:  # noqa: BLE001 - one workload failing must not lose the others
             traceback.print_exc()
             rc = 1

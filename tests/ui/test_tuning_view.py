@@ -17,7 +17,7 @@ TUNING = DATA / "tuning"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    reps = {n: ks.load(TUNING / f"{n}.ksreport.json.gz") for n in ("triton_tuning", "inductor_tuning")}
+    reps = {n: ks.load(TUNING / f"{n}.ksreport.json.gz") for n in ("triton_tuning", "inductor_tuning", "inductor_links")}
     # A real engine inspector JSON on a trace whose kernel names are constructed from its tactics
     # (tests/analysis/test_tensorrt_layers.py says what is real).
     from tests.analysis.test_tensorrt_layers import ENGINE, _tactics, engine_trace_file
@@ -108,3 +108,24 @@ def test_a_candidate_links_to_the_launches_that_ran_it(site, page):
     block = _select(page, "add_kernel")
     rows = block.locator("table.ks-candidates tbody tr")
     assert rows.count() == 4 and block.locator("button.ks-candidate-launches").count() == 1
+
+
+def test_an_inductor_tuning_beside_the_compiled_kernel_of_its_winner(site, page):
+    """The compiled template kernel's details show the tuning whose winner it runs; the winner's
+    launch count links to its benchmark launches and that kernel's launch."""
+    url, reps = site
+    show(page, url, "inductor_links")
+    a = reps["inductor_links"].autotune
+    win = a[a["winner"]].iloc[0]
+    block = _select(page, win["compiled_kernel"])
+    table = block.locator(f"table.ks-candidates[data-tuning='{int(win['tuning'])}']")
+    first = table.locator("tbody tr").nth(0)
+    assert first.inner_text().startswith("★ " + win["config"])
+    link = first.locator("button.ks-candidate-launches")
+    assert link.inner_text() == f"{win['launches']:,}"
+    link.click()
+    page.wait_for_function("window.ctl.table.state.launches !== null")
+    shown = page.evaluate("Array.from(window.ctl.table.state.launches.keys()).filter(i => window.ctl.table.state.launches[i])")
+    assert shown == sorted(win["kernel_rows"])
+    assert page.evaluate("window.ctl.table.state.label") == (
+        f"that ran {win['config']} (the winner of {win['kernel']}; {int(win['benchmark_launches'])} of them the tuner's own)")

@@ -21,9 +21,11 @@ function columns(spec, extra = {}, cells = {}) {
   }));
 }
 
-/** The tunings of the selected kernels: by kernel name, or (Inductor) by the CPU op they chose for. */
+/** The tunings of the selected kernels: by kernel name, or (Inductor) by the CPU op they chose for
+ * or the compiled kernel that runs their winner. */
 function tuningsOf(t, names, ops) {
-  return (t.tunings || []).filter((x) => names.includes(x.kernel) || (x.match_op && ops.has(x.match_op)));
+  return (t.tunings || []).filter((x) => names.includes(x.kernel) || (x.match_op && ops.has(x.match_op))
+    || (x.match_kernels || []).some((n) => names.includes(n)));
 }
 
 /** tuningBlock(model, names, ops, { showLaunches(rows, label, kernel) }): a candidate's launch
