@@ -799,6 +799,13 @@ TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 _CONSTEXPR_RE = re.compile(r"^[ \t]*(\w+)[ \t]*:[ \t]*tl\.constexpr[ \t]*=[ \t]*([-\w.]+)[ \t]*$", re.M)
 _DIM_RE = re.compile(r"^[ \t]*([MNK])[ \t]*=[ \t]*(\d+)[ \t]*$", re.M)
 SAME_WINNER = "not tied to its compiled kernel: {n} tunings chose this config ({kernels} runs it), which cannot be told apart"
+# A winner that no compiled template kernel runs: Inductor chose again after the tuning (its
+# epilogue-fusion benchmark can), or the GEMM was not compiled as a template in the region.
+RAN_OTHERWISE = ("not run as tuned: this GEMM's compiled kernel {kernel} has {config}, not this winner's config "
+                 "(Inductor chose again after this tuning, as its epilogue-fusion benchmark can)")
+NOT_COMPILED = ("not tied to a compiled kernel: none of the region's {n} compiled template kernels runs this GEMM "
+                "with this config")
+NO_TEMPLATE_KERNEL = "not tied to a compiled kernel: no compiled template kernel was found in the region"
 
 
 def _literal(text):
@@ -875,8 +882,27 @@ def link_template_winners(rows, variants) -> None:
             if len(hit) == 1:
                 w["compiled_kernel"] = ", ".join(x for x in (w.get("compiled_kernel"), name) if x)
             else:
-                why = SAME_WINNER.format(n=len(hit), kernels=name)
-                w["note"] = why if not w.get("note") else f"{w['note']}; {why}"
+                _add_note(w, SAME_WINNER.format(n=len(hit), kernels=name))
+    # A winner no kernel fits: say what ran instead where the source's GEMM sizes name its kernel.
+    templates = {str(v["name"]): v for v in variants
+                 if str(v.get("name", "")).startswith("triton_tem_") and v.get("_consts")}
+    for w in winners:
+        if w.get("compiled_kernel") or any(id(w) in hit for hit in fits.values()):
+            continue
+        dims = _gemm_dims(w.get("shape_key"))
+        same = [v for name, v in templates.items() if not fits.get(name) and dims is not None
+                and tuple(v["_consts"].get(f"_{d}") for d in "MNK") == dims]
+        if len(same) == 1:
+            v = same[0]
+            knobs = ", ".join(f"{k}={v['_consts'][k]}" for k in w["_kw"] if k in v["_consts"])
+            config = f"{knobs}, num_warps={v.get('num_warps')}, num_stages={v.get('num_stages')}".lstrip(", ")
+            _add_note(w, RAN_OTHERWISE.format(kernel=v["name"], config=config))
+        else:
+            _add_note(w, NOT_COMPILED.format(n=len(templates)) if templates else NO_TEMPLATE_KERNEL)
+
+
+def _add_note(row, why) -> None:
+    row["note"] = why if not row.get("note") else f"{row['note']}; {why}"
 
 
 def _live_autotuners(names) -> dict:

@@ -85,7 +85,7 @@ def test_template_winners_tied_to_compiled_kernels():
     """A compiled template kernel is tied to the one tuning whose winner it runs (warps, stages,
     tile); where two tunings' winners fit it, the GEMM sizes in its source decide, else neither
     is tied and both say so."""
-    from kernelscope.capture.tuning import link_template_winners
+    from kernelscope.capture.tuning import NOT_COMPILED, link_template_winners
 
     def win(t, warps, key):
         return {"tuning": t, "winner": True, "choice": "Triton template", "num_warps": warps, "num_stages": 3,
@@ -100,10 +100,31 @@ def test_template_winners_tied_to_compiled_kernels():
     rows = [win(0, 4, "addmm(2048x4096, 2048x1024, 1024x4096)"), win(1, 4, "addmm(2048x1024, 2048x4096, 4096x1024)")]
     link_template_winners(rows, [{"name": "triton_tem_a_0", "num_warps": 4, "num_stages": 3,
                                   "_consts": dict(tile, _M=2048, _N=1024, _K=4096)}])
-    assert [r["compiled_kernel"] for r in rows] == [None, "triton_tem_a_0"] and rows[0]["note"] is None
+    assert [r["compiled_kernel"] for r in rows] == [None, "triton_tem_a_0"] and rows[1]["note"] is None
+    assert rows[0]["note"] == NOT_COMPILED.format(n=1)
+    rows[0]["note"] = None
     link_template_winners(rows, [{"name": "triton_tem_b_1", "num_warps": 4, "num_stages": 3, "_consts": tile}])
     assert rows[1]["compiled_kernel"] == "triton_tem_a_0" and rows[0]["compiled_kernel"] is None
     assert all("2 tunings chose this config (triton_tem_b_1 runs it)" in r["note"] for r in rows)
+
+
+def test_a_winner_inductor_ran_with_another_config_says_so():
+    """On the H200 a GEMM's compiled template kernel had another tile than its tuning's winner
+    (Inductor's epilogue-fusion benchmark chose again): the winner says which kernel runs the
+    GEMM and with what, and is not tied to it; with no kernel of its sizes, it says none fits."""
+    from kernelscope.capture.tuning import NO_TEMPLATE_KERNEL, link_template_winners
+    tile = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
+    row = {"tuning": 0, "winner": True, "choice": "Triton template", "num_warps": 8, "num_stages": 5, "_kw": tile,
+           "shape_key": "addmm(384x512, 384x256, 256x512)", "compiled_kernel": None, "note": None}
+    other = {"name": "triton_tem_fused_addmm_relu_t_0", "num_warps": 4, "num_stages": 2,
+             "_consts": dict(tile, BLOCK_M=32, BLOCK_K=128, _M=384, _N=512, _K=256)}
+    link_template_winners([row], [other])
+    assert row["compiled_kernel"] is None
+    assert row["note"].startswith("not run as tuned: this GEMM's compiled kernel triton_tem_fused_addmm_relu_t_0 "
+                                  "has BLOCK_M=32, BLOCK_N=32, BLOCK_K=128, GROUP_M=8, num_warps=4, num_stages=2")
+    row["note"] = None
+    link_template_winners([row], [])
+    assert row["note"] == NO_TEMPLATE_KERNEL
 
 
 def test_a_triton_without_an_attribute(monkeypatch):
