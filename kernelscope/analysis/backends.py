@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.distinct import factorize, text_codes
+from kernelscope.analysis.distinct import factorize, identities, text_codes
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -147,7 +147,15 @@ def _same_within(values, codes: np.ndarray) -> bool:
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "Ofiub":
         return False
     top = np.maximum.accumulate(codes)
-    ref = arr[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])][codes]
+    firsts = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
+    if arr.dtype == object:
+        # A row holding its group's first object compares as that object with itself: compared
+        # once per group, and only the other rows by value.
+        ids = identities(arr)
+        other = np.flatnonzero(ids != ids[firsts][codes])
+        arr, ref = np.concatenate([arr[firsts], arr[other]]), np.concatenate([arr[firsts], arr[firsts][codes[other]]])
+    else:
+        ref = arr[firsts][codes]
     try:
         same = np.asarray(arr == ref, dtype=bool)
     except (TypeError, ValueError):   # values that do not compare to a truth value (arrays)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
-from kernelscope.analysis.distinct import factorize
+from kernelscope.analysis.distinct import by_distinct, factorize, first_rows
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.kernel_detail import kernel_detail
 from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
@@ -35,7 +35,7 @@ from kernelscope.render.occupancy import occupancy_entries
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us
 from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
-from kernelscope.view.tuning import tuning_payload
+from kernelscope.view.tuning import tuning_kernels, tuning_payload
 from kernelscope.view.vocabulary import vocabulary
 
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
@@ -177,7 +177,8 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         "counters": _counter_header(rep, counters),
         "stalls": whole["stalls"],
         # What produced each kernel, its knobs, and its autotunings' candidates (view/tuning.py).
-        "tuning": _safe(lambda: tuning_payload(rep, where), None, problems, "autotuning"),
+        "tuning": _safe(lambda: tuning_payload(rep, where, _once(whole, "tuning_kernels", lambda: tuning_kernels(rep))),
+                        None, problems, "autotuning"),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": whole["kernel_detail"],
         # Display options of %%kernelprofile (--top, --sort), when it set them.
@@ -214,6 +215,8 @@ def _whole(rep) -> dict:
     if len(ops):
         from kernelscope.analysis.op_tree import op_tree
         tree = op_tree(ops.reset_index(drop=True))
+    # The costliest TOP_OPS op names, and how many names there are.
+    op_rows, op_names = _op_summary(ops, k_all, tree)
     launch_starts = _sorted_starts([k_all, copies_all])
     host_starts = _sorted_starts([ops, rep.runtime])
     whole = {
@@ -228,8 +231,8 @@ def _whole(rep) -> dict:
                        [], problems, "what to fix"),
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "roofline": _roofline(rep, k_all, problems),
-        "ops": _op_summary(ops, k_all, tree),
-        "op_names": len(factorize(ops["name"])[1]) if len(ops) else 0,
+        "ops": op_rows,
+        "op_names": op_names,
         "stalls": _stalls_header(rep),
         # Per launch shape of the report (rep.shapes), whichever window shows.
         "shapes": occupancy_entries(rep, k_all),
@@ -242,6 +245,14 @@ def _whole(rep) -> dict:
     except TypeError:
         pass
     return whole
+
+
+def _once(whole: dict, key: str, fn):
+    """``fn()``, kept in the report's whole-report parts after its first success (a failure is
+    tried again, and reported, at each view)."""
+    if key not in whole:
+        whole[key] = fn()
+    return whole[key]
 
 
 def kernel_window(rep, name: str, after_us=None) -> tuple | None:
@@ -268,7 +279,8 @@ def _sorted_starts(tables) -> np.ndarray:
     starts = [pd.to_numeric(t["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
               for t in tables if len(t) and "start_us" in t.columns]
     starts = np.concatenate(starts) if starts else np.empty(0)
-    return np.sort(starts[~np.isnan(starts)])
+    # Stable: a merge of the tables' runs (each written by start, mostly), several times faster.
+    return np.sort(starts[~np.isnan(starts)], kind="stable")
 
 
 def _cut(launch_starts: np.ndarray, host_starts: np.ndarray, lo: float | None) -> float | None:
@@ -369,7 +381,7 @@ def _covered(k: pd.DataFrame, copies: pd.DataFrame, edges: np.ndarray) -> np.nda
                                            or [np.empty(0)]))
     ok = ~np.isnan(st)
     out = np.zeros(len(edges))
-    for a, sign in ((np.sort(st[ok]), 1.0), (np.sort(en[ok]), -1.0)):
+    for a, sign in ((np.sort(st[ok], kind="stable"), 1.0), (np.sort(en[ok], kind="stable"), -1.0)):
         n = np.searchsorted(a, edges, "left")
         before = np.r_[0.0, np.cumsum(a)][n]
         out += sign * (n * edges - before)
@@ -554,14 +566,16 @@ def _roofline(rep, k, problems=None) -> dict | None:
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
-    measured = rl["flops_source"] == NCU_SOURCE
+    # Once per distinct source (a 5M-event report has a million rows of a few).
+    measured = by_distinct(rl["flops_source"].to_numpy(dtype=object), lambda v: isinstance(v, str) and v == NCU_SOURCE,
+                           bool, False)
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     if not measured.any():
         pts = same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
-    first = k.drop_duplicates("name") if len(k) else k
+    first = k[["name", "backend"]].iloc[first_rows(k["name"])] if len(k) else k   # k.drop_duplicates("name")
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}
     points = [{"name": _str(r["short_name"]), "op": _str(r["op"]),
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
@@ -602,13 +616,15 @@ def _roofline(rep, k, problems=None) -> dict | None:
     return {"points": points, "ceilings": jsonable(ceilings), "note": note, "x_label": x_label}
 
 
-def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> list:
+def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> tuple[list, int]:
     """The CPU ops table of the view: per op name, host time (inclusive and self) and the GPU
-    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first."""
+    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first;
+    and how many op names there are (the table's rows: one per name)."""
     from kernelscope.analysis.op_tree import op_summary
     if not len(ops):
-        return []
-    return records(op_summary(ops, k, tree).head(TOP_OPS))
+        return [], 0
+    table = op_summary(ops, k, tree)
+    return records(table.head(TOP_OPS)), int(len(table))
 
 
 def records(df) -> list:
