@@ -45,6 +45,8 @@ def factorize(values, use_na_sentinel: bool = True) -> tuple[np.ndarray, np.ndar
     if not isinstance(arr, np.ndarray) or arr.dtype != object or len(arr) < 1024:
         return pd.factorize(arr, use_na_sentinel=use_na_sentinel)
     id_codes, first = _by_identity(arr)
+    if 2 * len(first) > len(arr):      # mostly an object per row (text made per row): by value
+        return pd.factorize(arr, use_na_sentinel=use_na_sentinel)
     codes, uniq = pd.factorize(arr[first], use_na_sentinel=use_na_sentinel)
     return codes[id_codes], uniq
 
@@ -71,6 +73,19 @@ def first_rows(values) -> np.ndarray:
         return np.flatnonzero(~pd.Series(values).duplicated().to_numpy())
     first = _by_identity(arr)[1]
     return first[~pd.Series(arr[first], dtype=object).duplicated().to_numpy()]
+
+
+def texts_in_order(values) -> np.ndarray:
+    """The distinct texts of the rows (``str(value)``), in order of first appearance, each made
+    once per distinct object (``pd.unique`` of every row's text otherwise).
+
+    >>> texts_in_order(pd.Series([7, "7", None, "b", 7], dtype=object)).tolist()
+    ['7', 'None', 'b']
+    """
+    arr = values.to_numpy(object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values, dtype=object)
+    if len(arr) >= 1024:
+        arr = arr[_by_identity(arr)[1]]
+    return pd.unique(pd.Series([str(v) for v in arr.tolist()], dtype=object))
 
 
 def by_distinct(values, fn, dtype=object, missing=None) -> np.ndarray:

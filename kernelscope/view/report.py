@@ -22,7 +22,7 @@ import pandas as pd
 
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
-from kernelscope.analysis.distinct import by_distinct, factorize, first_rows
+from kernelscope.analysis.distinct import by_distinct, factorize, first_rows, texts_in_order
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.kernel_detail import kernel_detail
 from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
@@ -464,22 +464,44 @@ def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame, depth=None, lo=None, u
         if depth is None:
             from kernelscope.analysis.op_tree import op_tree
             depth = op_tree(o)["depth"].to_numpy()
-        o = o.assign(depth=depth)
+        # Only the columns sent (a window's rows are taken from every op).
+        o = o[["name", "tid", "start_us", "duration_us"] + (["cat"] if "cat" in o.columns else [])].assign(depth=depth)
         if until is not None:
             o = _within(o, lo, until, overlapping=True)
-        kind = np.where((o["cat"] == "user_annotation").to_numpy() if "cat" in o.columns else False,
-                        "annotation", "op").astype(object)
-        o = o[["name", "tid", "start_us", "duration_us", "depth"]].assign(tid=o["tid"].astype(str), kind=kind)
+        annotation = (o["cat"] == "user_annotation").to_numpy(dtype=bool) if "cat" in o.columns else False
+        kind = _labels(("op", "annotation"), annotation, o)
+        o = o[["name", "tid", "start_us", "duration_us", "depth"]].assign(tid=_text(o["tid"]), kind=kind)
         parts.append(o.dropna(subset=["start_us"]))
     if len(runtime):
         r = runtime[["name", "tid", "start_us", "duration_us", "correlation"]].dropna(subset=["start_us"])
         if until is not None:
             r = _within(r, lo, until, overlapping=True)
-        kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
-        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind, depth=0))
+        kind = _labels(("runtime", "sync"), r["name"].isin(list(SYNC_CALLS)).to_numpy(dtype=bool), r)
+        parts.append(r.assign(tid=_text(r["tid"]), kind=kind, depth=0))
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)
+
+
+def _text(col: pd.Series) -> pd.Series:
+    """``col.astype(str)``; for integers (thread ids) made once per distinct value, as objects
+    (equal texts one object: the payload codes them by identity)."""
+    arr = col.to_numpy()
+    if col.dtype != object or not len(arr) or type(arr[0]) is not int \
+            or pd.api.types.infer_dtype(arr, skipna=False) != "integer":
+        return col.astype(str)
+    try:
+        codes, uniq = pd.factorize(arr.astype(np.int64))
+    except OverflowError:
+        return col.astype(str)
+    return pd.Series(np.array([str(u) for u in uniq.tolist()], dtype=object)[codes], index=col.index, dtype=object)
+
+
+def _labels(labels: tuple, second, like: pd.DataFrame) -> pd.Series:
+    """Per row of ``like``: ``labels[1]`` where ``second``, else ``labels[0]``, as one object per
+    label (not a text column, which would copy the text into each row)."""
+    pick = np.zeros(len(like), np.int64) if second is False else np.asarray(second, dtype=np.int64)
+    return pd.Series(np.array(labels, dtype=object)[pick], index=like.index, dtype=object)
 
 
 def _raw_trace(rep) -> dict | None:
@@ -540,10 +562,9 @@ def _name_table(k: pd.DataFrame) -> list:
     """Per kernel name (in the order of the dictionary sent with the ``name`` column): short name."""
     if not len(k):
         return []
-    first = k.drop_duplicates("name")
+    first = k[["name", "short_name"]].iloc[first_rows(k["name"])]     # k.drop_duplicates("name")
     short = dict(zip(first["name"].astype(str), first["short_name"].astype(str)))
-    names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
-    return [short.get(n, n) for n in names]
+    return [short.get(n, n) for n in texts_in_order(k["name"])]
 
 
 def _name_notes(k: pd.DataFrame) -> list:
@@ -554,11 +575,10 @@ def _name_notes(k: pd.DataFrame) -> list:
     from kernelscope.analysis.backend_rules import RULES
     from kernelscope.analysis.names import describe
     why = {r.id: r.why for r in RULES}
-    first = k.drop_duplicates("name")
+    first = k.iloc[first_rows(k["name"])]     # k.drop_duplicates("name")
     info = {str(n): (describe(str(n), b), why.get(r, "")) for n, b, r in
             zip(first["name"], first["backend"], first.get("backend_rule", [""] * len(first)))}
-    names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
-    return [{"about": info[n][0], "why": info[n][1]} for n in names]
+    return [{"about": info[n][0], "why": info[n][1]} for n in texts_in_order(k["name"])]
 
 
 def _roofline(rep, k, problems=None) -> dict | None:
