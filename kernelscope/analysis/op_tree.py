@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.distinct import factorize, text_codes
+from kernelscope.trace.model import float_values
 
 TREE_COLUMNS = ["parent", "depth", "self_us", "outermost_of_name"]
 # Times are float microseconds: an op that ends within this of its parent's end still nests.
@@ -33,8 +34,8 @@ def op_tree(ops: pd.DataFrame) -> pd.DataFrame:
     if not n:
         return pd.DataFrame({"parent": np.zeros(0, np.int64), "depth": np.zeros(0, np.int64), "self_us": np.zeros(0),
                              "outermost_of_name": np.zeros(0, bool)}, index=ops.index)
-    start = pd.to_numeric(ops["start_us"], errors="coerce").to_numpy(dtype=float)
-    dur = np.nan_to_num(pd.to_numeric(ops["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
+    start = float_values(ops["start_us"])
+    dur = np.nan_to_num(float_values(ops["duration_us"]), nan=0.0)
     end = start + dur
     # Threads told apart by their text (7 and "7" are one thread).
     tid = text_codes(ops["tid"]) if "tid" in ops.columns else np.zeros(n, np.int64)
@@ -165,8 +166,8 @@ def op_gpu_time(ops: pd.DataFrame, kernels: pd.DataFrame, tree: pd.DataFrame | N
     count = np.zeros(n)
     gpu = np.zeros(n)
     if len(kernels) and "op_index" in kernels.columns:
-        idx = pd.to_numeric(kernels["op_index"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        d = np.nan_to_num(pd.to_numeric(kernels["duration_us"], errors="coerce").to_numpy(dtype=float), nan=0.0)
+        idx = float_values(kernels["op_index"])
+        d = np.nan_to_num(float_values(kernels["duration_us"]), nan=0.0)
         ok = np.isfinite(idx) & (idx >= 0) & (idx < n)
         at = idx[ok].astype(np.int64)
         # bincount adds in row order, as np.add.at does, in one pass.
