@@ -539,7 +539,9 @@ def _title(rep) -> str:
     return title if isinstance(title, str) and title else "report"
 
 
-def _stats(rep, k, copies, tl, names: np.ndarray) -> dict:
+def _stats(rep, k, copies, tl, names: np.ndarray | None = None) -> dict:
+    # ``names``: a row of each kernel name (first_rows of k["name"]), when at hand.
+    names = first_rows(k["name"]) if names is None and len(k) else names
     # A replay's launches ran back to back by construction: its "busy" share would read 100%.
     busy = _safe(lambda: tl.device(), {}) if tl is not None and not is_replay(rep.meta) else {}
     return {

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 import kernelscope as ks
-from kernelscope.view import codec, report as view, tuning
+from kernelscope.view import codec, tuning
+from kernelscope.view import report as view
 
 DATA = pathlib.Path(__file__).parent.parent / "data"
 
