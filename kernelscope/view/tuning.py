@@ -92,6 +92,11 @@ def _links(g: pd.DataFrame, where) -> list:
     return out
 
 
+# The kernels columns tuning_kernels reads.
+_READ = {"name", "producer", "decoded", "source_ops", "kernel_source", "config", "num_warps", "num_stages", "spills",
+         "config_source", "trt_layers", "trt_layer", "trt_layer_type"}
+
+
 def _differs(a: pd.Series, b: pd.Series):
     """``a != b``, compared once per distinct pair of objects where both are object columns (a
     million launches hold a few pairs of producer and backend)."""
@@ -118,7 +123,8 @@ def tuning_kernels(rep) -> dict:
             _differs(k["producer"], k["backend"])
         if "trt_layers" in k.columns:
             has = has | (k["trt_layers"] > 0).fillna(False)
-        sub = k[has]
+        # Only the columns read below, of the rows kept (a launch row has ~60 columns).
+        sub = k[[c for c in k.columns if c in _READ]][has]
         for name, g in sub.groupby("name", sort=False):
             knobs = (g.assign(launches=1).groupby(["config", "num_warps", "num_stages", "spills", "config_source"],
                                                   dropna=False, sort=False)["launches"].sum()
