@@ -106,8 +106,9 @@ def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.nd
     if n:
         cand[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])] = -1
     close = end - _EPS_US
-    todo = np.flatnonzero(cand >= 0)
-    todo = todo[start[todo] >= close[cand[todo]]]
+    # The ops whose candidate (the op before, on their thread) has closed: compared shifted,
+    # not gathered.
+    todo = np.flatnonzero((cand >= 0) & np.r_[False, start[1:] >= close[:-1]])
     # An op that starts after every earlier op of its thread has closed has no parent: the walk
     # pops the whole stack. Settled at once (most ops of a flat trace), the jumping below is left
     # with the ops that sit inside an open one.
@@ -120,9 +121,11 @@ def _open_parent(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.nd
         cand[todo[top]] = -1
         todo = todo[~top]
     while len(todo):
-        cand[todo] = cand[cand[todo]]
-        todo = todo[cand[todo] >= 0]
-        todo = todo[start[todo] >= close[cand[todo]]]
+        up = cand[cand[todo]]
+        cand[todo] = up
+        keep = up >= 0
+        todo, up = todo[keep], up[keep]
+        todo = todo[start[todo] >= close[up]]
     return cand
 
 
