@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.distinct import factorize, identities, text_codes
+from kernelscope.analysis.distinct import factorize, identities, stable_order, text_codes
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -257,7 +257,7 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
     dur = end - start
     # Parents sort before their children: by thread, start, longer first on ties.
     threads = text_codes(ops["tid"], use_na_sentinel=False)   # 7 and "7" are one thread; a missing one is one more
-    order = np.lexsort((-dur, start, threads))
+    order = thread_start_order(threads, start, dur)
     parent = nearest_enclosing(end[order], threads[order])
     has = parent >= 0
     # Summed in sorted order, as a walk with a stack would add them.
@@ -265,6 +265,29 @@ def op_self_time(ops: pd.DataFrame) -> np.ndarray:
     child = np.empty(n)
     child[order] = child_sorted
     return np.maximum(self_us - child, 0.0)
+
+
+def thread_start_order(threads: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-dur, start, threads))``: by thread, start, longer first, then row; in
+    about a tenth of the time on a trace's ops, whose starts come nearly in order (a stable
+    sort of nearly sorted floats is fast, one of small integer codes too; only rows that share
+    a start are ordered by duration).
+
+    >>> thread_start_order(np.array([1, 0, 0, 0]), np.array([0.0, 5.0, 2.0, 2.0]), np.array([1.0, 1.0, 1.0, 3.0])).tolist()
+    [3, 2, 1, 0]
+    """
+    if np.isnan(start).any() or np.isnan(dur).any():
+        return np.lexsort((-dur, start, threads))      # NaN ties compare unequal: lexsort's own order
+    order = np.argsort(start, kind="stable")
+    s = start[order]
+    tie = s[1:] == s[:-1]
+    if tie.any():
+        # Positions in runs of equal starts: each run ordered by -dur (stable: then by row).
+        in_run = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
+        run = np.cumsum(np.r_[True, ~tie])[in_run]
+        rows = order[in_run]
+        order[in_run] = rows[np.lexsort((-dur[rows], run))]
+    return order[stable_order(threads[order])]
 
 
 
@@ -281,10 +304,20 @@ def nearest_enclosing(end: np.ndarray, group: np.ndarray, eps: float = 1e-6) -> 
     """
     n = len(end)
     cand = np.arange(-1, n - 1)
-    if n:
-        cand[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])] = -1
+    firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if n else np.zeros(0, np.int64)
+    cand[firsts] = -1
     reach = end + eps
     todo = np.flatnonzero(cand >= 0)
+    if len(todo) and len(firsts) <= 64:
+        # One that ends after every earlier one of its group has no parent: -1 at once (a
+        # thread's top-level ops, thousands in a row, each took ~log2(n) rounds to get there).
+        # A NaN end reaches nothing and passes: its rounds decide as the walk does.
+        before = np.full(n, np.nan)
+        for a, b in zip(firsts.tolist(), np.r_[firsts[1:], n].tolist()):
+            before[a + 1:b] = np.maximum.accumulate(reach[a:b - 1])
+        top = end[todo] > before[todo]
+        cand[todo[top]] = -1
+        todo = todo[~top]
     todo = todo[end[todo] > reach[cand[todo]]]
     while len(todo):
         # Every interval strictly between a candidate and its own candidate ends before the
@@ -345,11 +378,16 @@ def backend_breakdown(report) -> pd.DataFrame:
         names, kbs = ops["name"].to_numpy(object)[keep], ops["kernel_backend"].to_numpy(object)[keep]
         # Classify each distinct (name, kernel_backend) once: op names repeat heavily.
         codes, first = distinct_rows([names, kbs])
-        labels = np.array([cpu_op_backend(_text(names[i]), _text(kbs[i])) for i in first], dtype=object)[codes]
+        label_codes, labels = pd.factorize(np.array(
+            [cpu_op_backend(_text(names[i]), _text(kbs[i])) for i in first], dtype=object))
+        # Each row's label as a code in order of first appearance, as groupby(sort=False) orders
+        # them (grouping by integer codes, not by the column of strings).
+        row_codes, seen = pd.factorize(label_codes[codes])
         times = ops.loc[keep, ["tid", "start_us", "duration_us"]] if not keep.all() else ops
-        cpu = pd.DataFrame({"backend": pd.Series(labels, dtype=object), "self_us": op_self_time(times)})
-        grp = cpu.groupby("backend", sort=False)["self_us"]
-        cpu = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
+        grp = pd.Series(op_self_time(times)).groupby(row_codes, sort=False)
+        cpu = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()})
+        cpu.index = pd.Index(labels[seen], dtype=object, name="backend")
+        cpu = cpu.reset_index()
         cpu["device"] = "CPU"
         cpu["gpu_time_us"] = np.nan
         cpu["share"] = np.nan

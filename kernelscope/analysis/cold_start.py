@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.distinct import by_distinct, factorize
+from kernelscope.analysis.distinct import by_distinct, factorize, stable_order
 from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us as _us
@@ -165,7 +165,7 @@ def _slow_firsts(rows, keep, min_extra_us: float):
     dur = rows["duration_us"].to_numpy(float)[keep][by_time]
     names = rows["name"].to_numpy()[keep][by_time]
     codes = factorize(names, use_na_sentinel=True)[0]
-    order = np.argsort(codes, kind="stable")                # each name's rows together, in time order
+    order = stable_order(codes)                             # each name's rows together, in time order
     sc = codes[order]
     if not len(sc):
         return

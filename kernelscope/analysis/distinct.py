@@ -125,3 +125,15 @@ def text_codes(values, use_na_sentinel: bool = True) -> np.ndarray:
         return np.zeros(0, np.int64)
     text = [None if u is None or (isinstance(u, float) and u != u) else str(u) for u in uniq]
     return pd.factorize(pd.Series(text, dtype=object), use_na_sentinel=use_na_sentinel)[0][codes]
+
+
+def stable_order(codes: np.ndarray) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` of integer codes, sorted as int16 where they fit:
+    numpy sorts 16-bit integers by radix (a few ms a million rows), int64 by timsort (~5x that).
+
+    >>> stable_order(np.array([2, -1, 2, 0])).tolist()
+    [1, 3, 0, 2]
+    """
+    if len(codes) and codes.dtype.kind in "iu" and -(1 << 15) <= codes.min() and codes.max() < (1 << 15):
+        return np.argsort(codes.astype(np.int16), kind="stable")
+    return np.argsort(codes, kind="stable")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kernelscope.analysis.distinct import factorize
+
 
 def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
     """Per-kernel statistics over launches (see :meth:`Report.summary`): launches, total, mean,
@@ -15,7 +17,11 @@ def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
     keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
     if not len(kernels):
         return pd.DataFrame(columns=[by, *keep, *cols])
-    g = kernels.groupby(by, sort=False, dropna=False)
+    # Grouped by the codes of ``by`` (kernel names are long: coded by identity first, not hashed
+    # row by row as groupby would), in order of first appearance as groupby(sort=False) orders.
+    codes, uniq = factorize(kernels[by]) if kernels[by].dtype == object else (None, None)
+    coded = codes is not None and not (codes < 0).any()    # else (a missing value): as groupby makes it
+    g = kernels.groupby(codes, sort=False) if coded else kernels.groupby(by, sort=False, dropna=False)
     d = g["duration_us"]
     out = pd.DataFrame({
         "launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
@@ -25,6 +31,8 @@ def kernel_summary(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
     })
     for c in keep:
         out[c] = g[c].first()
+    if coded:
+        out.index = pd.Index(uniq, name=by, dtype=object)
     total = kernels["duration_us"].sum()
     out["share"] = out["total_us"] / total if total > 0 else 0.0
     out = out.reset_index().sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)

@@ -235,24 +235,24 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
         prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
         top = s >= prev_end
         by_tid[t] = (s[top], e[top], names[top])
-    # The queries of each thread looked up together.
-    asked: dict = {}
-    for i, t in enumerate(tids):
-        if t in by_tid:
-            asked.setdefault(t, []).append(i)
-    when_all = np.array([np.nan if w is None else w for w in times], dtype=float)
-    for t, at in asked.items():
+    # The queries of each thread looked up together (rows coded by thread: ~100k queries of a
+    # copy-heavy trace; a missing thread, None or NaN, is no thread of ``by_tid``).
+    qcodes, quniq = pd.factorize(pd.Series(list(tids), dtype=object), use_na_sentinel=True)
+    when_all = np.array(times, dtype=float)          # None -> NaN
+    found_names = np.full(len(out), None, dtype=object)
+    for k, t in enumerate(quniq.tolist()):
+        if t not in by_tid:
+            continue
         hs, he, hn = by_tid[t]
         if not len(hs):
             continue
-        at = np.array(at)
+        at = np.flatnonzero(qcodes == k)
         when = when_all[at]
         j = np.searchsorted(hs, when, side="right") - 1
         jj = np.maximum(j, 0)
         found = ~np.isnan(when) & (j >= 0) & (when <= he[jj])
-        for i, name in zip(at[found].tolist(), hn[jj[found]].tolist()):
-            out[i] = name
-    return out
+        found_names[at[found]] = hn[jj[found]]
+    return found_names.tolist()
 
 
 def host_blocking(syncs: pd.DataFrame, copies: pd.DataFrame, ops: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -315,9 +315,10 @@ def busy_table(acts: pd.DataFrame, wall_us: float | None = None) -> pd.DataFrame
         groups = [(pd.NA, d)] + [(s, g) for s, g in d.groupby("stream", sort=True)]
         for stream, g in groups:
             busy = union_length(g["start_us"], g["end_us"])
+            kernels = int((g["kind"] == "kernel").sum())     # the rest (!= "kernel", missing too) are copies
             rows.append({
                 "device": dev, "stream": stream, "activities": len(g),
-                "kernels": int((g["kind"] == "kernel").sum()), "copies": int((g["kind"] != "kernel").sum()),
+                "kernels": kernels, "copies": len(g) - kernels,
                 "window_start_us": w0, "window_end_us": w1, "window_us": win, "busy_us": busy,
                 "busy_share": busy / win if win > 0 else np.nan,
                 "wall_busy_share": busy / wall_us if wall_us else np.nan,
@@ -411,6 +412,7 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
     call = np.where(sync, call, None)
     call_op = np.where(sync, call_op, None)
     names = d["name"].to_numpy(object)
+    streams = d["stream"].to_numpy(object)     # once (Python ints made per row) for both sides
 
     def obj(a):
         # Plain object columns: letting pandas infer a string dtype copies every name again.
@@ -419,9 +421,9 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
     return pd.DataFrame(copy=False, data={     # its own arrays: not copied into blocks
         "device": obj(np.full(len(nxt), dev, dtype=object)), "start_us": g0, "end_us": g1,
         "duration_us": g1 - g0, "cause": obj(cause),
-        "before": obj(names[prev]), "before_stream": d["stream"].to_numpy(object)[prev],
+        "before": obj(names[prev]), "before_stream": streams[prev],
         "after": obj(names[nxt]), "after_kind": obj(d["kind"].to_numpy(object)[nxt]),
-        "after_stream": d["stream"].to_numpy(object)[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
+        "after_stream": streams[nxt], "after_op": obj(d["op"].to_numpy(object)[nxt]),
         "after_launch_start_us": ls, "blocking_call": obj(call), "blocking_op": obj(call_op),
     })
 
@@ -558,13 +560,14 @@ def launch_stats(acts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         s, e = d["start_us"].to_numpy(float), d["end_us"].to_numpy(float)
         cm = np.maximum.accumulate(e)
         idle_before = np.maximum(0.0, s[1:] - cm[:-1])
-        k = d[d["kind"] == "kernel"]
+        # (only the columns read: the activities are a row per launch)
+        k = d.loc[d["kind"] == "kernel", ["duration_us", "graph_launch", "launch_start_us", "launch_end_us"]]
         win = float(e.max() - s.min())
         own = k[~k["graph_launch"]]
-        calls = (d.drop_duplicates(["launch_start_us", "launch_api"])
+        calls = (d[["launch_start_us", "launch_api"]].drop_duplicates()
                  if len(d) else d)  # a graph replay is one call for many kernels
         ls = np.sort(calls["launch_start_us"].dropna().to_numpy(float))
-        g = gaps[gaps["device"] == dev] if len(gaps) else gaps
+        g = gaps.loc[gaps["device"] == dev, ["cause", "duration_us"]] if len(gaps) else gaps
         row = {
             "device": dev, "launches": len(d), "kernels": len(k), "window_us": win,
             "launches_per_ms": len(d) / (win / 1e3) if win > 0 else np.nan,

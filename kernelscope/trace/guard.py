@@ -190,11 +190,31 @@ def _is_numbers(sample: bytes) -> bool:
     return bool(_DIGIT.search(sample)) and _NUMBERS.fullmatch(sample) is not None
 
 
+def _rfind_quote(text, lo: int, hi: int) -> int:
+    """``text.rfind(b'"', lo, hi)``, also of a memoryview (text read into a buffer, which has no
+    rfind): looked for in windows from the end, growing (the last quote of a trace's block is
+    within its last few hundred bytes).
+
+    >>> _rfind_quote(memoryview(b'a"b"cd'), 0, 6), _rfind_quote(memoryview(b'a"b'), 2, 3)
+    (3, -1)
+    """
+    if not isinstance(text, memoryview):
+        return text.rfind(b'"', lo, hi)
+    width = 4096
+    while hi > lo:
+        at = max(lo, hi - width)
+        k = bytes(text[at:hi]).rfind(b'"')
+        if k >= 0:
+            return at + k
+        hi, width = at, width * 4
+    return -1
+
+
 def _last_boundary(text, first: int) -> int:
     """The last " of ``text`` (from ``first``, one) that is not escaped."""
     j = len(text)
     for _ in range(64):             # a trace's text: the last " or the one before it
-        j = text.rfind(b'"', first, j)
+        j = _rfind_quote(text, first, j)
         if j <= first or text[j - 1] != _BACKSLASH:
             return max(j, first)
     # Thousands of escaped quotes (a bomb made of them): look at them all at once.

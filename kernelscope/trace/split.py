@@ -42,7 +42,7 @@ import tempfile
 from kernelscope.trace.builder import TableBuilder
 from kernelscope.trace.decode import no_gc
 from kernelscope.trace.files import GZIP_MAGIC, checked_file
-from kernelscope.trace.guard import checked_blocks
+from kernelscope.trace.guard import Runs
 from kernelscope.trace.stream import BLOCK_BYTES, EVENT_BOUNDARY, EventStream, take_header
 
 # Below this a worker's start and the pieces' hand-over cost about what a second core saves.
@@ -54,6 +54,10 @@ STRETCH_BYTES = 16 << 20
 # the tables; on 16 cores 7 workers read 1M events no faster than 3), and each costs ~50 MiB.
 MAX_WORKERS = 3
 MAX_STRETCHES = 255            # one byte per stretch in the queue
+# The text of the last TAIL_STRETCHES stretches is cut into quarters: the processes take the
+# stretches from the queue as they free up, so they end at most a quarter stretch apart (with
+# whole stretches the last one to finish kept the others waiting ~0.15 s of a 1.5 s read).
+TAIL_STRETCHES = 2
 _CUT_SEARCH = 1 << 20          # how far past an offset to look for a cut
 _LINE_BREAK_SEARCH = 1 << 16   # and for one with a line break, before taking one without
 
@@ -88,15 +92,17 @@ def workers_for(size: int) -> int:
 def plan(f, size: int, stretch_bytes: int | None = None) -> list:
     """The stretches of an open file: ``(start, stop)`` byte ranges, the first from the file's
     start to just after an event, the last from an event to the file's end, each cut at the
-    first ``}, {`` after a multiple of ``stretch_bytes``.
+    first ``}, {`` after a multiple of ``stretch_bytes`` (in the last :data:`TAIL_STRETCHES`
+    stretches' worth of a file of more than twice that, of a quarter of it).
 
     >>> import io
     >>> plan(io.BytesIO(b'{"traceEvents": [{"a": 1}, {"a": 2}, {"a": 3}]}'), 47, 20)
     [(0, 25), (27, 47)]
     """
-    stretch_bytes = max(stretch_bytes or STRETCH_BYTES, -(-size // MAX_STRETCHES))
+    quarters = 4 * (TAIL_STRETCHES + 1)   # at most this many stretches in the tail (of quarters)
+    stretch_bytes = max(stretch_bytes or STRETCH_BYTES, -(-size // (MAX_STRETCHES - quarters)))
     cuts, pos = [], 0
-    for offset in range(stretch_bytes, size - stretch_bytes // 2, stretch_bytes):
+    for offset in _offsets(size, stretch_bytes):
         offset = max(offset, pos + 1)
         f.seek(offset)
         m = _first_cut(f.read(_CUT_SEARCH))
@@ -107,6 +113,20 @@ def plan(f, size: int, stretch_bytes: int | None = None) -> list:
         pos = start
     bounds = [0] + [x for cut in cuts for x in cut] + [size]
     return list(zip(bounds[::2], bounds[1::2]))
+
+
+def _offsets(size: int, stretch_bytes: int) -> list:
+    """Where :func:`plan` looks for cuts: every ``stretch_bytes``, the tail's every quarter of it.
+
+    >>> _offsets(100, 10)[-8:], _offsets(30, 10)
+    ([80, 82, 85, 87, 90, 92, 95, 97], [10, 20])
+    """
+    tail = size - TAIL_STRETCHES * stretch_bytes
+    if tail < 2 * stretch_bytes:            # a small file: whole stretches
+        return list(range(stretch_bytes, size - stretch_bytes // 2, stretch_bytes))
+    coarse = list(range(stretch_bytes, tail + 1, stretch_bytes))
+    step = stretch_bytes / 4
+    return coarse + [int(coarse[-1] + step * i) for i in range(1, int((size - coarse[-1]) / step - 0.5) + 1)]
 
 
 def _first_cut(text: bytes):
@@ -128,25 +148,41 @@ def _first_cut(text: bytes):
     return first
 
 
-def read_stretch(f, stretch, index: int, count: int, interned: dict, jax_check=None, on_read=None) -> dict:
+def read_stretch(f, stretch, index: int, count: int, interned: dict, jax_check=None, on_read=None,
+                 spare=None) -> dict:
     """Table pieces of one stretch (``index`` of ``count``) of an open file: a
     :meth:`~.builder.TableBuilder.part`, with the stretch's event count, and its header
-    (``doc``, of the first) or the header after the array (``tail``, of the last)."""
+    (``doc``, of the first) or the header after the array (``tail``, of the last). ``spare``
+    (a list) carries the text buffers from one stretch to the next (fresh ones cost page faults)."""
     start, stop = stretch
+    at = [start]                 # where the text read next starts
+    runs = Runs("")              # the guard's watch over all of the stretch's text, in order
 
-    def blocks():
-        f.seek(start)
-        pos = start
-        while pos < stop:
-            data = f.read(min(BLOCK_BYTES, stop - pos))
-            if not data:
-                raise SplitFailed("the file ended early")   # it changed while being read
-            pos += len(data)
-            if on_read is not None:
-                on_read(len(data))
-            yield data
+    def read(n, into=None):
+        if f.tell() != at[0]:
+            f.seek(at[0])
+        got = f.read(n) if into is None else f.readinto(into[:n])
+        got = got if into is None else into[:got]
+        if not len(got):
+            raise SplitFailed("the file ended early")   # it changed while being read
+        at[0] += len(got)
+        runs.add(got)
+        if on_read is not None:
+            on_read(len(got))
+        return got
 
-    events = EventStream(checked_blocks(blocks()), jax_check=jax_check, inner=index > 0, last=index == count - 1)
+    def blocks():                # the header's text (the first stretch's)
+        while at[0] < stop:
+            yield read(min(BLOCK_BYTES, stop - at[0]))
+
+    def fill(view):              # the rest, straight into the stream's buffer
+        if at[0] >= stop:
+            return 0
+        with read(min(len(view), stop - at[0]), view) as got:
+            return len(got)
+
+    events = EventStream(blocks(), jax_check=jax_check, inner=index > 0, last=index == count - 1, fill=fill,
+                         spare=spare)
     builder = TableBuilder(interned)
     for chunk in events.chunks():
         builder.add(chunk)
@@ -247,11 +283,11 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
                 os.unlink(part_path)
             state["ready"].clear()
 
-        parts, interned, k = {}, {}, 0
+        parts, interned, k, spare = {}, {}, 0, []
         with open(path, "rb") as f:
             while True:
                 parts[k] = read_stretch(f, stretches[k], k, len(stretches), interned,
-                                        jax_check=jax_check if k == 0 else None, on_read=on_read)
+                                        jax_check=jax_check if k == 0 else None, on_read=on_read, spare=spare)
                 state["now"] = 0
                 state["bytes"] += sizes[k]
                 drain()
@@ -294,13 +330,13 @@ def worker_main() -> None:
     code = 0
     try:
         with no_gc(), open(job["path"], "rb") as f:
-            interned = {}
+            interned, spare = {}, []
             while True:
                 token = os.read(job["queue"], 1)
                 if not token:
                     break
                 k = token[0]
-                part = read_stretch(f, stretches[k], k, len(stretches), interned)
+                part = read_stretch(f, stretches[k], k, len(stretches), interned, spare=spare)
                 target = os.path.join(job["folder"], f"{k}.pickle")
                 with open(target + ".part", "wb") as out:
                     pickle.dump(part, out, protocol=pickle.HIGHEST_PROTOCOL)

@@ -66,8 +66,14 @@ class EventStream:
     (['X', 'i'], None)
     """
 
-    def __init__(self, blocks, jax_check=None, *, inner=False, last=True):
+    def __init__(self, blocks, jax_check=None, *, inner=False, last=True, fill=None, spare=None):
         self._blocks = iter(blocks)
+        # Buffers free for reuse (see chunks); the streams of one process's stretches share them.
+        self._spare = [] if spare is None else spare
+        # ``fill(view)``: reads the text that follows what ``blocks`` gave straight into the
+        # chunk's buffer, returning how many bytes (0 at the end); saves a copy of every block,
+        # and the fresh memory each block's own bytes took (split.py's stretches use it).
+        self._fill = fill
         self._ended = False
         self._last_part = last
         self.n_events = 0
@@ -117,19 +123,30 @@ class EventStream:
         # (no copy of the chunk's text). The events' Raw fields point into that buffer, so it is
         # reused only once they are gone (fresh memory for every block is costly: page faults).
         carry, self._buf = self._buf, None
-        spare = []
+        spare = self._spare
         while True:
-            more = self._more()
-            if more is None:
-                yield from self._last(carry)
-                return
             start = 1 + len(carry)
-            stop = start + len(more)
-            buf = _buffer(spare, stop + 1)
+            if self._fill is not None:
+                buf = _buffer(spare, start + BLOCK_BYTES + 1)
+                with memoryview(buf) as whole, whole[start:start + BLOCK_BYTES] as view:
+                    n = self._fill(view)
+                if not n:
+                    spare.append(buf)
+                    del buf
+                    yield from self._last(carry)
+                    return
+                stop = start + n
+            else:
+                more = self._more()
+                if more is None:
+                    yield from self._last(carry)
+                    return
+                stop = start + len(more)
+                buf = _buffer(spare, stop + 1)
+                buf[start:stop] = more
+                del more
             buf[0] = 0x5B                # "["
             buf[1:start] = carry
-            buf[start:stop] = more
-            del more
             events, end = self._cut(buf, start, stop)
             if events is None:
                 if stop - 1 > max(MAX_UNCUT_BLOCKS * BLOCK_BYTES, 1 << 20):

@@ -264,3 +264,119 @@ def test_op_summary_by_codes_is_the_groupby(path):
     ops = rep.ops.copy()
     ops.loc[ops.index[::7], "name"] = None         # a saved report's missing names are dropped as before
     pd.testing.assert_frame_equal(op_summary(ops, rep.kernels), frame_op_summary(ops, rep.kernels))
+
+
+def test_thread_start_order_is_lexsort():
+    from kernelscope.analysis.backends import thread_start_order
+    rng = np.random.default_rng(11)
+    for i in range(2000):
+        n = int(rng.integers(0, 60))
+        threads = rng.integers(0, 3, n)
+        # nearly sorted starts (as a trace's), and coarse ones that tie often
+        start = np.sort(rng.random(n)).round(2) if i % 2 else rng.integers(0, 8, n).astype(float)
+        dur = rng.integers(0, 4, n).astype(float)
+        if i % 7 == 0 and n:
+            start[rng.integers(0, n)] = np.nan
+        assert thread_start_order(threads, start, dur).tolist() == np.lexsort((-dur, start, threads)).tolist()
+
+
+def frame_kernel_summary(kernels, by="name"):
+    """kernel_summary as it was written: a groupby by the column itself."""
+    cols = ["launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "std_us", "share"]
+    keep = [c for c in ("short_name", "backend") if c in kernels.columns and c != by]
+    g = kernels.groupby(by, sort=False, dropna=False)
+    d = g["duration_us"]
+    out = pd.DataFrame({"launches": d.size(), "total_us": d.sum(), "mean_us": d.mean(), "median_us": d.median(),
+                        "min_us": d.min(), "max_us": d.max(), "std_us": d.std(ddof=1).fillna(0.0)})
+    for c in keep:
+        out[c] = g[c].first()
+    total = kernels["duration_us"].sum()
+    out["share"] = out["total_us"] / total if total > 0 else 0.0
+    out = out.reset_index().sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+    return out[[by, *keep, *cols]]
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_summary_by_codes_is_the_groupby(path):
+    from kernelscope.analysis.summary import kernel_summary
+    k = ks.load(path).kernels
+    if not len(k):
+        return
+    for by in ("name", "short_name", "op", "stream"):
+        pd.testing.assert_frame_equal(kernel_summary(k, by), frame_kernel_summary(k, by), check_exact=True)
+    k = k.copy()
+    k.loc[k.index[::5], "name"] = None             # a missing name: its own group, as groupby makes it
+    pd.testing.assert_frame_equal(kernel_summary(k), frame_kernel_summary(k), check_exact=True)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(DATA)) for p in TRACES])
+def test_cpu_backends_by_codes_are_the_groupby(path):
+    from kernelscope.analysis.backend_rules import cpu_op_backend
+    from kernelscope.analysis.backends import _text, backend_breakdown
+    rep = ks.load(path)
+    ops = rep.ops[(rep.ops["cat"] != "user_annotation").fillna(True).to_numpy(dtype=bool)]
+    cpu = backend_breakdown(rep).query("device == 'CPU'").reset_index(drop=True)
+    if not len(ops):
+        assert not len(cpu)
+        return
+    labels = [cpu_op_backend(_text(n), _text(b)) for n, b in zip(ops["name"], ops["kernel_backend"])]
+    grp = pd.DataFrame({"backend": labels, "self_us": op_self_time(ops)}).groupby("backend", sort=False)["self_us"]
+    ref = pd.DataFrame({"launches": grp.size(), "cpu_time_us": grp.sum()}).reset_index()
+    ref = ref.sort_values("cpu_time_us", ascending=False, kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(cpu[["backend", "launches", "cpu_time_us"]], ref, check_exact=True)
+
+
+def test_stable_order_is_the_stable_argsort():
+    from kernelscope.analysis.distinct import stable_order
+    rng = np.random.default_rng(5)
+    for hi in (3, 200, 1 << 15, 1 << 40):
+        codes = rng.integers(-1, hi, 5000)
+        assert stable_order(codes).tolist() == np.argsort(codes, kind="stable").tolist()
+    assert stable_order(np.zeros(0, np.int64)).tolist() == []
+
+
+def test_nearest_enclosing_of_many_groups_is_the_stack_walk():
+    """Past 64 groups the top-level shortcut is skipped: the rounds alone give the walk's answer."""
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(100, 400))
+        end = rng.choice([rng.random(n) * 10, np.sort(rng.random(n))])
+        group = np.sort(rng.integers(0, 120, n))
+        assert nearest_enclosing(end, group).tolist() == stack_parents(end.tolist(), group.tolist())
+
+
+def test_call_sites_once_per_distinct_are_the_per_row_words():
+    from kernelscope.analysis.findings.timeline import _call_site, _call_sites
+    b = ks.load(DATA / "copies_streams.pt.trace.json.gz").timeline.blocking
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, len(b), 5000)
+    big = pd.DataFrame({c: pd.Series(b[c].to_numpy(object)[rows], dtype=object) for c in ("name", "op", "outer_op")})
+    # ops missing as None or NaN, and one that is not text, worded as the loop words them
+    big.loc[big.index[::7], "op"] = None
+    big.loc[big.index[3::11], "outer_op"] = np.nan
+    big.loc[big.index[5::13], "op"] = 7
+    ref = [_call_site(n, o, t) for n, o, t in zip(big["name"], big["op"], big["outer_op"])]
+    assert _call_sites(big) == ref and len(set(ref)) > 2
+
+
+@pytest.mark.parametrize("name", ["copies_streams.pt.trace.json.gz", "mlp_train.pt.trace.json.gz"])
+def test_outer_ops_by_thread_codes_are_the_per_query_lookups(name):
+    """outer_ops looks its queries up a thread at a time: as asking each (thread, time) alone."""
+    from kernelscope.analysis.timeline import outer_ops
+    rep = ks.load(DATA / name)
+    ops = rep.ops
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, len(ops), 3000)
+    tids = [None if i % 9 == 0 else t for i, t in enumerate(ops["tid"].to_numpy(object)[rows].tolist())]
+    times = [None if i % 13 == 0 else t + 0.5 for i, t in enumerate(ops["start_us"].to_numpy(float)[rows].tolist())]
+    got = outer_ops(ops, tids, times)
+    cpu = ops[(ops["cat"] == "cpu_op").to_numpy(bool)]
+    ref = []
+    for t, w in zip(tids, times):
+        mine = cpu[cpu["tid"].to_numpy(object) == t] if t is not None else cpu.iloc[:0]
+        mine = mine.sort_values("start_us", kind="stable")
+        s, e = mine["start_us"].to_numpy(float), (mine["start_us"] + mine["duration_us"]).to_numpy(float)
+        top = s >= np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
+        hit = [n for a, b, n in zip(s[top], e[top], mine["name"].to_numpy(object)[top]) if w is not None and a <= w <= b]
+        ref.append(hit[-1] if hit else None)
+    assert got == ref and any(x is not None for x in got)

@@ -50,11 +50,20 @@ def _same(a, b):
     assert meta_a == b.meta
 
 
-def _folders_left():
-    """The split reader's temporary folders still there."""
+def _folders_left(tmp):
+    """The split reader's temporary folders still there, under ``tmp`` (the test's own temporary
+    folder: another process's split read elsewhere on the machine is not this test's leftover)."""
     import glob
+    return glob.glob(os.path.join(str(tmp), "kernelscope-read-*"))
+
+
+def _own_tempdir(monkeypatch, tmp_path):
+    """Give the reader's temporary folders a place of this test's own."""
     import tempfile
-    return glob.glob(os.path.join(tempfile.gettempdir(), "kernelscope-read-*"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
 
 
 def _workers_left():
@@ -171,6 +180,7 @@ def test_ctrl_c_stops_the_workers(tmp_path, monkeypatch):
     """Ctrl-C while this process reads its stretch: KeyboardInterrupt reaches the caller and no
     worker is left running."""
     plain = _plain(DATA / "wild" / "llama_train.pt.trace.json.gz", tmp_path)
+    tmp = _own_tempdir(monkeypatch, tmp_path)
     _force_split(monkeypatch, plain, stretches=40)
     calls = []
 
@@ -180,7 +190,7 @@ def test_ctrl_c_stops_the_workers(tmp_path, monkeypatch):
             raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         read_kineto(plain, progress=progress)
-    assert not _workers_left() and not _folders_left()
+    assert not _workers_left() and not _folders_left(tmp)
 
 
 def test_a_worker_killed_at_start_leaves_its_share_to_the_others(tmp_path, monkeypatch):
@@ -204,6 +214,7 @@ def test_a_worker_that_fails_on_its_stretch_falls_back(tmp_path, monkeypatch):
     """A worker that takes a stretch and fails on it (here: its folder for the pieces is gone):
     the file is read again by one process, with the same tables."""
     plain = _plain(DATA / "wild" / "llama_train.pt.trace.json.gz", tmp_path)
+    tmp = _own_tempdir(monkeypatch, tmp_path)
     one = _one_process(plain, monkeypatch)
     _force_split(monkeypatch, plain, stretches=40, workers=1)
     real_popen = split.subprocess.Popen
@@ -217,7 +228,7 @@ def test_a_worker_that_fails_on_its_stretch_falls_back(tmp_path, monkeypatch):
     got = read_kineto(plain, progress=lambda done, total: time.sleep(0.1))
     assert "read_processes" not in got.meta
     _same(got, one)
-    assert not _workers_left() and not _folders_left()
+    assert not _workers_left() and not _folders_left(tmp)
 
 
 def test_progress_counts_every_stretch(tmp_path, monkeypatch):
@@ -254,3 +265,29 @@ def test_plan_cuts_between_events():
     for (_a, b), (c, _) in zip(stretches, stretches[1:]):
         assert text[b - 1:b] == b"}" and text[c:c + 1] == b"{" and text[b:c].strip() == b","
     assert len(stretches) > 5
+
+
+def test_a_stretch_read_into_its_buffer_passes_the_string_guard(tmp_path, monkeypatch):
+    """A stretch's text is read straight into the stream's buffer (not as blocks of bytes): the
+    guard still sees all of it, so a string longer than it allows is refused there too, and the
+    same stretch without it reads every event."""
+    from kernelscope.trace import guard, stream
+    monkeypatch.setattr(guard, "MAX_STRING", 1 << 12)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 1 << 12)        # many reads into the buffer
+    events = [b'{"ph": "X", "cat": "kernel", "name": "k%d", "ts": %d, "dur": 1, "args": {}}' % (i, i)
+              for i in range(400)]
+    for huge in (False, True):
+        if huge:
+            events[300] = b'{"ph": "X", "cat": "kernel", "name": "' + b"a" * 20000 + b'", "ts": 1, "dur": 1}'
+        text = b'{"traceEvents": [' + b", ".join(events) + b'], "traceName": "t"}'
+        path = tmp_path / f"t{huge}.json"
+        path.write_bytes(text)
+        start = text.index(b'{"ph"', 100)             # an inner stretch: from an event to the end
+        with open(path, "rb") as f:
+            if huge:
+                with pytest.raises(TraceError):     # (what the guard says first: the text is an inner piece)
+                    split.read_stretch(f, (start, len(text)), 1, 2, {}, spare=[])
+            else:
+                part = split.read_stretch(f, (start, len(text)), 1, 2, {}, spare=[])
+                assert part["n_events"] == text[start:].count(b'"ph"') and part["tail"] == {"traceName": "t"}
+                assert part["pieces"]["kernels"]["name"][-1][-1] == "k399"

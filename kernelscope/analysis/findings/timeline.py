@@ -8,7 +8,8 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.distinct import factorize
+from kernelscope.analysis.backends import distinct_rows
+from kernelscope.analysis.distinct import factorize, text_codes
 from kernelscope.analysis.findings.base import (
     MAX_EVIDENCE_ROWS,
     Finding,
@@ -72,6 +73,9 @@ def wall_base(dev, tl) -> float:
     return max(wall, win) if wall else win
 
 
+_LINK_COLUMNS = ["device", "start_us", "end_us", "duration_us"]    # what gap_link reads
+
+
 def host_findings(report, tl) -> list:
     """The GPU idle most of the wall time, launch-bound or host-bound: the GPU idles because the
     host feeds it too slowly (or a first run pays for compiles and loading: ``cold_start``);
@@ -111,8 +115,8 @@ def host_findings(report, tl) -> list:
                 continue
         if not bound and not (host_idle > 0 and host_idle >= HOST_IDLE_WORTH_SHARE * base):
             continue
-        acts = tl.activities[tl.activities["device"] == dev["device"]]
-        k = acts[acts["kind"] == "kernel"]
+        a = tl.activities
+        k = a.loc[(a["device"] == dev["device"]) & (a["kind"] == "kernel"), ["name"]]   # (only the column read)
         # Kernel launches only; the timeline's launch statistics count copies and memsets too.
         launches = len(k)
         items = int(ls["launches"])
@@ -120,15 +124,17 @@ def host_findings(report, tl) -> list:
         launch_bound = (bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
                         and ls["median_kernel_us"] <= SHORT_KERNEL_US
                         and host_idle >= HOST_IDLE_MIN_SHARE * idle_wall)
-        hg = g[g["cause"] == "host"]
+        # Only the columns read of each kind of gap (every column of ~200k gaps was copied thrice).
+        cause = g["cause"]
+        hg = g.loc[cause == "host", _LINK_COLUMNS + ["after", "after_op"]]
         by_op = (hg.assign(op=hg["after_op"].fillna(hg["after"]))
                  .groupby("op")["duration_us"].agg(["sum", "size"]).sort_values("sum", ascending=False))
         top_ops = [{"op": op, "idle_us": float(r["sum"]), "gaps": int(r["size"])}
                    for op, r in by_op.head(3).iterrows()]
-        sg = g[g["cause"] == "sync"]
+        sg = g.loc[cause == "sync", _LINK_COLUMNS + ["blocking_call", "blocking_op"]]
         sync_calls = Counter(f"{c} in {o}" if o else str(c)
                              for c, o in zip(sg["blocking_call"], sg["blocking_op"]))
-        host = host_in_gaps(report.ops, g[g["cause"] != "queued"])
+        host = host_in_gaps(report.ops, g.loc[cause != "queued", ["start_us", "end_us"]])
         # The time at stake: idle the host explains; a GPU idle most of the wall time also counts
         # the idle no launch explains (nothing was queued) and what lies outside its active window.
         cost = host_idle + (unexplained if bound else 0.0)
@@ -175,7 +181,7 @@ def host_findings(report, tl) -> list:
                  + "): the host blocked until the GPU drained, so nothing was queued ahead."
                  if len(sg) else "")
         by_sync = ls["idle_sync_us"] > ls["idle_host_us"]
-        link = gap_link(pd.concat([hg, sg]) if len(sg) else hg, "wait on the host")
+        link = gap_link(pd.concat([hg[_LINK_COLUMNS], sg[_LINK_COLUMNS]]) if len(sg) else hg, "wait on the host")
         if launch_bound:
             kind = "launch_bound"
             title = (f"Launch-bound: {launches} kernel launches of ~{fmt_us(ls['median_kernel_us'])} "
@@ -315,7 +321,7 @@ def sync_findings(report, tl) -> list:
     if closing.all():
         return []
     after_end = int(closing.sum())
-    by = (b.assign(where=[_call_site(n, o, t) for n, o, t in zip(b["name"], b["op"], b["outer_op"])])
+    by = (b.assign(where=_call_sites(b))
           .groupby("where")["duration_us"].agg(["size", "sum"]).sort_values("sum", ascending=False))
     calls = [{"call": w, "count": int(r["size"]), "host_us": float(r["sum"])} for w, r in by.iterrows()]
     n_sync = int((b["kind"] == "sync").sum())
@@ -425,10 +431,13 @@ def copy_findings(report, tl) -> list:
             ms, me = merge_intervals(dk["start_us"], dk["end_us"])
             s = hc["start_us"].to_numpy(float)
             ov = covered_length(ms, me, s, s + hc["duration_us"].to_numpy(float))
-            for r, o in zip(hc.itertuples(), ov):
-                if o <= 0 and r.stream is not pd.NA and (dev_i, r.stream) in with_kernels:
-                    rows.append({"copy": r.name, "stream": int(r.stream), "time_us": float(r.duration_us),
-                                 "op": r.op, "_start": float(r.start_us), "_device": r.device})
+            # Over the rows that overlap nothing, as plain values (itertuples cost ~4 us a row).
+            at = np.flatnonzero(ov <= 0)
+            for name, stream, dur, op, start, device in zip(*(hc[c].to_numpy(object)[at].tolist() for c in (
+                    "name", "stream", "duration_us", "op", "start_us", "device"))):
+                if stream is not pd.NA and (dev_i, stream) in with_kernels:
+                    rows.append({"copy": name, "stream": int(stream), "time_us": float(dur),
+                                 "op": op, "_start": float(start), "_device": device})
         if rows:
             longest = max(rows, key=lambda x: x["time_us"])
             copy_link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
@@ -563,6 +572,18 @@ def gpu_bound_findings(report, tl) -> list:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _call_sites(b: pd.DataFrame) -> list:
+    """:func:`_call_site` of each blocking call, worded once per distinct (call, op, outer op): a
+    copy-heavy trace blocks ~100k times from a few places."""
+    name, op, outer = (b[c].to_numpy(object) for c in ("name", "op", "outer_op"))
+    if len(b) < 1024 or b["name"].isna().any():
+        return [_call_site(n, o, t) for n, o, t in zip(name, op, outer)]
+    # Rows of one code hold the same call text and equal ops (a missing op, however written,
+    # and any op that is not text are left out of the words alike).
+    codes, first = distinct_rows([text_codes(b["name"]), op, outer])
+    return np.array([_call_site(name[i], op[i], outer[i]) for i in first.tolist()], dtype=object)[codes].tolist()
 
 
 def _call_site(name, op, outer) -> str:
