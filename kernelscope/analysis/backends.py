@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
 from kernelscope.analysis.devices import annotate_devices
-from kernelscope.analysis.distinct import factorize, stable_order, text_codes
+from kernelscope.analysis.distinct import factorize, identities, stable_order, text_codes
 from kernelscope.analysis.names import unique_short_names
 
 _FIELDS = ("name", "op", "launch_api", "kernel_backend", "device_type")
@@ -116,10 +116,12 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
     n = len(columns[0]) if len(columns) else 0
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    combined = None
+    combined = firsts = None
     for c in columns:
-        if combined is not None and _same_within(c, combined):
-            continue             # the same value throughout each group so far: nothing to split
+        if combined is not None:
+            firsts = _firsts(combined) if firsts is None else firsts     # of the groups so far
+            if _same_within(c, combined, firsts):
+                continue         # the same value throughout each group so far: nothing to split
         c_codes, c_uniq = factorize(c, use_na_sentinel=False)
         if combined is not None and len(c_uniq) == 1 and pd.isna(c_uniq[:1]).all():
             continue             # all missing: one value throughout, nothing to tell apart
@@ -129,14 +131,18 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
         elif len(c_uniq) > 1:    # one value throughout tells no rows apart
             # re-factorize after each step so the combined code stays below n * n (no overflow)
             combined = pd.factorize(combined * len(c_uniq) + c_codes)[0].astype(np.int64, copy=False)
-    # Codes appear in increasing order, so a row holds the first of its code where the running
-    # maximum rises.
-    top = np.maximum.accumulate(combined)
-    first = np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
-    return combined, first
+            firsts = None
+    return combined, _firsts(combined) if firsts is None else firsts
 
 
-def _same_within(values, codes: np.ndarray) -> bool:
+def _firsts(codes: np.ndarray) -> np.ndarray:
+    """The first row of each code, codes counting up in order of first appearance: where the
+    running maximum rises."""
+    top = np.maximum.accumulate(codes)
+    return np.flatnonzero(np.r_[True, top[1:] > top[:-1]])
+
+
+def _same_within(values, codes: np.ndarray, firsts: np.ndarray) -> bool:
     """Does every row hold a value equal to its group's first one (NaN as NaN among numbers)?
     Then grouping by ``values`` too splits nothing, and a column that follows from the ones
     before it (a kernel's device, its short name) costs one comparison, not a factorize (equal
@@ -146,8 +152,14 @@ def _same_within(values, codes: np.ndarray) -> bool:
     arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else values
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "Ofiub":
         return False
-    top = np.maximum.accumulate(codes)
-    ref = arr[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])][codes]
+    if arr.dtype == object:
+        # A row holding its group's first object compares as that object with itself: compared
+        # once per group, and only the other rows by value.
+        ids = identities(arr)
+        other = np.flatnonzero(ids != ids[firsts][codes])
+        arr, ref = np.concatenate([arr[firsts], arr[other]]), np.concatenate([arr[firsts], arr[firsts][codes[other]]])
+    else:
+        ref = arr[firsts][codes]
     try:
         same = np.asarray(arr == ref, dtype=bool)
     except (TypeError, ValueError):   # values that do not compare to a truth value (arrays)

@@ -346,16 +346,24 @@ def same_dots_once(pts: pd.DataFrame) -> pd.DataFrame:
     # first() is each group's first non-missing value: its first row's where that has one (the
     # rows of ``first``), the groupby's only for the columns with a missing value to skip.
     out = w.iloc[first].set_axis(pd.RangeIndex(len(first)))
-    gaps = [c for c in w.columns if out[c].isna().any()]     # a first row missing the value
-    if gaps:
-        got = g[gaps].first()
-        for c in gaps:
-            out[c] = got[c].array
+    for c in [c for c in w.columns if out[c].isna().any()]:     # a first row missing the value
+        # Grouped over the rows that can give it: those of such groups that hold one, and each
+        # such group's first row (a group with none gets what first() gives a group with none).
+        miss = out[c].isna().to_numpy()
+        rows = w[c].notna().to_numpy() & miss[codes]
+        rows[first[miss]] = True
+        got = w[c][rows].groupby(codes[rows], sort=True).first()   # the groups of ``miss``, in order
+        col = out[c].array.copy()
+        col[np.flatnonzero(miss)] = got.array
+        out[c] = col
     tot = g["_d"].sum()
     out["duration_us"] = tot
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot, g["achieved_tflops"].mean())
-        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean())
+        # The mean only for groups of no time (np.where would take the sum's share elsewhere).
+        none = not (tot > 0).all()
+        out["achieved_tflops"] = np.where(tot > 0, g["_fl"].sum() / tot,
+                                          g["achieved_tflops"].mean() if none else np.nan)
+        out["roof_share"] = np.where(tot > 0, g["_rs"].sum(min_count=1) / tot, g["roof_share"].mean() if none else np.nan)
     out["count"] = g.size()
     for c in reversed(keys):          # the keys first, typed as a groupby's index levels are
         codes_c, uniq = pd.factorize(pts[c].to_numpy()[first])

@@ -180,6 +180,20 @@ def float_column(values) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
+def float_values(col: pd.Series) -> np.ndarray:
+    """A table column's numbers as float64, NaN where missing or not a number: what
+    ``pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)`` gives, without
+    its pass over a column that is numeric already (a few ms a million rows, at every use).
+
+    >>> float_values(pd.Series([1, None, 3], dtype="Int64")).tolist(), float_values(pd.Series(["2", "x"])).tolist()
+    ([1.0, nan, 3.0], [2.0, nan])
+    """
+    import pandas as pd
+    if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+        return col.to_numpy(dtype=float, na_value=np.nan)
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
 def int_column(values) -> tuple:
     """``(values, missing)`` of a nullable integer column (pandas' IntegerArray holds the two)
     from a list that may hold None; values that are not integers or do not fit in int64 (a

@@ -11,6 +11,8 @@ import struct
 import numpy as np
 import pandas as pd
 
+from kernelscope.analysis.distinct import factorize
+
 # The MIME entry's layout: 2 = {"format": 2, "encoding": "gzip+base64", "data": packed blob};
 # entries without "format" are the first layout, {"header": {...}, "encoding", "data": buffer}.
 # The view model's version (the header's "version"): the front end refuses a newer one.
@@ -177,11 +179,13 @@ def _encode(s, kind, n):
         fill = np.nan if kind.startswith("f") else _MISSING_INT
         return np.full(n, fill, _DTYPES[kind]), None
     if kind == "str":
+        if isinstance(s.dtype, pd.StringDtype):     # text per row: by value, as objects (faster)
+            s = s.to_numpy(dtype=object)
         try:
-            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+            codes, uniques = factorize(s, use_na_sentinel=True)     # by identity first: long names
         except TypeError:   # a damaged saved report's cell holds a list or a dict: show it as text
-            s = s.map(lambda v: str(v) if isinstance(v, (list, dict, set)) else v)
-            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+            s = pd.Series(s, dtype=object).map(lambda v: str(v) if isinstance(v, (list, dict, set)) else v)
+            codes, uniques = factorize(s, use_na_sentinel=True)
         return codes.astype("<i4"), [str(u) for u in uniques]
     if pd.api.types.is_bool_dtype(s):
         s = s.astype("Int64")

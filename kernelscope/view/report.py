@@ -22,7 +22,7 @@ import pandas as pd
 
 from kernelscope.analysis.counters import PER_KERNEL
 from kernelscope.analysis.devices import device_label, device_types
-from kernelscope.analysis.distinct import factorize
+from kernelscope.analysis.distinct import by_distinct, first_rows, texts_in_order
 from kernelscope.analysis.evidence import evidence_rows
 from kernelscope.analysis.kernel_detail import kernel_detail
 from kernelscope.analysis.ncu_kernels import NCU_SOURCE, PRECISION_LABELS
@@ -32,10 +32,10 @@ from kernelscope.analysis.roofline import above_roof_note, same_dots_once
 from kernelscope.analysis.timeline import gpu_busy_note, gpu_busy_share
 from kernelscope.jsonable import jsonable, num
 from kernelscope.render.occupancy import occupancy_entries
-from kernelscope.trace.model import SYNC_CALLS
+from kernelscope.trace.model import SYNC_CALLS, float_values
 from kernelscope.units import fmt_us
 from kernelscope.view.codec import VIEW_VERSION, is_numeric, pack_tables
-from kernelscope.view.tuning import tuning_payload
+from kernelscope.view.tuning import tuning_kernels, tuning_payload
 from kernelscope.view.vocabulary import vocabulary
 
 # CPU ops listed in the view (by total time); the rest stay in rep.ops.
@@ -112,8 +112,9 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         host = _host_spans(rep.ops, rep.runtime, whole["depth"])
     else:
         lo, until = span
-        k, copies = _within(k_all, lo, until), _within(copies_all, lo, until)
-        where = _window_rows(k_all, lo, until)
+        keep = _in_window(k_all, lo, until) if len(k_all) and "start_us" in k_all.columns else None
+        k, copies = _within(k_all, lo, until, keep=keep), _within(copies_all, lo, until)
+        where = _window_rows(k_all, lo, until, keep)
         host = _host_spans(rep.ops, rep.runtime, whole["depth"], lo, until)
     if "shape" not in k.columns:     # the launch shape's code: its row of rep.shapes
         k = k.assign(shape=0)
@@ -177,7 +178,8 @@ def view_model(rep, window: tuple | None = None) -> tuple[dict, bytes]:
         "counters": _counter_header(rep, counters),
         "stalls": whole["stalls"],
         # What produced each kernel, its knobs, and its autotunings' candidates (view/tuning.py).
-        "tuning": _safe(lambda: tuning_payload(rep, where), None, problems, "autotuning"),
+        "tuning": _safe(lambda: tuning_payload(rep, where, _once(whole, "tuning_kernels", lambda: tuning_kernels(rep))),
+                        None, problems, "autotuning"),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": whole["kernel_detail"],
         # Display options of %%kernelprofile (--top, --sort), when it set them.
@@ -214,6 +216,10 @@ def _whole(rep) -> dict:
     if len(ops):
         from kernelscope.analysis.op_tree import op_tree
         tree = op_tree(ops.reset_index(drop=True))
+    # The costliest TOP_OPS op names, and how many names there are.
+    op_rows, op_names = _op_summary(ops, k_all, tree)
+    # The first launch of each kernel name (k_all.drop_duplicates("name")'s rows).
+    names = first_rows(k_all["name"]) if len(k_all) else np.zeros(0, np.int64)
     launch_starts = _sorted_starts([k_all, copies_all])
     host_starts = _sorted_starts([ops, rep.runtime])
     whole = {
@@ -221,15 +227,15 @@ def _whole(rep) -> dict:
         "depth": tree["depth"].to_numpy() if tree is not None else None,
         "launch_starts": launch_starts, "host_starts": host_starts, "host_rows": int(len(host_starts)),
         "counters": _counter_samples(rep),
-        "stats": _stats(rep, k_all, copies_all, tl),
+        "stats": _stats(rep, k_all, copies_all, tl, names),
         "devices": records(rep.devices),
         "findings": findings_payload(rep, problems),
         "fixes": _safe(lambda: jsonable(what_to_fix(rep.findings, rep.time_base[0], of=rep.time_base[1])),
                        [], problems, "what to fix"),
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
-        "roofline": _roofline(rep, k_all, problems),
-        "ops": _op_summary(ops, k_all, tree),
-        "op_names": len(factorize(ops["name"])[1]) if len(ops) else 0,
+        "roofline": _roofline(rep, k_all, problems, names),
+        "ops": op_rows,
+        "op_names": op_names,
         "stalls": _stalls_header(rep),
         # Per launch shape of the report (rep.shapes), whichever window shows.
         "shapes": occupancy_entries(rep, k_all),
@@ -242,6 +248,14 @@ def _whole(rep) -> dict:
     except TypeError:
         pass
     return whole
+
+
+def _once(whole: dict, key: str, fn):
+    """``fn()``, kept in the report's whole-report parts after its first success (a failure is
+    tried again, and reported, at each view)."""
+    if key not in whole:
+        whole[key] = fn()
+    return whole[key]
 
 
 def kernel_window(rep, name: str, after_us=None) -> tuple | None:
@@ -265,10 +279,10 @@ def kernel_window(rep, name: str, after_us=None) -> tuple | None:
 
 
 def _sorted_starts(tables) -> np.ndarray:
-    starts = [pd.to_numeric(t["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-              for t in tables if len(t) and "start_us" in t.columns]
+    starts = [float_values(t["start_us"]) for t in tables if len(t) and "start_us" in t.columns]
     starts = np.concatenate(starts) if starts else np.empty(0)
-    return np.sort(starts[~np.isnan(starts)])
+    # Stable: a merge of the tables' runs (each written by start, mostly), several times faster.
+    return np.sort(starts[~np.isnan(starts)], kind="stable")
 
 
 def _cut(launch_starts: np.ndarray, host_starts: np.ndarray, lo: float | None) -> float | None:
@@ -302,31 +316,32 @@ def _window_span(whole: dict, window) -> tuple | None:
     return lo, until
 
 
-def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool = False) -> pd.DataFrame:
-    """The rows of ``df`` that start in [``lo``, ``until``) (``overlapping``: that overlap it)."""
+def _within(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool = False, keep=None) -> pd.DataFrame:
+    """The rows of ``df`` that start in [``lo``, ``until``) (``overlapping``: that overlap it;
+    ``keep``: :func:`_in_window` of it, when at hand)."""
     if not len(df) or "start_us" not in df.columns:
         return df
-    return df[_in_window(df, lo, until, overlapping)].reset_index(drop=True)
+    return df[_in_window(df, lo, until, overlapping) if keep is None else keep].reset_index(drop=True)
 
 
 def _in_window(df: pd.DataFrame, lo: float | None, until: float, overlapping: bool = False) -> np.ndarray:
     """Which rows of ``df`` (it has ``start_us``) :func:`_within` keeps."""
-    start = pd.to_numeric(df["start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    start = float_values(df["start_us"])
     keep = start < until
     if lo is not None:
         if overlapping:
-            dur = np.nan_to_num(pd.to_numeric(df["duration_us"], errors="coerce").to_numpy(dtype=float, na_value=0.0))
+            dur = np.nan_to_num(float_values(df["duration_us"]))
             keep &= start + dur > lo
         else:
             keep &= start >= lo
     return keep
 
 
-def _window_rows(df: pd.DataFrame, lo: float | None, until: float) -> np.ndarray:
+def _window_rows(df: pd.DataFrame, lo: float | None, until: float, keep=None) -> np.ndarray:
     """For each row of ``df``, its row in ``_within(df, lo, until)`` (-1: outside the window)."""
     if not len(df) or "start_us" not in df.columns:
         return np.arange(len(df))
-    keep = _in_window(df, lo, until)
+    keep = _in_window(df, lo, until) if keep is None else keep
     return np.where(keep, np.cumsum(keep) - 1, -1)
 
 
@@ -343,7 +358,7 @@ def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | 
     t1 = max([float(a[-1]) for a in (ls, hs) if len(a)] + ends)
     width = max((t1 - t0) / OVERVIEW_BINS, 1e-3)
     edges = t0 + width * np.arange(OVERVIEW_BINS + 1)
-    busy = np.diff(_covered(k, copies, edges)) / width
+    busy = np.diff(_covered(k, copies, edges, ls)) / width
     count = lambda a: np.diff(np.searchsorted(a, edges, "left")).tolist() if len(a) else [0] * OVERVIEW_BINS  # noqa: E731
     launches, host = count(ls), count(hs)
     launches[-1] += int(len(ls) - sum(launches))    # the last row starts on the closing edge
@@ -351,7 +366,7 @@ def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | 
     gaps = []
     g = tl.gaps if tl is not None and len(tl.gaps) else None
     if g is not None:
-        for r in g.nlargest(OVERVIEW_GAPS, "duration_us").to_dict("records"):
+        for r in _longest(g, OVERVIEW_GAPS).to_dict("records"):
             gaps.append({"start_us": num(r.get("start_us")), "duration_us": num(r.get("duration_us")),
                          "device": _str(r.get("device")), "cause": _str(r.get("cause")),
                          "label": f"{fmt_us(num(r.get('duration_us')) or 0)} idle at {fmt_us((num(r.get('start_us')) or t0) - t0)}"
@@ -361,15 +376,32 @@ def _overview(whole: dict, k: pd.DataFrame, copies: pd.DataFrame, tl) -> dict | 
             "gaps": gaps}
 
 
-def _covered(k: pd.DataFrame, copies: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+def _longest(gaps: pd.DataFrame, n: int) -> pd.DataFrame:
+    """``gaps.nlargest(n, "duration_us")``: only the rows at or above the n-th longest sorted (a
+    5M-event trace has hundreds of thousands of gaps)."""
+    if gaps["duration_us"].dtype != np.float64 or len(gaps) <= 4 * n:
+        return gaps.nlargest(n, "duration_us")
+    d = gaps["duration_us"].to_numpy()
+    rows = np.flatnonzero(~np.isnan(d))
+    if len(rows) <= n:          # nlargest then takes missing ones too
+        return gaps.nlargest(n, "duration_us")
+    rows = rows[d[rows] >= np.partition(d[rows], len(rows) - n)[len(rows) - n]]
+    # Longest first; of equal ones the earlier row first (nlargest's keep="first").
+    return gaps.iloc[rows[np.lexsort((rows, -d[rows]))][:n]]
+
+
+def _covered(k: pd.DataFrame, copies: pd.DataFrame, edges: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
     """At each edge t, the kernel and copy time before t (the sum over intervals of their part
-    before t): the sum over starts s < t of t - s, less that over ends e < t of t - e."""
+    before t): the sum over starts s < t of t - s, less that over ends e < t of t - e.
+    ``starts``: the tables' start times sorted, when at hand (``_sorted_starts``)."""
     st = np.concatenate([t["start_us"].to_numpy(float) for t in (k, copies) if len(t)] or [np.empty(0)])
     en = st + np.nan_to_num(np.concatenate([t["duration_us"].to_numpy(float) for t in (k, copies) if len(t)]
                                            or [np.empty(0)]))
     ok = ~np.isnan(st)
+    if starts is None or any(t["start_us"].dtype != np.float64 for t in (k, copies) if len(t)):
+        starts = np.sort(st[ok], kind="stable")
     out = np.zeros(len(edges))
-    for a, sign in ((np.sort(st[ok]), 1.0), (np.sort(en[ok]), -1.0)):
+    for a, sign in ((starts, 1.0), (np.sort(en[ok], kind="stable"), -1.0)):
         n = np.searchsorted(a, edges, "left")
         before = np.r_[0.0, np.cumsum(a)][n]
         out += sign * (n * edges - before)
@@ -452,22 +484,44 @@ def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame, depth=None, lo=None, u
         if depth is None:
             from kernelscope.analysis.op_tree import op_tree
             depth = op_tree(o)["depth"].to_numpy()
-        o = o.assign(depth=depth)
+        # Only the columns sent (a window's rows are taken from every op).
+        o = o[["name", "tid", "start_us", "duration_us"] + (["cat"] if "cat" in o.columns else [])].assign(depth=depth)
         if until is not None:
             o = _within(o, lo, until, overlapping=True)
-        kind = np.where((o["cat"] == "user_annotation").to_numpy() if "cat" in o.columns else False,
-                        "annotation", "op").astype(object)
-        o = o[["name", "tid", "start_us", "duration_us", "depth"]].assign(tid=o["tid"].astype(str), kind=kind)
+        annotation = (o["cat"] == "user_annotation").to_numpy(dtype=bool) if "cat" in o.columns else False
+        kind = _labels(("op", "annotation"), annotation, o)
+        o = o[["name", "tid", "start_us", "duration_us", "depth"]].assign(tid=_text(o["tid"]), kind=kind)
         parts.append(o.dropna(subset=["start_us"]))
     if len(runtime):
         r = runtime[["name", "tid", "start_us", "duration_us", "correlation"]].dropna(subset=["start_us"])
         if until is not None:
             r = _within(r, lo, until, overlapping=True)
-        kind = np.where(r["name"].isin(list(SYNC_CALLS)).to_numpy(), "sync", "runtime").astype(object)
-        parts.append(r.assign(tid=r["tid"].astype(str), kind=kind, depth=0))
+        kind = _labels(("runtime", "sync"), r["name"].isin(list(SYNC_CALLS)).to_numpy(dtype=bool), r)
+        parts.append(r.assign(tid=_text(r["tid"]), kind=kind, depth=0))
     if not parts:
         return pd.DataFrame({c: [] for c, _ in HOST_COLUMNS})
     return pd.concat(parts, ignore_index=True)
+
+
+def _text(col: pd.Series) -> pd.Series:
+    """``col.astype(str)``; for integers (thread ids) made once per distinct value, as objects
+    (equal texts one object: the payload codes them by identity)."""
+    arr = col.to_numpy()
+    if col.dtype != object or not len(arr) or type(arr[0]) is not int \
+            or pd.api.types.infer_dtype(arr, skipna=False) != "integer":
+        return col.astype(str)
+    try:
+        codes, uniq = pd.factorize(arr.astype(np.int64))
+    except OverflowError:
+        return col.astype(str)
+    return pd.Series(np.array([str(u) for u in uniq.tolist()], dtype=object)[codes], index=col.index, dtype=object)
+
+
+def _labels(labels: tuple, second, like: pd.DataFrame) -> pd.Series:
+    """Per row of ``like``: ``labels[1]`` where ``second``, else ``labels[0]``, as one object per
+    label (not a text column, which would copy the text into each row)."""
+    pick = np.zeros(len(like), np.int64) if second is False else np.asarray(second, dtype=np.int64)
+    return pd.Series(np.array(labels, dtype=object)[pick], index=like.index, dtype=object)
 
 
 def _raw_trace(rep) -> dict | None:
@@ -485,7 +539,9 @@ def _title(rep) -> str:
     return title if isinstance(title, str) and title else "report"
 
 
-def _stats(rep, k, copies, tl) -> dict:
+def _stats(rep, k, copies, tl, names: np.ndarray | None = None) -> dict:
+    # ``names``: a row of each kernel name (first_rows of k["name"]), when at hand.
+    names = first_rows(k["name"]) if names is None and len(k) else names
     # A replay's launches ran back to back by construction: its "busy" share would read 100%.
     busy = _safe(lambda: tl.device(), {}) if tl is not None and not is_replay(rep.meta) else {}
     return {
@@ -501,7 +557,8 @@ def _stats(rep, k, copies, tl) -> dict:
         "busy_device": _str(busy.get("device")),
         # Kernel launches only, as everywhere in kernelscope; copies and memsets are counted apart.
         "launches": int(len(k)),
-        "kernels": len(factorize(k["name"])[1]) if len(k) else 0,
+        # Distinct names: ``names`` holds a row of each (of a missing one too).
+        "kernels": int(k["name"].iloc[names].notna().sum()) if len(k) else 0,
         "copies": int(len(copies)),
         "memsets": int((copies["kind"] == "memset").sum()) if len(copies) and "kind" in copies.columns else 0,
         "copy_time_us": num(float(copies["duration_us"].sum())) if len(copies) else 0.0,
@@ -528,10 +585,9 @@ def _name_table(k: pd.DataFrame) -> list:
     """Per kernel name (in the order of the dictionary sent with the ``name`` column): short name."""
     if not len(k):
         return []
-    first = k.drop_duplicates("name")
+    first = k[["name", "short_name"]].iloc[first_rows(k["name"])]     # k.drop_duplicates("name")
     short = dict(zip(first["name"].astype(str), first["short_name"].astype(str)))
-    names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
-    return [short.get(n, n) for n in names]
+    return [short.get(n, n) for n in texts_in_order(k["name"])]
 
 
 def _name_notes(k: pd.DataFrame) -> list:
@@ -542,26 +598,28 @@ def _name_notes(k: pd.DataFrame) -> list:
     from kernelscope.analysis.backend_rules import RULES
     from kernelscope.analysis.names import describe
     why = {r.id: r.why for r in RULES}
-    first = k.drop_duplicates("name")
+    first = k.iloc[first_rows(k["name"])]     # k.drop_duplicates("name")
     info = {str(n): (describe(str(n), b), why.get(r, "")) for n, b, r in
             zip(first["name"], first["backend"], first.get("backend_rule", [""] * len(first)))}
-    names = pd.unique(pd.Series([str(v) for v in k["name"].tolist()], dtype=object))
-    return [{"about": info[n][0], "why": info[n][1]} for n in names]
+    return [{"about": info[n][0], "why": info[n][1]} for n in texts_in_order(k["name"])]
 
 
-def _roofline(rep, k, problems=None) -> dict | None:
+def _roofline(rep, k, problems=None, names: np.ndarray | None = None) -> dict | None:
     """Roofline points (per CPU op instance with counted FLOPs and bytes) and device ceilings."""
     rl = _safe(lambda: rep.roofline, None, problems, "roofline")
     if rl is None or not len(rl):
         return None
-    measured = rl["flops_source"] == NCU_SOURCE
+    # Once per distinct source (a 5M-event report has a million rows of a few).
+    measured = by_distinct(rl["flops_source"].to_numpy(dtype=object), lambda v: isinstance(v, str) and v == NCU_SOURCE,
+                           bool, False)
     if measured.any():
         rl = rl[measured]    # what Nsight Compute measured replaces our estimate from op shapes
     pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()]
     if not measured.any():
         pts = same_dots_once(pts)
     pts = pts.sort_values("duration_us", ascending=False).head(ROOFLINE_POINTS)
-    first = k.drop_duplicates("name") if len(k) else k
+    # k.drop_duplicates("name")
+    first = k[["name", "backend"]].iloc[first_rows(k["name"]) if names is None else names] if len(k) else k
     backend = dict(zip(first["name"].astype(str), first["backend"].astype(str))) if len(k) else {}
     points = [{"name": _str(r["short_name"]), "op": _str(r["op"]),
                "backend": backend.get(str(r["kernel"]), "other"), "precision": _str(r["precision"]),
@@ -602,13 +660,15 @@ def _roofline(rep, k, problems=None) -> dict | None:
     return {"points": points, "ceilings": jsonable(ceilings), "note": note, "x_label": x_label}
 
 
-def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> list:
+def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> tuple[list, int]:
     """The CPU ops table of the view: per op name, host time (inclusive and self) and the GPU
-    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first."""
+    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first;
+    and how many op names there are (the table's rows: one per name)."""
     from kernelscope.analysis.op_tree import op_summary
     if not len(ops):
-        return []
-    return records(op_summary(ops, k, tree).head(TOP_OPS))
+        return [], 0
+    table = op_summary(ops, k, tree)
+    return records(table.head(TOP_OPS)), int(len(table))
 
 
 def records(df) -> list:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kernelscope.analysis.backends import distinct_rows
+from kernelscope.analysis.distinct import identities
 from kernelscope.jsonable import jsonable
 
 MAX_ROWS = 50          # candidates of one tuning sent to the browser
@@ -91,25 +93,39 @@ def _links(g: pd.DataFrame, where) -> list:
     return out
 
 
-def tuning_payload(rep, where=None) -> dict:
-    """``{"kernels": {name: {producer, decoded, knobs}}, "tunings": [...], "columns": ...}`` for the
-    view: per kernel name its producer and the knob sets its launches ran with; per tuning its
-    kernel, tuner, shape key, candidates (at most :data:`MAX_ROWS`, fastest first) and counts;
-    each candidate's ``launch_rows`` (the view's kernel-table rows that ran it; ``where``: the
-    view's row of each rep.kernels row when it shows a window) and ``launch_label``.
+# The kernels columns tuning_kernels reads.
+_READ = {"name", "producer", "decoded", "source_ops", "kernel_source", "config", "num_warps", "num_stages", "spills",
+         "config_source", "trt_layers", "trt_layer", "trt_layer_type"}
 
-    >>> tuning_payload(ks.load("tests/data/tuning/triton_tuning.ksreport.json.gz"))["tunings"][0]["kernel"]  # doctest: +SKIP
-    'matmul_kernel'
+
+def _differs(a: pd.Series, b: pd.Series):
+    """``a != b``, compared once per distinct pair of objects where both are object columns (a
+    million launches hold a few pairs of producer and backend)."""
+    if a.dtype != object or b.dtype != object or len(a) < 1024:
+        return a != b
+    codes, first = distinct_rows([identities(a.to_numpy()), identities(b.to_numpy())])
+    pairs = a.iloc[first].reset_index(drop=True) != b.iloc[first].reset_index(drop=True)
+    return pd.Series(pairs.to_numpy()[codes], index=a.index)
+
+
+def tuning_kernels(rep) -> dict:
+    """``tuning_payload``'s ``"kernels"``: per kernel name its producer and the knob sets its
+    launches ran with, over the whole report (whichever window the view shows), JSON-ready, so
+    that the view computes it once per report.
+
+    >>> tuning_kernels(ks.load("tuning/triton_tuning.ksreport.json.gz"))["matmul_kernel"]["producer"]
+    'Triton'
     """
     k = rep.kernels
     kernels = {}
     if len(k) and "producer" in k.columns:
         # Only kernels whose producer says something the backend column does not, or with knobs.
         has = k["config"].notna() | k["num_warps"].notna() | k["config_source"].notna() | k["decoded"].notna() | \
-            (k["producer"] != k["backend"])
+            _differs(k["producer"], k["backend"])
         if "trt_layers" in k.columns:
             has = has | (k["trt_layers"] > 0).fillna(False)
-        sub = k[has]
+        # Only the columns read below, of the rows kept (a launch row has ~60 columns).
+        sub = k[[c for c in k.columns if c in _READ]][has]
         for name, g in sub.groupby("name", sort=False):
             knobs = (g.assign(launches=1).groupby(["config", "num_warps", "num_stages", "spills", "config_source"],
                                                   dropna=False, sort=False)["launches"].sum()
@@ -124,6 +140,21 @@ def tuning_payload(rep, where=None) -> dict:
             layer = _layer_text(g)
             if layer:       # more (label, text) rows of the kernel's facts
                 kernels[str(name)]["facts"] = [["TensorRT layer", layer]]
+    return jsonable(kernels)
+
+
+def tuning_payload(rep, where=None, kernels: dict | None = None) -> dict:
+    """``{"kernels": {name: {producer, decoded, knobs}}, "tunings": [...], "columns": ...}`` for the
+    view: per kernel name its producer and the knob sets its launches ran with; per tuning its
+    kernel, tuner, shape key, candidates (at most :data:`MAX_ROWS`, fastest first) and counts;
+    each candidate's ``launch_rows`` (the view's kernel-table rows that ran it; ``where``: the
+    view's row of each rep.kernels row when it shows a window) and ``launch_label``.
+    ``kernels``: :func:`tuning_kernels` of ``rep``, when already computed.
+
+    >>> tuning_payload(ks.load("tests/data/tuning/triton_tuning.ksreport.json.gz"))["tunings"][0]["kernel"]  # doctest: +SKIP
+    'matmul_kernel'
+    """
+    kernels = tuning_kernels(rep) if kernels is None else kernels
     tunings = []
     at = rep.autotune
     for t, g in (at.groupby("tuning", sort=True) if len(at) else []):

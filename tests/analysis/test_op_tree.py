@@ -166,3 +166,26 @@ def test_the_tree_is_the_stack_walks(trace):
     assert tree["parent"].tolist() == par and tree["depth"].tolist() == dep
     assert tree["outermost_of_name"].tolist() == outer
     assert tree["depth"].max() >= 2
+
+
+def test_the_tree_is_the_stack_walks_on_made_up_nestings():
+    """Random call trees on a few threads (equal starts, zero durations, ops ending within the
+    tolerance of their parent's end, missing starts, recursive names), sorted or shuffled: the
+    array walk finds what the stack walk finds."""
+    rng = np.random.default_rng(11)
+    for t in range(300):
+        n = int(rng.integers(1, 120))
+        start = np.round(rng.random(n) * rng.choice([5.0, 50.0, 1e6]), int(rng.integers(0, 4)))
+        dur = np.round(rng.random(n) * rng.choice([0.5, 5.0, 30.0]), int(rng.integers(0, 3)))
+        dur[rng.random(n) < 0.1] = 0.0
+        start[rng.random(n) < 0.03] = np.nan
+        ops = pd.DataFrame({"name": rng.choice(["step", "aten::mm", "aten::add", "f"], n),
+                            "tid": rng.choice([1, 2, "2", 7], n).astype(object), "start_us": start,
+                            "duration_us": dur})
+        if t % 2:
+            ops = ops.sort_values(["tid", "start_us"], key=lambda c: c.astype(str) if c.name == "tid" else c,
+                                  kind="stable").reset_index(drop=True)
+        tree = op_tree(ops)
+        par, dep, outer = _stack_walk(ops)
+        assert tree["parent"].tolist() == par and tree["depth"].tolist() == dep, t
+        assert tree["outermost_of_name"].tolist() == outer, t

@@ -214,6 +214,28 @@ def test_same_dots_once_by_codes_is_the_groupby(path):
         pd.testing.assert_frame_equal(same_dots_once(pts), frame_same_dots_once(pts))
 
 
+def test_same_dots_once_takes_what_a_first_row_lacks_from_later_rows():
+    """A dot's values are its rows' first non-missing ones (groupby's first()): where a group's
+    first row lacks one (text, a number, an object column), a later row of the group gives it,
+    and a group with none stays missing, as the groupby over every row has it."""
+    from kernelscope.analysis.roofline import same_dots_once
+    rl = roofline(ks.load(DATA / "launch_bound.pt.trace.json.gz"))
+    pts = rl[rl["intensity"].notna() & rl["achieved_tflops"].notna()].reset_index(drop=True)
+    assert len(pts) > 100 and pts["kernel"].nunique() == 2
+    pts["roof_note"] = pd.Series([None] * len(pts), dtype=object)
+    pts.loc[50:, "roof_note"] = "later"                         # both groups: a later row has it
+    pts["peaks_source"] = pts["peaks_source"].where(pts.index % 7 == 3)    # text, first rows missing
+    pts.loc[: len(pts) - 2, "flops"] = np.nan                   # one group's rows all missing but one
+    other = pts["kernel"] != pts["kernel"].iloc[0]
+    pts.loc[other, "peak_gbps"] = np.nan                         # one group has none
+    got, ref = same_dots_once(pts), frame_same_dots_once(pts)
+    # The text that fills the object column comes out typed as text (as pandas types it on
+    # assignment; so it did before the groupby was replaced).
+    ref["roof_note"] = ref["roof_note"].astype(got["roof_note"].dtype)
+    pd.testing.assert_frame_equal(got, ref)
+    assert got["roof_note"].tolist() == ["later", "later"] and got["peak_gbps"].isna().sum() == 1
+
+
 def frame_op_summary(ops, kernels):
     """op_summary as it was written: two groupbys by the name column."""
     from kernelscope.analysis.op_tree import op_gpu_time, op_tree
