@@ -744,14 +744,18 @@ class TuningWatch:
             return []
         mods = list(mods.values()) if isinstance(mods, dict) else list(mods)
         aten = {}
-        found = {}
+        # Every kernel of each name: Inductor numbers kernels per graph, so two graphs compiled
+        # in one process both have a triton_tem_fused_addmm_relu_t_0 (seen on the H200); the
+        # launch's shape tells their variants apart, or the launch says it cannot.
+        found: list = []
+        seen: set = set()
         for mod in mods:
             d = getattr(mod, "__dict__", {})
             path = d.get("__file__")
             if isinstance(path, str) and "async_compile" in d:
                 aten.update(_origins(path))
             for k, obj in list(d.items()):
-                if k in found or (names and k not in names):
+                if id(obj) in seen or (names and k not in names):
                     continue
                 try:
                     launchers = getattr(obj, "launchers", None)
@@ -759,12 +763,15 @@ class TuningWatch:
                         continue
                 except ReferenceError:      # a dead weak proxy
                     continue
-                found[k] = obj
-        missing = {n for n in names if n not in found and INDUCTOR_NAME.match(n)}
+                seen.add(id(obj))
+                found.append((k, obj))
+        have = {k for k, _ in found}
+        missing = {n for n in names if n not in have and INDUCTOR_NAME.match(n)}
         if missing:
-            found.update(_live_autotuners(missing))
+            found.extend(_live_autotuners(missing))
+            have = {k for k, _ in found}
         out = []
-        for k, obj in found.items():
+        for k, obj in found:
             meta = getattr(obj, "inductor_meta", None) or {}
             name = str(meta.get("kernel_name") or k)
             if names and name not in names:
@@ -786,7 +793,7 @@ class TuningWatch:
                 })
         # Kernels named in the trace whose wrapper said their ops, but with no live launcher
         for name, ops in aten.items():
-            if name in names and name not in found:
+            if name in names and name not in have:
                 out.append({"name": name, "function": name, "producer": "Inductor", "config": None,
                             "num_warps": None, "num_stages": None, "num_ctas": None, "registers": None,
                             "spills": None, "shared_mem_bytes": None, "hash": None, "source": None,
@@ -876,7 +883,7 @@ def link_template_winners(rows, variants) -> None:
             dims = tuple(consts.get(f"_{d}") for d in "MNK")
             by_dims = [w for w in hit if None not in dims and _gemm_dims(w.get("shape_key")) == dims]
             hit = by_dims if len(by_dims) == 1 else hit
-        fits.setdefault(str(v["name"]), {id(w): w for w in hit})
+        fits.setdefault(str(v["name"]), {}).update({id(w): w for w in hit})    # a name two graphs share
     for name, hit in fits.items():
         for w in hit.values():
             if len(hit) == 1:
@@ -884,13 +891,12 @@ def link_template_winners(rows, variants) -> None:
             else:
                 _add_note(w, SAME_WINNER.format(n=len(hit), kernels=name))
     # A winner no kernel fits: say what ran instead where the source's GEMM sizes name its kernel.
-    templates = {str(v["name"]): v for v in variants
-                 if str(v.get("name", "")).startswith("triton_tem_") and v.get("_consts")}
+    templates = [v for v in variants if str(v.get("name", "")).startswith("triton_tem_") and v.get("_consts")]
     for w in winners:
         if w.get("compiled_kernel") or any(id(w) in hit for hit in fits.values()):
             continue
         dims = _gemm_dims(w.get("shape_key"))
-        same = [v for name, v in templates.items() if not fits.get(name) and dims is not None
+        same = [v for v in templates if not fits.get(str(v["name"])) and dims is not None
                 and tuple(v["_consts"].get(f"_{d}") for d in "MNK") == dims]
         if len(same) == 1:
             v = same[0]
@@ -898,29 +904,31 @@ def link_template_winners(rows, variants) -> None:
             config = f"{knobs}, num_warps={v.get('num_warps')}, num_stages={v.get('num_stages')}".lstrip(", ")
             _add_note(w, RAN_OTHERWISE.format(kernel=v["name"], config=config))
         else:
-            _add_note(w, NOT_COMPILED.format(n=len(templates)) if templates else NO_TEMPLATE_KERNEL)
+            n = len({str(v["name"]) for v in templates})
+            _add_note(w, NOT_COMPILED.format(n=n) if n else NO_TEMPLATE_KERNEL)
 
 
 def _add_note(row, why) -> None:
     row["note"] = why if not row.get("note") else f"{row['note']}; {why}"
 
 
-def _live_autotuners(names) -> dict:
-    """{kernel name: CachingAutotuner} of the Inductor kernels ``names`` that are alive in the
-    process but not in PyCodeCache's module list (a module Inductor loaded without listing it):
-    one pass over the collector's objects, only where a recorded Inductor kernel was not found."""
+def _live_autotuners(names) -> list:
+    """[(kernel name, CachingAutotuner)] of the Inductor kernels ``names`` that are alive in the
+    process but not in PyCodeCache's module list (a module Inductor loaded without listing it),
+    every one of each name (two graphs' kernels can share one): one pass over the collector's
+    objects, only where a recorded Inductor kernel was not found."""
     cls = getattr(sys.modules.get("torch._inductor.runtime.triton_heuristics"), "CachingAutotuner", None)
     if not isinstance(cls, type):
-        return {}
+        return []
     import gc
-    out = {}
+    out = []
     for obj in gc.get_objects():
         # type(), not isinstance(): a dead weak proxy among the objects raises on the latter
         if issubclass(type(obj), cls):
             meta = getattr(obj, "inductor_meta", None)
             name = meta.get("kernel_name") if isinstance(meta, dict) else None
-            if name in names and name not in out and isinstance(getattr(obj, "launchers", None), list):
-                out[name] = obj
+            if name in names and isinstance(getattr(obj, "launchers", None), list):
+                out.append((name, obj))
     return out
 
 
