@@ -641,10 +641,7 @@ class TuningWatch:
                     "shared_mem_bytes": res.get("shared_mem_bytes"), "resources_source": res.get("source"),
                     "winner": c is best, "cached": False,
                     "benchmark_range": bench, "compiled_kernel": None, "_kw": kw,
-                    "note": "; ".join(x for x in (
-                        FAILED if num(t) is None else res.get("why") if not extern else
-                        "an extern kernel (cuBLAS/ATen): no Triton config",
-                        NOT_BENCHMARKED if unbenched else None) if x) or None,
+                    "note": choice_note(extern, c is best, num(t) is None, res.get("why"), unbenched),
                 })
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"Inductor's autotuning could not be read ({type(e).__name__}: {e})"[:300])
@@ -813,6 +810,27 @@ RAN_OTHERWISE = ("not run as tuned: this GEMM's compiled kernel {kernel} has {co
 NOT_COMPILED = ("not tied to a compiled kernel: none of the region's {n} compiled template kernels runs this GEMM "
                 "with this config")
 NO_TEMPLATE_KERNEL = "not tied to a compiled kernel: no compiled template kernel was found in the region"
+
+
+EXTERN = "an extern kernel (cuBLAS/ATen): no Triton config"
+EXTERN_WINNER = ("its launches in the compiled graph are plain calls of its ATen op, not tied to this choice "
+                 "(only its benchmark launches are)")
+
+
+def choice_note(extern, winner, failed, why, unbenched) -> str | None:
+    """The note of one Inductor max-autotune choice: why a number is missing, what an extern
+    choice is, and, for an extern winner, that the compiled graph's launches of it are not
+    linked (they are ordinary calls of the ATen op, which eager code in the cell makes too).
+
+    >>> print(choice_note(True, True, False, None, False).replace("; ", "\n"))
+    an extern kernel (cuBLAS/ATen): no Triton config
+    its launches in the compiled graph are plain calls of its ATen op, not tied to this choice (only its benchmark launches are)
+    >>> choice_note(False, False, False, None, False) is None
+    True
+    """
+    return "; ".join(x for x in (FAILED if failed else why if not extern else EXTERN,
+                                 EXTERN_WINNER if extern and winner else None,
+                                 NOT_BENCHMARKED if unbenched else None) if x) or None
 
 
 def _literal(text):
