@@ -822,7 +822,8 @@ def choice_note(extern, winner, failed, why, unbenched) -> str | None:
     choice is, and, for an extern winner, that the compiled graph's launches of it are not
     linked (they are ordinary calls of the ATen op, which eager code in the cell makes too).
 
-    >>> print(choice_note(True, True, False, None, False).replace("; ", "\n"))
+    >>> for part in choice_note(True, True, False, None, False).split("; "):
+    ...     print(part)
     an extern kernel (cuBLAS/ATen): no Triton config
     its launches in the compiled graph are plain calls of its ATen op, not tied to this choice (only its benchmark launches are)
     >>> choice_note(False, False, False, None, False) is None
