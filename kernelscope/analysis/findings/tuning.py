@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from kernelscope.analysis.findings.base import MAX_EVIDENCE_ROWS, Finding, kernel_link
+from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
 # Candidates within this factor of the winner count among "the fastest".
@@ -115,6 +116,22 @@ def _winner_spills(win, where, kernel, when) -> list:
         link=kernel_link([kernel], f"{kernel}'s launches"))]
 
 
+# Why a candidate spills decides what the spills say: at the 255-register cap its tile needs more
+# accumulators than a thread holds; well under it (48 registers, 2 spilled, on the H200) the
+# compiler chose to spill a few, which alone does not explain a slow candidate.
+MAX_REGISTERS = 255
+AT_THE_CAP = (". A tile that needs more accumulators than 255 registers per thread hold cannot win; such "
+              "configs only cost compile and benchmark time.")
+UNDER_THE_CAP = (". They spill with fewer than 255 registers in use: the compiler chose to, their tiles are not "
+                 "too big for a thread's registers, and what the spills cost depends on how often the spilled "
+                 "values are read; compare their tiles, warps and occupancy before blaming the spills.")
+
+
+def _at_cap(r) -> bool:
+    reg = num(r.get("registers"))
+    return reg is not None and reg >= MAX_REGISTERS
+
+
 def _spilling_candidates(timed, win, where, kernel) -> list:
     sp = [r for r in timed if r.get("spills") and r is not win]
     if not sp:
@@ -127,8 +144,7 @@ def _spilling_candidates(timed, win, where, kernel) -> list:
         f"In {where}: " + "; ".join(
             f"{r['config']} (num_warps={r['num_warps']}) spills {int(r['spills'])} registers "
             f"({int(r['spills']) * 4:,} bytes per thread) and runs {r['vs_best']:.1f}x the winner"
-            for r in sp[:5]) + ". A tile that needs more accumulators than 255 registers per thread hold "
-        "cannot win; such configs only cost compile and benchmark time.",
+            for r in sp[:5]) + (AT_THE_CAP if any(_at_cap(r) for r in sp[:5]) else UNDER_THE_CAP),
         {"kernel": kernel, "spilling": [{"config": r["config"], "num_warps": r["num_warps"], "spills": r["spills"],
                                          "vs_best": r["vs_best"]} for r in sp[:MAX_EVIDENCE_ROWS]]},
         cause="candidates spill", fix="drop configs whose tile per warp spills",
