@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.distinct import factorize
+from kernelscope.trace.model import float_values
 
 # Inductor's kernel names: triton_<kind>_fused_<ops>_<n> (pointwise, reduction, persistent
 # reduction, template, foreach, split scan, ...).
@@ -532,10 +533,10 @@ def autotune_table(trace, kernels=None) -> pd.DataFrame:
     a["kernel_rows"] = pd.Series(rows, dtype=object, index=a.index)
     # A recording made before the watch's ranges: its Inductor choices cannot be linked (said so).
     unmarked = a["tuner"] == "inductor max-autotune"
-    if "benchmark_range" in a.columns and (a["benchmark_range"].notna() | a["compiled_kernel"].notna()
-                                           | a["note"].astype(str).str.contains(NOT_BENCHMARKED, regex=False)).any():
-        unmarked &= False
-    if unmarked.any() and kernels is not None:
+    marked = "benchmark_range" in a.columns and bool(
+        (a["benchmark_range"].notna() | a["compiled_kernel"].notna()
+         | a["note"].astype(str).str.contains(NOT_BENCHMARKED, regex=False)).any())
+    if not marked and unmarked.any() and kernels is not None:
         note = a["note"].astype(object)
         a["note"] = note.where(~unmarked, [UNMARKED_INDUCTOR if not isinstance(x, str) or not x else
                                            f"{x}; {UNMARKED_INDUCTOR}" for x in note])
@@ -578,7 +579,7 @@ def _range_of_launch(k, pos, ranges) -> np.ndarray:
     out = np.full(len(pos), -1, dtype=np.int64)
     if ranges is None or not len(ranges) or not {"launch_start_us", "launch_tid"} <= set(k.columns):
         return out
-    at = pd.to_numeric(k["launch_start_us"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[pos]
+    at = float_values(k["launch_start_us"])[pos]
     tid = k["launch_tid"].astype(str).to_numpy()[pos]
     ranges = ranges.reset_index(drop=True)
     for t, r in ranges.groupby(ranges["tid"].astype(str)):
@@ -635,15 +636,16 @@ def _inductor_launches(a, k, ops, count, bench, rows) -> None:
                 pos = pos[~k["op"].isin(HARNESS_OPS).to_numpy()]
             where = _range_of_launch(k, pos, ranges)
             names = ranges["name"].astype(str).to_numpy()
-            for r in np.unique(where[where >= 0]).tolist():
-                by_range.setdefault(names[r], []).extend(pos[where == r].tolist())
+            inside = where >= 0
+            for r, p in zip(where[inside].tolist(), pos[inside].tolist()):     # in row order
+                by_range.setdefault(names[r], []).append(p)
     kernel_names = k["name"].astype(object).to_numpy()
     compiled = {}
     for j, (tuner, rng, ck) in enumerate(zip(a["tuner"].tolist(), a["benchmark_range"].tolist(),
                                              a["compiled_kernel"].tolist())):
         if tuner != "inductor max-autotune" or not (isinstance(rng, str) or isinstance(ck, str)):
             continue
-        mine = sorted(by_range.get(rng, [])) if isinstance(rng, str) else []
+        mine = by_range.get(rng, []) if isinstance(rng, str) else []
         ran = []
         for name in (ck.split(", ") if isinstance(ck, str) and ck else []):
             if name not in compiled:

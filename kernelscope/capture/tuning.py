@@ -874,6 +874,12 @@ def _gemm_dims(shape_key) -> tuple | None:
     return (int(a[-2]), int(b[-1]), int(a[-1]))
 
 
+def _source_dims(consts) -> tuple:
+    """(M, N, K) a template kernel's source fixes (:func:`template_constexprs`' ``_M``...), None
+    for each it does not."""
+    return tuple(consts.get(f"_{d}") for d in "MNK")
+
+
 def link_template_winners(rows, variants) -> None:
     """Tie each Inductor tuning's winning template choice (``rows``: its ``autotune`` rows, with
     ``_kw`` its knobs) to the compiled template kernels that run it (``variants``: Inductor's,
@@ -891,15 +897,14 @@ def link_template_winners(rows, variants) -> None:
     winners = [r for r in rows if r.get("winner") and r.get("choice") == "Triton template" and r.get("_kw")]
     if not winners:
         return
+    templates = [v for v in variants if str(v.get("name", "")).startswith("triton_tem_") and v.get("_consts")]
     fits: dict = {}
-    for v in variants:
-        consts = v.get("_consts") or {}
-        if not str(v.get("name", "")).startswith("triton_tem_") or not consts:
-            continue
+    for v in templates:
+        consts = v["_consts"]
         hit = [w for w in winners if w["num_warps"] == v.get("num_warps") and w["num_stages"] == v.get("num_stages")
                and all(consts.get(k) == x for k, x in w["_kw"].items())]
         if len(hit) > 1:        # the GEMM's sizes, where the template's source fixes them
-            dims = tuple(consts.get(f"_{d}") for d in "MNK")
+            dims = _source_dims(consts)
             by_dims = [w for w in hit if None not in dims and _gemm_dims(w.get("shape_key")) == dims]
             hit = by_dims if len(by_dims) == 1 else hit
         fits.setdefault(str(v["name"]), {}).update({id(w): w for w in hit})    # a name two graphs share
@@ -910,13 +915,12 @@ def link_template_winners(rows, variants) -> None:
             else:
                 _add_note(w, SAME_WINNER.format(n=len(hit), kernels=name))
     # A winner no kernel fits: say what ran instead where the source's GEMM sizes name its kernel.
-    templates = [v for v in variants if str(v.get("name", "")).startswith("triton_tem_") and v.get("_consts")]
     for w in winners:
         if w.get("compiled_kernel") or any(id(w) in hit for hit in fits.values()):
             continue
         dims = _gemm_dims(w.get("shape_key"))
         same = [v for v in templates if not fits.get(str(v["name"])) and dims is not None
-                and tuple(v["_consts"].get(f"_{d}") for d in "MNK") == dims]
+                and _source_dims(v["_consts"]) == dims]
         if len(same) == 1:
             v = same[0]
             knobs = ", ".join(f"{k}={v['_consts'][k]}" for k in w["_kw"] if k in v["_consts"])
