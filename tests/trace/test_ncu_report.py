@@ -5,6 +5,7 @@ the work the kernels are known to do (2*M*N*K for a GEMM, one add per element)."
 import gzip
 import lzma
 import os
+import random
 import sys
 
 import numpy as np
@@ -279,10 +280,12 @@ def test_truncated_and_foreign_reports(plain, tmp_path):
     csv.write_bytes(open(os.path.join(os.path.dirname(DATA), "ncu_triton_kernels.csv"), "rb").read())
     with pytest.raises(ks.TraceError, match="export.ncu-rep: is text, not an Nsight Compute report"):
         ks.load_ncu(csv)
+    # Binary noise, also when it starts with "{" (os.urandom did one time in 256: it was called JSON)
     noise = tmp_path / "noise.ncu-rep"
-    noise.write_bytes(os.urandom(4096))
-    with pytest.raises(ks.TraceError, match="noise.ncu-rep: not an Nsight Compute report"):
-        ks.load_ncu(noise)
+    for start in (b"", b"{", b"  ["):
+        noise.write_bytes(start + random.Random(len(start)).randbytes(4096))
+        with pytest.raises(ks.TraceError, match="noise.ncu-rep: not an Nsight Compute report"):
+            ks.load_ncu(noise)
     empty = tmp_path / "empty.ncu-rep"
     empty.write_bytes(b"")
     with pytest.raises(ks.TraceError, match="empty.ncu-rep: not an Nsight Compute report"):

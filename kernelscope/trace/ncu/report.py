@@ -254,13 +254,37 @@ def check_report_file(path) -> int:
     return records
 
 
+NOT_A_REPORT = "not an Nsight Compute report (it does not start with ncu's NVR header)"
+
+
 def _foreign(head: bytes) -> str:
+    """What a file that is not a report looks like, from its first bytes: JSON or text only where
+    those bytes are text (random bytes start with "{" one time in 256).
+
+    >>> _foreign(b'{"traceEvents": ['), _foreign(b"{" + bytes(range(1, 9)))
+    ('is JSON, not an Nsight Compute report (a Kineto trace? open it with ks.load)', "not an Nsight Compute report (it does not start with ncu's NVR header)")
+    """
     head = head.lstrip()
+    if not _is_text(head):
+        return NOT_A_REPORT
     if head[:1] in (b"{", b"["):
         return "is JSON, not an Nsight Compute report (a Kineto trace? open it with ks.load)"
     if head.startswith((b'"ID"', b"==PROF", b"==WARNING", b"==ERROR", b'"')):
         return "is text, not an Nsight Compute report (a CSV export? ks.load_ncu reads those by their .csv name)"
-    return "not an Nsight Compute report (it does not start with ncu's NVR header)"
+    return NOT_A_REPORT
+
+
+def _is_text(head: bytes) -> bool:
+    """UTF-8 without control characters other than whitespace (a cut last character allowed)."""
+    if any(b < 32 and b not in b"\t\n\r" or b == 127 for b in head):
+        return False
+    for cut in range(4):
+        try:
+            head[:len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
 
 
 def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
