@@ -40,7 +40,13 @@ def _payload(rep, window=None) -> dict:
     from kernelscope.view.report import view_model
     header, buf = view_model(rep, window=window)
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return {"header": text, "buf": hashlib.sha256(buf).hexdigest(), "nbytes": len(buf)}
+    return {"header": _rooted(text), "buf": hashlib.sha256(buf).hexdigest(), "nbytes": len(buf)}
+
+
+def _rooted(text: str) -> str:
+    """``text`` with this checkout's path written ``<root>``: a base checked out elsewhere (a
+    worktree) writes the same payload."""
+    return text.replace(str(ROOT), "<root>")
 
 
 def _load(path: pathlib.Path, merged: bool = False):
@@ -71,7 +77,7 @@ def _cases(path: pathlib.Path, big: bool, merged: bool = False) -> dict:
     try:
         rep = _load(path, merged)
     except Exception as e:  # noqa: BLE001 - recorded: the same file must fail the same way
-        return {"load": f"{type(e).__name__}: {e}"}
+        return {"load": _rooted(f"{type(e).__name__}: {e}")}
     out["first"] = _payload(rep)
     out["again"] = _payload(rep)
     w = json.loads(out["first"]["header"])["window"]

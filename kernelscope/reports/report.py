@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import os
+import threading
+from concurrent.futures import Future
 from functools import cached_property
 
 import msgspec
@@ -27,6 +29,12 @@ from kernelscope.reports.saved import (
     table_to_json,
 )
 from kernelscope.trace.model import TABLES, Trace, frame
+
+# A report with at least this many CPU ops starts its call tree and CPU-ops table on a second
+# thread when it is built (numpy's array work and pandas' group sums release the GIL, so it runs
+# beside the analyses): the first display finds them ready (2.7M ops take ~1.5 s on their own).
+# Smaller reports compute them when first asked, in a few milliseconds.
+AHEAD_OPS = 100_000
 
 
 class Report:
@@ -68,6 +76,9 @@ class Report:
         # (``rules``, ``hotspots``, ``sass``).
         self.ncu_detail = dict(ncu_detail or {})
         self.kernels, self.copies, self.shapes = annotate(trace, ncu)
+        self._op_parts = None
+        if len(trace.ops) >= AHEAD_OPS:
+            self._op_parts = (self._op_parts_key(), _in_background(_op_parts, *_op_inputs(trace.ops, self.kernels)))
 
     # -- tables (kernels, copies and shapes are set on construction; copies gain the counter
     # columns of metrics, time-weighted over each copy, when the run sampled them) ------------
@@ -280,6 +291,46 @@ class Report:
         """GPU idle gaps with their cause: host, sync, streams, queued (``timeline.gaps``)."""
         return self.timeline.gaps
 
+    @property
+    def op_tree(self) -> pd.DataFrame:
+        """Each CPU op's place in its thread's call tree, per row of ``ops`` (by position):
+        ``parent`` (row position, -1 outermost), ``depth``, ``self_us`` (host time not in nested
+        ops) and ``outermost_of_name`` (``analysis.op_tree.op_tree``).
+
+        >>> rep.op_tree.head(3)
+           parent  depth  self_us  outermost_of_name
+        0      -1      0   48.595               True
+        1       0      1   37.732               True
+        2       1      2   17.600               True
+        """
+        return self._op_parts_now()[0]
+
+    @property
+    def op_summary(self) -> pd.DataFrame:
+        """The CPU ops table, per op name, costliest host time first: ``calls``, host time
+        (``total_us``, ``self_us``, ``mean_us``) and the GPU time of the kernels the op launched
+        itself or through the ops nested in it (``analysis.op_tree.op_summary``).
+
+        >>> rep.op_summary[["name", "calls", "total_us", "gpu_inclusive_us"]].head(3)
+                     name  calls  total_us  gpu_inclusive_us
+        0       aten::div      4  4703.878             5.248
+        1        aten::to     32  3387.744            95.647
+        2  aten::_to_copy     24  3328.254            95.647
+        """
+        return self._op_parts_now()[1]
+
+    def _op_parts_key(self) -> tuple:
+        return id(self.trace.ops), id(self.kernels)
+
+    def _op_parts_now(self) -> tuple:
+        # Kept while the tables it was computed from are the report's (a replaced table: again).
+        key = self._op_parts_key()
+        got = self.__dict__.get("_op_parts")
+        if got is None or got[0] != key:
+            got = self._op_parts = (key, _op_parts(*_op_inputs(self.trace.ops, self.kernels)))
+        part = got[1]
+        return part.result() if isinstance(part, Future) else part
+
     @cached_property
     def roofline(self) -> pd.DataFrame:
         """Achieved FLOP/s and bytes/s of countable ops against datasheet peaks."""
@@ -398,6 +449,36 @@ class Report:
 
 # Meta fields that hold a path on the machine that made the report (Report.save keeps their names).
 _PATH_FIELDS = ("source", "raw_trace")
+
+
+def _op_inputs(ops: pd.DataFrame, kernels: pd.DataFrame) -> tuple:
+    """The columns the call tree and the CPU-ops table read, as frames of their own (a thread
+    reading them shares no pandas object with the caller)."""
+    o = ops[[c for c in ("name", "tid", "start_us", "duration_us") if c in ops.columns]]
+    k = kernels[[c for c in ("op_index", "duration_us") if c in kernels.columns]]
+    return o.reset_index(drop=True), k.reset_index(drop=True)
+
+
+def _op_parts(ops: pd.DataFrame, kernels: pd.DataFrame) -> tuple:
+    """(the call tree of ``ops``, the CPU-ops table)."""
+    from kernelscope.analysis.op_tree import op_summary, op_tree
+    tree = op_tree(ops)
+    return tree, op_summary(ops, kernels, tree)
+
+
+def _in_background(fn, *args) -> Future:
+    """``fn(*args)`` run on a daemon thread; the Future's ``result()`` waits for it (and raises
+    what it raised)."""
+    done: Future = Future()
+
+    def run():
+        done.set_running_or_notify_cancel()
+        try:
+            done.set_result(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - handed to whoever asks for the result
+            done.set_exception(e)
+    threading.Thread(target=run, name="kernelscope-op-tree", daemon=True).start()
+    return done
 
 
 def report_title(meta: dict, fallback: str = "report") -> str:

@@ -210,21 +210,12 @@ def _whole(rep) -> dict:
     k_all, copies_all = rep.kernels, rep.copies
     tl = _safe(lambda: rep.timeline, None, problems, "timeline")
     ops = rep.ops
-    # Each op's depth in its thread's call tree, for the host lanes (one tree for every window
-    # and for the ops table).
-    tree = None
-    if len(ops):
-        from kernelscope.analysis.op_tree import op_tree
-        tree = op_tree(ops.reset_index(drop=True))
-    # The costliest TOP_OPS op names, and how many names there are.
-    op_rows, op_names = _op_summary(ops, k_all, tree)
     # The first launch of each kernel name (k_all.drop_duplicates("name")'s rows).
     names = first_rows(k_all["name"]) if len(k_all) else np.zeros(0, np.int64)
     launch_starts = _sorted_starts([k_all, copies_all])
     host_starts = _sorted_starts([ops, rep.runtime])
     whole = {
         "kernels": k_all, "copies": copies_all, "timeline": tl,
-        "depth": tree["depth"].to_numpy() if tree is not None else None,
         "launch_starts": launch_starts, "host_starts": host_starts, "host_rows": int(len(host_starts)),
         "counters": _counter_samples(rep),
         "stats": _stats(rep, k_all, copies_all, tl, names),
@@ -234,14 +225,17 @@ def _whole(rep) -> dict:
                        [], problems, "what to fix"),
         "backends": records(_safe(lambda: rep.backends, pd.DataFrame(), problems, "backend breakdown")),
         "roofline": _roofline(rep, k_all, problems, names),
-        "ops": op_rows,
-        "op_names": op_names,
         "stalls": _stalls_header(rep),
         # Per launch shape of the report (rep.shapes), whichever window shows.
         "shapes": occupancy_entries(rep, k_all),
         "kernel_detail": _safe(lambda: jsonable(kernel_detail(rep)), None, problems, "Nsight Compute deep dive"),
         "problems": problems,
     }
+    # Each op's depth in its thread's call tree (for the host lanes of every window) and the
+    # costliest TOP_OPS op names of the CPU ops table, with how many names there are. Asked for
+    # last: a big report computes them on a second thread from when it was built (Report.op_tree).
+    whole["depth"] = rep.op_tree["depth"].to_numpy() if len(ops) else None
+    whole["ops"], whole["op_names"] = _op_summary(rep)
     whole["overview"] = _overview(whole, k_all, copies_all, tl)
     try:
         _WHOLE[rep] = (key, whole)
@@ -660,14 +654,13 @@ def _roofline(rep, k, problems=None, names: np.ndarray | None = None) -> dict | 
     return {"points": points, "ceilings": jsonable(ceilings), "note": note, "x_label": x_label}
 
 
-def _op_summary(ops: pd.DataFrame, k: pd.DataFrame, tree: pd.DataFrame | None = None) -> tuple[list, int]:
+def _op_summary(rep) -> tuple[list, int]:
     """The CPU ops table of the view: per op name, host time (inclusive and self) and the GPU
-    time of its kernels, self and inclusive (``analysis.op_tree.op_summary``), costliest first;
-    and how many op names there are (the table's rows: one per name)."""
-    from kernelscope.analysis.op_tree import op_summary
-    if not len(ops):
+    time of its kernels, self and inclusive (``Report.op_summary``), costliest first; and how
+    many op names there are (the table's rows: one per name)."""
+    if not len(rep.ops):
         return [], 0
-    table = op_summary(ops, k, tree)
+    table = rep.op_summary
     return records(table.head(TOP_OPS)), int(len(table))
 
 
