@@ -32,9 +32,11 @@ from kernelscope.trace.model import TABLES, Trace, frame
 
 # A report with at least this many CPU ops starts its call tree and CPU-ops table on a second
 # thread when it is built (numpy's array work and pandas' group sums release the GIL, so it runs
-# beside the analyses): the first display finds them ready (2.7M ops take ~1.5 s on their own).
-# Smaller reports compute them when first asked, in a few milliseconds.
-AHEAD_OPS = 100_000
+# beside the analyses): the first display finds them ready. 2.7M ops take ~1.0 s that way, which
+# would break the display's 1 s budget; below a million ops in line costs <= 0.4 s, and the
+# thread's arrays, alive beside the analyses' own, would raise the memory peak (534k ops: +55 MB,
+# 1.30x -> 1.49x the file), so smaller reports compute them when first asked.
+AHEAD_OPS = 1_000_000
 
 
 class Report:

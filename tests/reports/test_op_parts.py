@@ -18,7 +18,7 @@ TRACES = ["mlp_train.pt.trace.json.gz", "compiled.pt.trace.json.gz", "mixed_cell
 
 
 def _load(name, ahead: bool, monkeypatch):
-    # The real threshold is 100k ops; these real recordings are smaller, so the test moves it.
+    # The real threshold is 1M ops; these real recordings are smaller, so the test moves it.
     monkeypatch.setattr(report_mod, "AHEAD_OPS", 1 if ahead else 10**12)
     return ks.load(DATA / name, progress=False)
 
