@@ -44,11 +44,37 @@ def factorize(values, use_na_sentinel: bool = True) -> tuple[np.ndarray, np.ndar
     arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) and values.dtype == object else values
     if not isinstance(arr, np.ndarray) or arr.dtype != object or len(arr) < 1024:
         return pd.factorize(arr, use_na_sentinel=use_na_sentinel)
+    if type(arr[0]) is int:
+        got = _as_integers(arr)
+        if got is not None:
+            return got
     id_codes, first = _by_identity(arr)
     if 2 * len(first) > len(arr):      # mostly an object per row (text made per row): by value
         return pd.factorize(arr, use_na_sentinel=use_na_sentinel)
     codes, uniq = pd.factorize(arr[first], use_na_sentinel=use_na_sentinel)
     return codes[id_codes], uniq
+
+
+def _as_integers(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``pd.factorize`` of an object array of integers only (thread and process ids: the reader
+    makes one object per row, so identity does not help), factorized as int64 (~4x faster);
+    None when it holds anything else. Equal integers are equal values, so the codes are the
+    same, and the uniques are the rows' own objects.
+
+    >>> codes, uniq = _as_integers(np.array([7, 3, 7, 2**40], dtype=object))
+    >>> codes.tolist(), uniq.tolist()
+    ([0, 1, 0, 2], [7, 3, 1099511627776])
+    >>> _as_integers(np.array([7, "7"], dtype=object)) is None
+    True
+    """
+    if pd.api.types.infer_dtype(arr, skipna=False) != "integer":
+        return None
+    try:
+        codes = pd.factorize(arr.astype(np.int64))[0]
+    except OverflowError:
+        return None
+    top = np.maximum.accumulate(codes)
+    return codes, arr[np.flatnonzero(np.r_[True, top[1:] > top[:-1]])]
 
 
 def _by_identity(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

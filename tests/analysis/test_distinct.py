@@ -45,6 +45,12 @@ def _mixtures():
         ints = np.empty(n, dtype=object)
         ints[:] = [int(i % 9) + 10**6 for i in range(n)]     # integers past the interned ones
         yield f"ints{n}", ints
+        # Integers with one other value among them: factorized as int64 only when all are
+        # integers (numpy's too) that fit; else as objects.
+        for other in ("7", 2**70, None, np.int64(3), True, 7.0, np.nan):
+            mixed = ints.copy()
+            mixed[n // 2] = other
+            yield f"ints{n}+{other!r}", mixed
 
 
 CASES = list(_mixtures())
