@@ -139,13 +139,12 @@ def text_codes(values, use_na_sentinel: bool = True) -> np.ndarray:
     [0, 1, 1]
     """
     arr = values.to_numpy(object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values, dtype=object)
-    if len(arr) and type(arr[0]) is int and pd.api.types.infer_dtype(arr, skipna=False) == "integer":
+    if len(arr) and type(arr[0]) is int:
         # Integers (most traces' thread ids, one object per row): factorized as int64, much
         # faster than as objects (two integers have the same text exactly when they are equal).
-        try:
-            return pd.factorize(arr.astype(np.int64))[0]
-        except OverflowError:
-            pass
+        got = _as_integers(arr)
+        if got is not None:
+            return got[0]
     codes, uniq = factorize(arr, use_na_sentinel=False)
     if not len(uniq):
         return np.zeros(0, np.int64)

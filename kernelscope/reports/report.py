@@ -321,13 +321,19 @@ class Report:
         """
         return self._op_parts_now()[1]
 
+    def __getstate__(self) -> dict:
+        # A pickled report (a copy sent to another process) leaves the thread behind (a Future
+        # does not pickle, and the tree is keyed by this process's tables): the copy computes
+        # its tree when first asked.
+        return {**self.__dict__, "_op_parts": None}
+
     def _op_parts_key(self) -> tuple:
         return id(self.trace.ops), id(self.kernels)
 
     def _op_parts_now(self) -> tuple:
         # Kept while the tables it was computed from are the report's (a replaced table: again).
         key = self._op_parts_key()
-        got = self.__dict__.get("_op_parts")
+        got = getattr(self, "_op_parts", None)
         if got is None or got[0] != key:
             got = self._op_parts = (key, _op_parts(*_op_inputs(self.trace.ops, self.kernels)))
         part = got[1]

@@ -1,6 +1,7 @@
 """The call tree and the CPU-ops table a big report starts on a second thread (Report.op_tree,
 Report.op_summary): the same tables as computed in line, and the same view payload."""
 import dataclasses
+import pickle
 import threading
 from concurrent.futures import Future
 
@@ -56,3 +57,10 @@ def test_error_on_the_thread_is_raised_where_the_result_is_asked_for():
     got = report_mod._in_background(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         got.result(timeout=30)
+
+
+def test_a_report_with_its_tree_on_the_thread_pickles_with_the_tree(monkeypatch):
+    rep = _load("mlp_train.pt.trace.json.gz", True, monkeypatch)
+    back = pickle.loads(pickle.dumps(rep))
+    assert isinstance(rep._op_parts[1], Future) and back._op_parts is None
+    pd.testing.assert_frame_equal(back.op_summary, rep.op_summary)
