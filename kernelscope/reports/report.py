@@ -78,7 +78,7 @@ class Report:
         # (``rules``, ``hotspots``, ``sass``).
         self.ncu_detail = dict(ncu_detail or {})
         self.kernels, self.copies, self.shapes = annotate(trace, ncu)
-        self._op_parts = None
+        self._op_parts: tuple | None = None      # (tables key, Future or (tree, table))
         if len(trace.ops) >= AHEAD_OPS:
             self._op_parts = (self._op_parts_key(), _in_background(_op_parts, *_op_inputs(trace.ops, self.kernels)))
 
