@@ -467,17 +467,14 @@ def _stalls_header(rep) -> dict | None:
                         for c in used}}
 
 
-def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame, depth=None, lo=None, until=None) -> pd.DataFrame:
-    """Every CPU op with its depth in its thread's call tree (``analysis.op_tree``: ``depth``,
+def _host_spans(ops: pd.DataFrame, runtime: pd.DataFrame, depth, lo=None, until=None) -> pd.DataFrame:
+    """Every CPU op with its depth in its thread's call tree (``Report.op_tree``'s ``depth``,
     per row of ``ops``), drawn nested as Perfetto draws a thread, plus the CUDA runtime calls,
     so the timeline shows what the host was doing while the GPU idled and which call launched
     which kernel. With ``until``: those that overlap [``lo``, ``until``) only."""
     parts = []
     if len(ops):
         o = ops.reset_index(drop=True)
-        if depth is None:
-            from kernelscope.analysis.op_tree import op_tree
-            depth = op_tree(o)["depth"].to_numpy()
         # Only the columns sent (a window's rows are taken from every op).
         o = o[["name", "tid", "start_us", "duration_us"] + (["cat"] if "cat" in o.columns else [])].assign(depth=depth)
         if until is not None:
