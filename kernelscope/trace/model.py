@@ -208,16 +208,17 @@ def int_column(values) -> tuple:
         if not isinstance(values, list):
             values = list(values)
         n = len(values)
-        # Missing values counted first (a pass in C): numpy's failed conversion of a column that
-        # holds None costs several times that.
+        # The common cases first: every value an integer (fromiter stops at the first that is
+        # not, where numpy's array() of a list holding None costs several times a full pass),
+        # or none recorded.
+        if n and values[0] is not None:
+            try:
+                return np.fromiter(values, np.int64, n), np.zeros(n, bool)
+            except (TypeError, ValueError, OverflowError):
+                pass    # None, or not integers: the paths below sort them out
         missing = values.count(None)
         if missing == n:
             return np.zeros(n, np.int64), np.ones(n, bool)
-        if not missing:
-            try:
-                return np.array(values, dtype=np.int64), np.zeros(n, bool)
-            except TypeError:
-                pass    # not integers: the exact path below sorts them out
         # Through float64 (None -> NaN, in C): exact for integers below 2**53, which ids,
         # counts and sizes are; larger ones take the exact path below.
         f = np.array(values, dtype=np.float64)
