@@ -215,7 +215,8 @@ def outer_ops(ops: pd.DataFrame, tids, times) -> list:
     out = [None] * len(times)
     if ops is None or not len(ops) or not len(out):
         return out
-    wanted = {t for t in tids if t is not None}
+    wanted = set(tids)
+    wanted.discard(None)
     # Category and thread tested once per distinct value (a million ops hold a few of each).
     keep = (by_distinct(ops["cat"], lambda c: c == "cpu_op", bool, True)
             & by_distinct(ops["tid"], lambda t: t in wanted, bool, False))

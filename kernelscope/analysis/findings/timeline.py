@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.backends import distinct_rows
-from kernelscope.analysis.distinct import factorize, text_codes
+from kernelscope.analysis.distinct import by_distinct, factorize, text_codes
 from kernelscope.analysis.findings.base import (
     MAX_EVIDENCE_ROWS,
     Finding,
@@ -381,7 +381,7 @@ def copy_findings(report, tl) -> list:
     if len(pageable):
         b = pageable["bytes"].astype(float).fillna(0).to_numpy()
         d = np.nan_to_num(pageable["duration_us"].to_numpy(float))
-        lk = np.array([link(i) for i in pageable["device_index"].tolist()])
+        lk = by_distinct(pageable["device_index"], link, float, FALLBACK_HOST_LINK_GBPS)  # once per device
         ideal = b / (lk * 1e3)  # us at the link's datasheet rate (GB/s = 1e3 bytes/us)
         cost = float(np.maximum(0.0, d - ideal).sum())
         gbps = safe_ratio(b.sum(), np.nansum(d) * 1e3)
