@@ -208,14 +208,16 @@ def int_column(values) -> tuple:
         if not isinstance(values, list):
             values = list(values)
         n = len(values)
-        # The common cases first: every value an integer (fromiter stops at the first that is
-        # not, where numpy's array() of a list holding None costs several times a full pass),
-        # or none recorded.
+        # The common case first: every value an integer (fromiter stops at the first that is
+        # not, where numpy's array() of a list holding None costs several times a full pass).
         if n and values[0] is not None:
             try:
                 return np.fromiter(values, np.int64, n), np.zeros(n, bool)
-            except (TypeError, ValueError, OverflowError):
-                pass    # None, or not integers: the paths below sort them out
+            except TypeError:
+                pass    # a None (or not a number): the paths below
+            except (ValueError, OverflowError):
+                if None not in values:
+                    raise    # not integers, or too large: the exact path (below)
         missing = values.count(None)
         if missing == n:
             return np.zeros(n, np.int64), np.ones(n, bool)
