@@ -27,6 +27,26 @@ def fmt_us(us) -> str:
     return f"{us:.1f} us"
 
 
+def fmt_pct(x, digits: int | None = 1, *, scale: float = 1.0) -> str:
+    """A share as a percent, the one way every output writes one: ``digits`` decimals (None:
+    one below 10%, where it matters, else none); ``scale=100`` for a value already in percent.
+    Missing, infinite or not a number: "-".
+
+    >>> fmt_pct(0.1234), fmt_pct(0.05, None), fmt_pct(0.5, None), fmt_pct(87.4, 0, scale=100), fmt_pct(None)
+    ('12.3%', '5.0%', '50%', '87%', '-')
+    """
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "-"      # None, pd.NA: not measured
+    if x != x or abs(x) == float("inf"):
+        return "-"
+    if digits is None:
+        digits = 1 if x < 0.1 * scale else 0
+    # A percent already: printed as it is (dividing by 100 and back would move halves' rounding).
+    return f"{x:.{digits}%}" if scale == 1.0 else f"{x * (100.0 / scale):.{digits}f}%"
+
+
 def fmt_bytes(n) -> str:
     """A byte count in the binary unit that reads best.
 

@@ -11,7 +11,7 @@ import re
 
 from kernelscope.analysis.findings.base import severity_for
 from kernelscope.jsonable import num
-from kernelscope.units import fmt_us
+from kernelscope.units import fmt_pct, fmt_us
 
 # A first screen lists a few things; the Findings tab has every one.
 FIX_LIST_MAX = 5
@@ -133,7 +133,7 @@ def _kernel_of(f):
 def _costs(cost, wall_us, of="wall time") -> dict:
     share = cost / wall_us if cost is not None and wall_us else None
     return {"cost_us": cost, "cost_text": fmt_us(cost) if cost is not None else "", "share_of_wall": share,
-            "share_text": f"{_pct(share)} of {of}" if share is not None else ""}
+            "share_text": f"{fmt_pct(share, None)} of {of}" if share is not None else ""}
 
 
 def _item(f, index, cost, wall_us, of="wall time") -> dict:
@@ -146,11 +146,6 @@ def _item(f, index, cost, wall_us, of="wall time") -> dict:
         "link": _get(f, "link") or _kernel_link(_get(f, "evidence")),
         "finding": index, "also": [], "within": None,
     }
-
-
-def _pct(share) -> str:
-    # Two digits where a share is small enough for them to matter.
-    return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
 
 
 def _sentences(text: str) -> list:

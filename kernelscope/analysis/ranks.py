@@ -31,7 +31,7 @@ from kernelscope.analysis.collectives import collectives
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.peaks import peer_link_gbps
 from kernelscope.analysis.timeline import covered_length, intersection_length, merge_intervals, union_length
-from kernelscope.units import fmt_us
+from kernelscope.units import fmt_pct, fmt_us
 
 # A step is a torch.profiler step (ProfilerStep#N, from its schedule or a record_function of
 # that name) or a ks.profile repeat (kernelscope.repeat.N).
@@ -523,7 +523,7 @@ def _exposed_comm(t) -> list:
         "exposed_communication", severity_for(cost, _window(t)),
         f"Communication is exposed for {span} of the step time across ranks "
         f"({fmt_us(float(steps['exposed_comm_us'].median()))} per rank, median); compute hides "
-        f"{_pct(float(hidden.median()))} of it",
+        f"{fmt_pct(float(hidden.median()), 0)} of it",
         detail,
         {"exposed_share_by_rank": {int(k): float(v) for k, v in share.items()},
          "exposed_comm_us_by_rank": {int(k): float(v) for k, v in steps["exposed_comm_us"].items()},
@@ -531,5 +531,3 @@ def _exposed_comm(t) -> list:
         cost_us=cost)]
 
 
-def _pct(v) -> str:
-    return "-" if v is None or not np.isfinite(v) else f"{v:.0%}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from kernelscope.render.text import clip, fmt_us
-from kernelscope.units import fmt_bytes
+from kernelscope.units import fmt_bytes, fmt_pct
 
 # Kernels listed per rank in the view (the costliest); rep.summary() has them all.
 KERNELS_PER_RANK = 30
@@ -24,10 +24,6 @@ SOURCES = {
     "busbw_gbps": "bus bandwidth, nccl-tests' definition, of the last-arriving rank's time (computed)",
     "link_gbps": "datasheet NVLink rate, one direction (ranks on one host)",
 }
-
-
-def _pct(x) -> str:
-    return "-" if x is None or x != x else f"{x:.0%}"
 
 
 def _gbps(x) -> str:
@@ -54,7 +50,7 @@ def ranks_text(rep, top: int = 8) -> str:
     for x in r.head(64).itertuples():
         lines.append(f"  {x.rank:>4} {clip(x.host or '-', 12):<12} {clip(x.device or '-', 14):<14} {x.steps:>5} "
                      f"{fmt_us(x.step_us):>10} {fmt_us(x.compute_us):>10} {fmt_us(x.comm_us):>10} "
-                     f"{fmt_us(x.exposed_comm_us):>10} {_pct(x.hidden_share):>6}")
+                     f"{fmt_us(x.exposed_comm_us):>10} {fmt_pct(x.hidden_share, 0):>6}")
     if len(r) > 64:
         lines.append(f"  … and {len(r) - 64} more ranks (rep.ranks)")
     s = rep.stragglers
@@ -63,7 +59,7 @@ def ranks_text(rep, top: int = 8) -> str:
         lines.append("  slowest rank per step (most work = least waiting):")
         for x in s.head(top).itertuples():
             lines.append(f"  {clip(x.step, 20):<20} rank {x.slowest_rank:<4} by {fmt_us(x.lag_us):>10} "
-                         f"({_pct(x.lag_share)} of the step)")
+                         f"({fmt_pct(x.lag_share, 0)} of the step)")
     c = rep.comm_summary()
     if len(c):
         lines.append("")
@@ -73,7 +69,7 @@ def ranks_text(rep, top: int = 8) -> str:
             algo = "/".join(v for v in (x.algorithm, x.protocol) if v and v != "-") or "-"
             lines.append(f"  {clip(f'{x.backend} {x.kind} {x.dtype}', 22):<22} {clip(algo, 10):<10} "
                          f"{x.calls:>6.0f} {fmt_bytes(x.bytes_per_call):>10} {fmt_us(x.time_us):>10} "
-                         f"{_gbps(x.busbw_gbps):>12} {_pct(x.busbw_of_link):>7}")
+                         f"{_gbps(x.busbw_gbps):>12} {fmt_pct(x.busbw_of_link, 0):>7}")
     if rep.findings:
         lines.append("")
         lines.append("  findings (most costly first):")
@@ -112,11 +108,11 @@ def ranks_html(rep) -> str:
                     ("exposed", SOURCES["exposed_comm_us"]), ("hidden", "share of communication compute hides")],
                    [[(x.rank, True), (x.host, False), (x.device, False), (x.steps, True), (fmt_us(x.step_us), True),
                      (fmt_us(x.compute_us), True), (fmt_us(x.comm_us), True), (fmt_us(x.exposed_comm_us), True),
-                     (_pct(x.hidden_share), True)] for x in r.head(64).itertuples()])
+                     (fmt_pct(x.hidden_share, 0), True)] for x in r.head(64).itertuples()])
     s = rep.stragglers
     strag = _table([("step", ""), ("slowest rank", "the rank with the most work"), ("lag", SOURCES["lag_us"]),
                     ("of step", ""), ("fastest rank", "")],
-                   [[(x.step, False), (x.slowest_rank, True), (fmt_us(x.lag_us), True), (_pct(x.lag_share), True),
+                   [[(x.step, False), (x.slowest_rank, True), (fmt_us(x.lag_us), True), (fmt_pct(x.lag_share, 0), True),
                      (x.fastest_rank, True)] for x in s.head(20).itertuples()]) if len(s) else ""
     c = rep.comm_summary()
     comm = _table([("collective", ""), ("algorithm", "from the NCCL kernel name"), ("calls", "per rank"),
@@ -125,7 +121,7 @@ def ranks_html(rep) -> str:
                   [[(f"{x.backend} {x.kind} {x.dtype}", False),
                     ("/".join(v for v in (x.algorithm, x.protocol) if v and v != "-") or "-", False),
                     (f"{x.calls:.0f}", True), (fmt_bytes(x.bytes_per_call), True), (fmt_us(x.time_us), True),
-                    (_gbps(x.busbw_gbps), True), (_gbps(x.link_gbps), True), (_pct(x.busbw_of_link), True)]
+                    (_gbps(x.busbw_gbps), True), (_gbps(x.link_gbps), True), (fmt_pct(x.busbw_of_link, 0), True)]
                    for x in c.head(20).itertuples()]) if len(c) else "<p>No collectives recorded.</p>"
     li = "".join(f"<li><b>[{_e(f.severity)}]</b> {_e(f.title)}<div style='{_MUTED}font-size:12px'>{_e(f.detail)}</div></li>"
                  for f in rep.findings[:5])
