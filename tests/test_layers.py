@@ -23,6 +23,7 @@ LAYERS = [
     ("base", ("errors", "units", "jsonable")),
     ("trace", ("trace",)),
     ("analysis", ("analysis",)),
+    ("panels", ("panels",)),
     ("output", ("render", "view")),
     ("reports", ("reports",)),
     ("loading", ("loading", "capture")),

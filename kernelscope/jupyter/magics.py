@@ -27,6 +27,7 @@ class KernelProfileMagics(Magics):
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         self.last = None        # the last Report
+        self.last_options: dict = {}   # the display options it was shown with (--top, --sort)
         self.baselines = {}     # name -> Report, from --baseline NAME
         self._session = None    # (profile, args) of a `%kernelprofile start`
 
@@ -272,7 +273,7 @@ class KernelProfileMagics(Magics):
         if args.action == "last":
             if self.last is None:
                 raise UsageError("no report yet: profile a cell with %%kernelprofile first")
-            _display(self.last)
+            _display(self.last.display(**self.last_options))
             return None
         if args.action == "baselines":
             for name, rep in self.baselines.items():
@@ -284,8 +285,8 @@ class KernelProfileMagics(Magics):
 
     # -- shared ---------------------------------------------------------------------------------
     def _finish(self, report, args):
-        report.meta["view"] = {"top": args.top, "sort": args.sort}
         self.last = report
+        self.last_options = {"top": args.top, "sort": args.sort}
         if args.output:
             self.shell.user_ns[args.output] = report
         if args.save:
@@ -320,7 +321,7 @@ class KernelProfileMagics(Magics):
                 report.meta["compared_with"] = args.compare
         if args.no_display:
             return
-        _display(comparison if comparison is not None else report)
+        _display(comparison if comparison is not None else report.display(top=args.top, sort=args.sort))
 
     def _count(self):
         """The number of the cell now running (its ``In [N]``), None outside a numbered cell."""

@@ -194,7 +194,7 @@ def _merge_close(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _occupancy(alt, rep, *, kernel, **_):
-    from kernelscope.render.occupancy import shape_details
+    from kernelscope.panels.shapes import shape_details
     k = rep.kernels.reset_index(drop=True)
     if not len(k):
         raise ValueError("the report has no kernels")

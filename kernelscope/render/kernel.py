@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from kernelscope.analysis.kernel_detail import MEASURED, kernel_detail
+from kernelscope.units import fmt_pct, fmt_us
 
 
 # -- text -----------------------------------------------------------------------------------------
@@ -18,7 +19,6 @@ def kernel_detail_text(rep, top: int = 5) -> str:
         memory: DRAM 69.1% of peak, L1 hit 0.0%, L2 hit 17.9%, global load 32.0 sectors/request
     ...
     """
-    from kernelscope.render.text import fmt_us
     d = kernel_detail(rep)
     if not d:
         return ""
@@ -32,7 +32,7 @@ def kernel_detail_text(rep, top: int = 5) -> str:
         occ = e["occupancy"]
         if occ.get("achieved") is not None:
             theo = occ.get("theoretical", occ.get("theoretical_ncu"))
-            lines.append(f"    occupancy: achieved {_pct(occ['achieved'])} of theoretical {_pct(theo)}"
+            lines.append(f"    occupancy: achieved {fmt_pct(occ['achieved'])} of theoretical {fmt_pct(theo)}"
                          + (f" (limited by {occ['limiter']})" if occ.get("limiter") else ""))
         roof = e["roofline"]
         if roof:
@@ -52,7 +52,7 @@ def kernel_detail_text(rep, top: int = 5) -> str:
                          + f" (top: {bars[0]['title']}; usually fixed by: {bars[0]['fix']})")
         for h in e["hotspots"][:3]:
             text = f"  {h['text'].strip()[:70]}" if h.get("text") else ""
-            lines.append(f"    hot spot {h['location']}: {_pct(h['share'])} of samples, mostly "
+            lines.append(f"    hot spot {h['location']}: {fmt_pct(h['share'])} of samples, mostly "
                          f"{h['top_stall'] or '-'}{text}")
         for a in e["advice"][:3]:
             sp = f" (est. speedup {a['speedup_pct']:.0f}%{', local' if a['speedup_type'] == 'local' else ''})" \
@@ -63,26 +63,21 @@ def kernel_detail_text(rep, top: int = 5) -> str:
     return "\n".join(lines)
 
 
-def _pct(x) -> str:
-    return "-" if x is None else f"{x:.1%}"
-
-
 def _one_decimal(x) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def kernel_detail_html(rep, top: int = 8) -> str:
+def kernel_detail_html(rep, top: int = 8, detail: dict | None = None) -> str:
     """The deep dive's headline per profiled launch as static HTML (no JavaScript; every recorded
     text escaped): what bounds it, occupancy, top stall with its fix, the hottest line, the
-    coalescing verdict.
+    coalescing verdict. ``detail``: the report's deep dive (its panel), when at hand.
 
     >>> "<script>" in kernel_detail_html(rep)
     False
     """
     from html import escape
 
-    from kernelscope.render.text import fmt_us
-    d = kernel_detail(rep)
+    d = kernel_detail(rep) if detail is None else detail
     if not d:
         return ""
     cell = "padding:2px 8px;border-bottom:1px solid #ddd;vertical-align:top;"
@@ -98,7 +93,7 @@ def kernel_detail_html(rep, top: int = 8) -> str:
         rows.append(
             f"<tr><td style='{cell}' title='{e(x['kernel_name'])}'>{e(x['kernel_name'][:60])}</td>"
             f"<td style='{cell}'>{e(fmt_us(x['duration_us']))}</td><td style='{cell}'>{e(x['sol'].get('verdict'))}</td>"
-            f"<td style='{cell}'>{e(_pct(occ.get('achieved')))} of {e(_pct(theo))}</td>"
+            f"<td style='{cell}'>{e(fmt_pct(occ.get('achieved')))} of {e(fmt_pct(theo))}</td>"
             f"<td style='{cell}'>{e(stall)}</td><td style='{cell}'>{e(hot_s)}</td>"
             f"<td style='{cell}'>{e(x['memory'].get('verdict') or '')}</td></tr>")
     head = "".join(f"<th style='{cell}text-align:left'>{h}</th>" for h in

@@ -1,13 +1,16 @@
-"""A report as plain text, for terminals and ``text/plain``."""
+"""A report as plain text, for terminals and ``text/plain``: the panels (``kernelscope.panels``)
+written as lines."""
 from __future__ import annotations
 
 import re
 
-from kernelscope.analysis.priorities import what_to_fix
-from kernelscope.analysis.replay import capabilities
-from kernelscope.units import fmt_us
+from kernelscope.panels import Panels, report_panels
+from kernelscope.units import fmt_pct, fmt_us
 
 __all__ = ["fmt_us", "printable", "report_text"]
+
+# Kernels listed when no display option says how many.
+TOP = 10
 
 
 def clip(s, n):
@@ -15,8 +18,8 @@ def clip(s, n):
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def report_text(rep, top: int = 10) -> str:
-    """The report's headline, top kernels and findings as text.
+def report_text(rep, top: int | None = None) -> str:
+    """The report's headline, top kernels and findings as text (``top``: kernels listed).
 
     >>> print(report_text(ks.load("launch_bound.pt.trace.json.gz")))
     kernelscope report: launch_bound.pt.trace.json.gz
@@ -27,90 +30,85 @@ def report_text(rep, top: int = 10) -> str:
       kernel                                           backend    launches      total       mean     median        min        max    std dev  share
     ...
     """
-    k = rep.kernels
-    m = rep.meta
-    lines = []
-    title = f"kernelscope report: {rep.title}" + (" (PARTIAL: the run stopped early)" if rep.partial else "")
-    lines.append(title)
-    src = m.get("source")
-    if src and not str(src).startswith("<"):
-        lines.append(f"  source: {src}")
-    devs = rep.devices
-    if len(devs):
-        lines.append("  devices: " + ", ".join(
-            f"{r.name} (sm_{r.compute_major}{r.compute_minor}, {r.num_sms} SMs)" for r in devs.itertuples()))
-    caps = capabilities(rep.meta)
-    if caps["kind"] == "replay":
-        lines.append(f"  Nsight Compute replay: {len(k):,} launches of {k['name'].nunique():,} kernels   "
-                     f"kernel time: {fmt_us(rep.gpu_time_us)} ({caps['durations']})")
-    else:
-        clock = f" ({rep.wall_time_clock})" if rep.wall_time_clock else ""
-        lines.append(f"  wall time{clock}: {fmt_us(rep.wall_time_us)}   kernels: {len(k):,} launches of "
-                     f"{k['name'].nunique():,} kernels   GPU kernel time: {fmt_us(rep.gpu_time_us)}"
-                     f"   copies + memsets: {len(rep.copies):,}")
-    for note in rep.notes:
-        lines.append(f"  note: {note}")
-    if len(k):
-        s = rep.summary().head(top)
-        lines.append("")
-        # The columns of rep.summary() and of the view's kernel table (its "statistics" columns).
-        lines.append(f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'median':>10} "
-                     f"{'min':>10} {'max':>10} {'std dev':>10} {'share':>6}")
-        for r in s.itertuples():
-            lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8,} "
-                         f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {fmt_us(r.median_us):>10} "
-                         f"{fmt_us(r.min_us):>10} {fmt_us(r.max_us):>10} {fmt_us(r.std_us):>10} {r.share:>6.1%}")
-        more = k["name"].nunique() - len(s)
-        if more > 0:
-            lines.append(f"  … and {more} more kernels (rep.summary() has them all)")
-        lines += _measured_lines(rep, s["name"].tolist()[:5])
-    base_us, of = rep.time_base
-    fixes = what_to_fix(rep.findings, base_us, of=of)
-    if fixes:
-        lines.append("")
-        lines.append(f"  what to fix first (time at stake, share of {of}):" if fixes[0]["cost_us"] is not None
-                     else "  findings:")
-        for x in fixes:
-            cost = f" {x['cost_text']}, {x['share_text']}:" if x["cost_text"] else ""
-            lines.append(f"  {x['rank']}. [{x['severity']}]{cost} {x['title']}")
-            if x["cause"]:
-                lines.append(f"     cause: {x['cause']}")
-            if x["fix"]:
-                lines.append(f"     fix:   {x['fix']}")
-            if x.get("note"):
-                lines.append(f"     note:  {x['note']}")
-        if len(rep.findings) > len(fixes):
-            lines.append(f"  ({len(rep.findings)} findings in all: rep.findings)")
+    p = report_panels(rep)
+    lines = _header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _fix_lines(p)
     return printable("\n".join(lines))
 
 
-def _measured_lines(rep, names) -> list:
+def _header_lines(p: Panels) -> list:
+    h, s = p.header, p.header.stats
+    lines = [f"kernelscope report: {h.title}" + (" (PARTIAL: the run stopped early)" if h.partial else "")]
+    if h.source:
+        lines.append(f"  source: {h.source}")
+    if h.devices:
+        lines.append("  devices: " + ", ".join(h.device_texts()))
+    if h.capabilities["kind"] == "replay":
+        lines.append(f"  Nsight Compute replay: {s['launches']:,} launches of {s['kernels']:,} kernels   "
+                     f"kernel time: {fmt_us(s['gpu_time_us'])} ({h.capabilities['durations']})")
+    else:
+        clock = f" ({s['wall_clock']})" if s["wall_clock"] else ""
+        lines.append(f"  wall time{clock}: {fmt_us(s['wall_us'])}   kernels: {s['launches']:,} launches of "
+                     f"{s['kernels']:,} kernels   GPU kernel time: {fmt_us(s['gpu_time_us'])}"
+                     f"   copies + memsets: {s['copies']:,}")
+    lines += [f"  note: {n}" for n in p.notes]
+    return lines
+
+
+def _kernel_lines(p: Panels, top: int) -> list:
+    t = p.kernel_table
+    if not p.header.stats["launches"]:
+        return []
+    s = t.top(top)
+    # The columns of rep.summary() and of the view's kernel table (its "statistics" columns).
+    lines = ["", f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'median':>10} "
+                 f"{'min':>10} {'max':>10} {'std dev':>10} {'share':>6}"]
+    for r in s.itertuples():
+        lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8,} "
+                     f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {fmt_us(r.median_us):>10} "
+                     f"{fmt_us(r.min_us):>10} {fmt_us(r.max_us):>10} {fmt_us(r.std_us):>10} {fmt_pct(r.share):>6}")
+    if t.distinct > len(s):
+        lines.append(f"  … and {t.distinct - len(s)} more kernels (rep.summary() has them all)")
+    return lines + _measured_lines(t, s["name"].tolist()[:5])
+
+
+def _measured_lines(t, names) -> list:
     """Hardware counters (PM sampling) and live warp stalls of the top kernels, when recorded."""
-    k = rep.kernels
     out = []
-    if "tensor_pct" in k.columns and len(getattr(rep, "metrics", ())):
-        from kernelscope.analysis.counters import kernel_counters
-        c = rep.meta.get("counters") or {}
-        iv = c.get("interval_us")
-        kc = kernel_counters(k).set_index("name")
-        out += ["", f"  hardware counters ({c.get('source') or 'CUPTI PM sampling'}"
-                    + (f", every {iv:.0f} us" if iv else "") + ", time-weighted per kernel):",
-                f"  {'kernel':<48} {'SMs active':>10} {'tensor':>7} {'DRAM':>6} {'DRAM GB/s':>10}"]
+    if t.counters is not None:
+        out += ["", f"  hardware counters ({t.counter_source}, time-weighted per kernel):",
+                f"  {'kernel':<48} " + " ".join(f"{d.short:>10}" for d in t.counter_tracks)]
         for n in names:
-            if n not in kc.index:
-                continue
-            r = kc.loc[n]
-            f = lambda v, u="%": "-" if v != v else f"{v:.0f}{u}"  # noqa: E731
-            out.append(f"  {clip(r.get('short_name', n), 48):<48} {f(r['sm_active_pct']):>10} "
-                       f"{f(r['tensor_pct']):>7} {f(r['dram_pct']):>6} {f(r['dram_gbps'], ''):>10}")
-    if "top_stall" in k.columns and len(getattr(rep, "stalls", ())):
-        src = ", ".join(sorted({str(x) for x in rep.stalls["source"].dropna()}))
-        first = k.drop_duplicates("name").set_index("name")
-        rows = [(first.loc[n, "short_name"], first.loc[n, "top_stall"]) for n in names
-                if n in first.index and isinstance(first.loc[n, "top_stall"], str)]
+            if n in t.counters.index:
+                cells = [fmt_pct(t.counter(n, d.column), 0, scale=100) if d.unit == "%" else
+                         _whole_number(t.counter(n, d.column)) for d in t.counter_tracks]
+                out.append(f"  {clip(t.facts[n]['short_name'], 48):<48} " + " ".join(f"{c:>10}" for c in cells))
+    if t.stall_source:
+        rows = [(t.facts[n]["short_name"], t.facts[n].get("top_stall")) for n in names if n in t.facts]
+        rows = [(a, b) for a, b in rows if isinstance(b, str)]
         if rows:
-            out += ["", f"  top warp stall ({src}): " + "; ".join(f"{clip(a, 40)}: {b}" for a, b in rows)]
+            out += ["", f"  top warp stall ({t.stall_source}): " + "; ".join(f"{clip(a, 40)}: {b}" for a, b in rows)]
     return out
+
+
+def _whole_number(v) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def _fix_lines(p: Panels) -> list:
+    fixes = p.fixes
+    if not fixes:
+        return []
+    of = p.rep.time_base[1]
+    lines = ["", f"  what to fix first (time at stake, share of {of}):" if fixes[0]["cost_us"] is not None
+             else "  findings:"]
+    for x in fixes:
+        cost = f" {x['cost_text']}, {x['share_text']}:" if x["cost_text"] else ""
+        lines.append(f"  {x['rank']}. [{x['severity']}]{cost} {x['title']}")
+        lines += [f"     {label}{x[key]}" for label, key in (("cause: ", "cause"), ("fix:   ", "fix"), ("note:  ", "note"))
+                  if x.get(key)]
+    if len(p.findings) > len(fixes):
+        lines.append(f"  ({len(p.findings)} findings in all: rep.findings)")
+    return lines
 
 
 # Control characters (C0 but tab and newline, DEL, C1): a kernel or file name carrying a terminal

@@ -408,8 +408,7 @@ class Report:
     # -- display -------------------------------------------------------------------------
     def __repr__(self) -> str:
         from kernelscope.render.text import report_text
-        top = (self.meta.get("view") or {}).get("top")  # %%kernelprofile --top N
-        return report_text(self, top=top) if top else report_text(self)
+        return report_text(self)
 
     def _repr_html_(self) -> str:
         from kernelscope.render.html import report_html
@@ -419,18 +418,19 @@ class Report:
         """Every display carries the live widget (needs a kernel), our report MIME type (the
         JupyterLab extension renders it from a saved notebook with no kernel), static HTML
         (GitHub, nbconvert) and text."""
-        from kernelscope.render.html import report_html
-        from kernelscope.view.bundle import MIME_TYPE, mime_payload, with_widget
-        from kernelscope.view.codec import pack
-        from kernelscope.view.report import view_model
-        model = view_model(self)
-        packed = pack(*model)   # one blob for both the saved MIME entry and the widget
-        bundle = {MIME_TYPE: mime_payload(self, packed=packed), "text/html": report_html(self), "text/plain": repr(self)}
+        from kernelscope.view.bundle import report_bundle
+        return report_bundle(self)
 
-        def make_widget():
-            from kernelscope.view.widget import display_widget
-            return display_widget(self, model=model, packed=packed)
-        return with_widget(bundle, make_widget)
+    def display(self, *, top: int | None = None, sort: str | None = None) -> ReportDisplay:
+        """The report with display options, for ``display()`` or a cell's last line: ``top``,
+        the kernels listed (the table offers the rest); ``sort``, the kernel table's order (a
+        column: ``"total"``, ``"launches"``, ``"mean"``, ...). ``%%kernelprofile --top N
+        --sort COL`` shows its report this way.
+
+        >>> repr(rep.display(top=2)).count(" ATen "), repr(rep).count(" ATen ")
+        (2, 9)
+        """
+        return ReportDisplay(self, {"top": top, "sort": sort})
 
     def chart(self, kind: str = "kernels", *, kernel: str | None = None, top: int = 20):
         """A chart of the report as an altair object, to restyle or save (PNG/SVG need vl-convert):
@@ -453,6 +453,27 @@ class Report:
         """
         from kernelscope.view.widget import ReportWidget
         return ReportWidget(self)
+
+
+class ReportDisplay:
+    """One display of a report with its display options (:meth:`Report.display`): shown as the
+    report is, the options applied to every output (text, static HTML, the view)."""
+
+    def __init__(self, report: Report, options: dict):
+        self.report = report
+        self.options = options
+
+    def __repr__(self) -> str:
+        from kernelscope.render.text import report_text
+        return report_text(self.report, top=self.options.get("top"))
+
+    def _repr_html_(self) -> str:
+        from kernelscope.render.html import report_html
+        return report_html(self.report, top=self.options.get("top"))
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from kernelscope.view.bundle import report_bundle
+        return report_bundle(self.report, self.options)
 
 
 # Meta fields that hold a path on the machine that made the report (Report.save keeps their names).

@@ -40,21 +40,22 @@ class Derived:
     unit: str
     meaning: str
     color: str
+    short: str      # a table column's heading
 
 
 # Columns of the samples table (and, time-weighted, of each kernel) in display order.
 DERIVED = (
     Derived("sm_active_pct", "SM active", "%",
             "share of SM cycles with at least one warp resident, mean over all SMs "
-            "(sm__cycles_active / sm__cycles_elapsed)", "#4e79a7"),
+            "(sm__cycles_active / sm__cycles_elapsed)", "#4e79a7", "SM active"),
     Derived("tensor_pct", "tensor pipe", "%",
             "tensor-core pipe busy, % of its sustained peak "
-            "(sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed)", "#e15759"),
+            "(sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed)", "#e15759", "tensor"),
     Derived("dram_pct", "DRAM throughput", "%",
             "DRAM throughput, % of its sustained peak (dram__throughput.avg.pct_of_peak_sustained_elapsed)",
-            "#59a14f"),
+            "#59a14f", "DRAM"),
     Derived("dram_gbps", "DRAM bandwidth", "GB/s",
-            "bytes read and written at DRAM per second (dram__bytes.sum over the sample)", "#76b7b2"),
+            "bytes read and written at DRAM per second (dram__bytes.sum over the sample)", "#76b7b2", "DRAM GB/s"),
 )
 DERIVED_COLUMNS = tuple(d.column for d in DERIVED)
 

@@ -11,6 +11,30 @@ from kernelscope.view.report import view_model
 MIME_TYPE = "application/vnd.kernelscope.report.v1+json"
 
 
+def report_bundle(rep, options: dict | None = None) -> dict:
+    """Everything one display of a Report shows, each part formatting the same panels
+    (``kernelscope.panels``): the saved-notebook entry, static HTML, text and the live widget.
+    ``options``: the display options (``top``: kernels listed; ``sort``: the table's order).
+
+    >>> [k for k in sorted(report_bundle(rep, {"top": 3, "sort": None})) if "kernelscope" in k or "text" in k]
+    ['application/vnd.kernelscope.report.v1+json', 'text/html', 'text/plain']
+    >>> report_bundle(rep, {"top": 3})["text/plain"].count(" ATen ")
+    3
+    """
+    from kernelscope.render.html import report_html
+    from kernelscope.render.text import report_text
+    top = (options or {}).get("top")
+    model = view_model(rep, options=options)
+    packed = pack(*model)   # one blob for both the saved MIME entry and the widget
+    bundle = {MIME_TYPE: mime_payload(rep, packed=packed), "text/html": report_html(rep, top=top),
+              "text/plain": report_text(rep, top=top)}
+
+    def make_widget():
+        from kernelscope.view.widget import display_widget
+        return display_widget(rep, model=model, packed=packed, options=options)
+    return with_widget(bundle, make_widget)
+
+
 
 def with_widget(bundle: dict, make_widget) -> dict:
     """``bundle`` (a display's MIME entries) plus the live widget's, when ``make_widget()`` can

@@ -6,9 +6,10 @@ import pandas as pd
 
 from kernelscope.analysis.backend_rules import BACKENDS
 from kernelscope.jsonable import num
+from kernelscope.panels.base import records, safe
+from kernelscope.panels.fixes import findings_panel
 from kernelscope.render.ranks import KERNELS_PER_RANK, SOURCES
 from kernelscope.view.codec import VIEW_VERSION, pack_tables
-from kernelscope.view.report import findings_payload, records
 
 LANE_COLUMNS = [("rank", "i32"), ("kind", "str"), ("start_us", "f64"), ("end_us", "f64")]
 # The lanes' kinds as the view draws them: one band each per rank (colours: NCCL's and memcpy's
@@ -46,7 +47,7 @@ def ranks_view_model(rep) -> tuple[dict, bytes]:
         "world_size": rep.world_size, "notes": [str(n) for n in rep.notes],
         "ranks": records(rep.ranks), "steps": records(rep.steps), "stragglers": records(rep.stragglers),
         "comm": records(rep.comm_summary()), "kernels": records(top), "kernels_per_rank": KERNELS_PER_RANK,
-        "findings": findings_payload(rep), "sources": SOURCES, "lane_kinds": LANE_KINDS,
+        "findings": safe(lambda: findings_panel(rep), []), "sources": SOURCES, "lane_kinds": LANE_KINDS,
         "span": [num(lanes["start_us"].min()) if len(lanes) else 0.0, num(lanes["end_us"].max()) if len(lanes) else 1.0],
         "tables": tables, "nbytes": len(buf),
     }

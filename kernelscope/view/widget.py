@@ -26,7 +26,7 @@ import anywidget
 import pandas as pd
 import traitlets
 
-from kernelscope.render.occupancy import shape_details
+from kernelscope.panels.shapes import shape_details
 from kernelscope.view.codec import pack
 from kernelscope.view.report import kernel_window, view_model
 
@@ -46,13 +46,15 @@ class ReportWidget(anywidget.AnyWidget):
 
     selection = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
-    def __init__(self, report, *, model: tuple | None = None, packed: bytes | None = None, **kwargs):
+    def __init__(self, report, *, model: tuple | None = None, packed: bytes | None = None,
+                 options: dict | None = None, **kwargs):
         if not (_STATIC / "widget.js").exists():
             raise RuntimeError(f"kernelscope's front end is not built ({_STATIC / 'widget.js'} is missing): "
                                "`pip install .` builds it, or run `npm install && npm run build` in js/")
-        header, buf = model or view_model(report)
+        header, buf = model or view_model(report, options=options)
         super().__init__(**kwargs)
         self.report = report
+        self.options = options    # the display options every window it fetches is shown with
         self.header = header      # the unpacked header, for Python-side use
         self._packed = packed if packed is not None else pack(header, buf)
         self.on_msg(self._on_message)
@@ -85,7 +87,7 @@ class ReportWidget(anywidget.AnyWidget):
                     window = kernel_window(self.report, content.get("kernel"), content.get("from_us"))
                     if window is None:
                         raise LookupError("the report has no launch of that kernel")
-                header, buf = view_model(self.report, window=window)
+                header, buf = view_model(self.report, window=window, options=self.options)
             except Exception as e:  # noqa: BLE001 - the view says it could not get the window
                 self.send({"type": "window", "id": ask, "error": f"{type(e).__name__}: {e}"})
                 return
@@ -152,13 +154,14 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
         return name, None, f"cannot read {path}: {e.strerror or e}"
 
 
-def display_widget(report, *, model: tuple | None = None, packed: bytes | None = None) -> ReportWidget:
+def display_widget(report, *, model: tuple | None = None, packed: bytes | None = None,
+                   options: dict | None = None) -> ReportWidget:
     """The widget for one display of ``report`` (what ``Report._repr_mimebundle_`` shows): it
     replaces, and closes, the widget of the report's previous display.
 
     >>> display_widget(rep)._repr_mimebundle_()       # doctest: +SKIP
     """
-    w = ReportWidget(report, model=model, packed=packed)
+    w = ReportWidget(report, model=model, packed=packed, options=options)
     _displays.replace(report, w)
     return w
 

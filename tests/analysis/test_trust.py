@@ -59,7 +59,7 @@ def test_graph_replay_busy_in_its_window_is_idle_over_the_wall():
 
 
 def test_view_tile_takes_busy_of_the_wall(reps):
-    from kernelscope.view.report import _stats
+    from kernelscope.panels.header import stats as _stats
     rep = reps["jax_cell"]
     s = _stats(rep, rep.kernels, rep.copies, rep.timeline)
     assert s["gpu_busy"] < 0.01 and "wall time" in s["gpu_busy_note"]

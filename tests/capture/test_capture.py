@@ -304,8 +304,7 @@ def test_view_top_from_the_magic_shortens_the_text_view():
     rep = ks.load(os.path.join(DATA, "mlp_train.pt.trace.json.gz"))
     top_names = rep.summary()["short_name"].head(3).tolist()
     full = repr(rep)
-    rep.meta["view"] = {"top": 2, "sort": None}
-    short = repr(rep)
+    short = repr(rep.display(top=2))
     assert len(short.splitlines()) < len(full.splitlines())
     assert top_names[0] in short and top_names[1] in short
 

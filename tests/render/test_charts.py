@@ -67,7 +67,7 @@ def test_timeline_of_many_launches_merges_what_one_pixel_holds():
 
 
 def test_occupancy_chart_marks_the_launch(mlp):
-    from kernelscope.render.occupancy import shape_details
+    from kernelscope.panels.shapes import shape_details
     chart = mlp.chart("occupancy", kernel="nvjet")
     spec = chart.to_dict()
     k = mlp.kernels.reset_index(drop=True)

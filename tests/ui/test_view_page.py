@@ -11,6 +11,7 @@ from conftest import ARTIFACTS, DATA
 
 import kernelscope as ks
 from kernelscope.view.bundle import mime_payload
+from kernelscope.view.report import view_model
 from tests.view.test_widget import HOSTILE, hostile_report
 
 pytestmark = pytest.mark.browser
@@ -54,8 +55,9 @@ def site(tmp_path_factory):
         rep = ks.load(DATA / f"{name}.pt.trace.json.gz")
         (root / f"{name}.json").write_text(json.dumps(mime_payload(rep)))
     mlp = ks.load(DATA / "mlp_train.pt.trace.json.gz")
-    mlp.meta["view"] = {"top": 3, "sort": "launches"}     # as %%kernelprofile --top 3 --sort launches
-    (root / "mlp_top3.json").write_text(json.dumps(mime_payload(mlp)))
+    # As %%kernelprofile --top 3 --sort launches shows it (rep.display(top=3, sort="launches")).
+    top3 = view_model(mlp, options={"top": 3, "sort": "launches"})
+    (root / "mlp_top3.json").write_text(json.dumps(mime_payload(mlp, top3)))
     mlp = ks.load(DATA / "mlp_train.pt.trace.json.gz")
     merged = ks.load_ncu(DATA / "ncu_mlp_train.csv", kernels_report=mlp)
     (root / "mlp_ncu.json").write_text(json.dumps(mime_payload(merged)))

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 
 import kernelscope as ks
-from kernelscope.view import codec, tuning
-from kernelscope.view import report as view
+from kernelscope.panels import tuning
+from kernelscope.panels import window as view
+from kernelscope.view import codec
 
 DATA = pathlib.Path(__file__).parent.parent / "data"
 

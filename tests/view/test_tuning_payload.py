@@ -1,12 +1,12 @@
-"""The tuning block's payload (view/tuning.py): what the browser gets of rep.autotune and of each
+"""The tuning block's payload (panels/tuning.py): what the browser gets of rep.autotune and of each
 kernel's knobs, from the H200 tuning recordings."""
 import dataclasses
 
 import pandas as pd
 
 import kernelscope as ks
+from kernelscope.panels.tuning import CANDIDATE_COLUMNS, MAX_ROWS, tuning_payload
 from kernelscope.view.report import view_model
-from kernelscope.view.tuning import CANDIDATE_COLUMNS, MAX_ROWS, tuning_payload
 from tests.conftest import DATA
 
 TUNING = DATA / "tuning"

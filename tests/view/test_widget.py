@@ -317,7 +317,7 @@ def test_empty_report_renders():
 
 
 def test_curves_on_request_match_the_saved_ones(mlp):
-    from kernelscope.render.occupancy import shape_details
+    from kernelscope.panels.shapes import shape_details
     header, _ = view_model(mlp)
     saved = [c for c in header["shapes"] if "curves" in c]
     missing = [c for c in header["shapes"] if "curves" not in c and "occupancy" in c]

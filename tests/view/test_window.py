@@ -9,6 +9,7 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.op_tree import op_tree
+from kernelscope.panels import window
 from kernelscope.view import report as view
 from kernelscope.view.codec import decode_buffer, read_payload, unpack
 from kernelscope.view.widget import ReportWidget
@@ -80,7 +81,7 @@ def test_windows_one_after_another_hold_every_launch_once(mlp, small_budget):
 def test_the_overview_covers_the_whole_trace(mlp, small_budget):
     w = view.view_model(mlp)[0]["window"]
     ov = w["overview"]
-    assert len(ov["busy"]) == len(ov["launches"]) == len(ov["host_spans"]) == view.OVERVIEW_BINS
+    assert len(ov["busy"]) == len(ov["launches"]) == len(ov["host_spans"]) == window.OVERVIEW_BINS
     assert sum(ov["launches"]) == len(mlp.kernels) + len(mlp.copies)
     assert sum(ov["host_spans"]) == w["of_host_spans"] == len(mlp.ops) + len(mlp.runtime)
     assert ov["start_us"] == min(mlp.kernels["start_us"].min(), mlp.ops["start_us"].min(), mlp.runtime["start_us"].min())
@@ -88,7 +89,7 @@ def test_the_overview_covers_the_whole_trace(mlp, small_budget):
     # Busy time per bin adds up to the GPU time where no bin is full.
     total = mlp.kernels["duration_us"].sum() + mlp.copies["duration_us"].sum()
     assert sum(b * ov["bin_us"] for b in ov["busy"]) == pytest.approx(total, rel=0.05)
-    gaps = mlp.timeline.gaps.nlargest(view.OVERVIEW_GAPS, "duration_us")
+    gaps = mlp.timeline.gaps.nlargest(window.OVERVIEW_GAPS, "duration_us")
     assert [g["start_us"] for g in ov["gaps"]] == pytest.approx(gaps["start_us"].tolist())
     assert "idle at" in ov["gaps"][0]["label"]
 
