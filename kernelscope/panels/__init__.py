@@ -69,6 +69,12 @@ class Panels:
         the magic adds to them after the report is made."""
         return [str(n) for n in self.rep.notes]
 
+    @property
+    def time_of(self) -> str:
+        """What the shares of "what to fix first" are of: the wall time, or an Nsight Compute
+        replay's kernel time (``Report.time_base``)."""
+        return self.rep.time_base[1]
+
     # -- what several panels read ------------------------------------------------------------
     @cached_property
     def timeline(self):

@@ -87,6 +87,19 @@ def backend_color(backend) -> str:
     return BACKENDS.get(str(backend), BACKENDS["other"])
 
 
+def palette() -> dict:
+    """Each backend, copy direction and idle cause (as ``"idle: <cause>"``) with the colour every
+    view draws it in, from the tables that own them (``analysis/backend_rules.py``,
+    ``analysis/timeline.py: CAUSES``).
+
+    >>> palette()["cuBLAS"], palette()["idle: host"]
+    ('#4e79a7', '#b22222')
+    """
+    from kernelscope.analysis.backend_rules import COPY_COLORS
+    from kernelscope.analysis.timeline import CAUSES
+    return {**BACKENDS, **COPY_COLORS, **{f"idle: {c}": x.solid for c, x in CAUSES.items()}}
+
+
 def name_table(k: pd.DataFrame) -> list:
     """Per kernel name (in the order of the dictionary sent with the ``name`` column): short name.
 

@@ -19,6 +19,7 @@ import sys
 import pandas as pd
 
 from kernelscope.jsonable import num
+from kernelscope.panels import report_panels
 
 KINDS = ("backends", "kernels", "timeline", "occupancy")
 # The Vega-Lite JupyterLab 4 renders (its vega5-extension knows v3 to v5, not altair 6's v6).
@@ -97,11 +98,10 @@ def colors(values) -> tuple[list, list]:
     >>> colors(["cuBLAS", "HtoD", "idle: host", "ATen"])
     (['ATen', 'HtoD', 'cuBLAS', 'idle: host'], ['#edc948', '#d37295', '#4e79a7', '#b22222'])
     """
-    from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS
-    from kernelscope.analysis.timeline import CAUSES
-    table = {**BACKENDS, **COPY_COLORS, **{f"idle: {c}": x.solid for c, x in CAUSES.items()}}
+    from kernelscope.panels.kernels import palette
+    table = palette()
     domain = sorted({str(v) for v in values})
-    return domain, [table.get(v, BACKENDS["other"]) for v in domain]
+    return domain, [table.get(v, table["other"]) for v in domain]
 
 
 def _scale(alt, values):
@@ -110,7 +110,8 @@ def _scale(alt, values):
 
 
 def _backends(alt, rep, **_):
-    b = rep.backends
+    b = pd.DataFrame(report_panels(rep).backends,
+                     columns=["device", "backend", "launches", "gpu_time_us", "share"]).astype({"gpu_time_us": float})
     b = b[b["gpu_time_us"].fillna(0) > 0].copy()
     b["gpu_time_ms"] = b["gpu_time_us"] / 1e3
     several = b["device"].nunique() > 1
@@ -126,13 +127,13 @@ def _backends(alt, rep, **_):
 
 
 def _kernels(alt, rep, *, top, **_):
-    s = rep.summary().head(top)
-    first = rep.kernels.drop_duplicates("name").set_index("name")
+    table = report_panels(rep).kernel_table
+    s = table.top(top)
     df = pd.DataFrame({
         "kernel": s["short_name"].astype(str), "name": s["name"].astype(str), "backend": s["backend"].astype(str),
         "launches": s["launches"].astype(int), "total_ms": s["total_us"] / 1e3, "mean_us": s["mean_us"],
         "share": s["share"],
-        "occupancy": [num(first.at[n, "theoretical_occupancy"]) if n in first.index else None for n in s["name"]],
+        "occupancy": [num(table.facts.get(n, {}).get("theoretical_occupancy")) for n in s["name"]],
     })
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("total_ms:Q", title="total GPU time (ms, CUPTI)"),
@@ -141,7 +142,7 @@ def _kernels(alt, rep, *, top, **_):
         tooltip=["name", "backend", "launches", alt.Tooltip("total_ms:Q", format=".3f"),
                  alt.Tooltip("mean_us:Q", format=".1f", title="mean (us)"), alt.Tooltip("share:Q", format=".1%"),
                  alt.Tooltip("occupancy:Q", format=".0%", title="theoretical occupancy (computed)")],
-    ).properties(title=f"Costliest kernels ({len(df)} of {rep.kernels['name'].nunique()})", width=460)
+    ).properties(title=f"Costliest kernels ({len(df)} of {table.distinct})", width=460)
 
 
 def _timeline(alt, rep, **_):
@@ -199,7 +200,7 @@ def _occupancy(alt, rep, *, kernel, **_):
     if not len(k):
         raise ValueError("the report has no kernels")
     if kernel is None:
-        kernel = rep.summary()["name"].iloc[0]            # the costliest
+        kernel = report_panels(rep).kernel_table.summary["name"].iloc[0]     # the costliest
     rows = k.index[(k["name"] == kernel) | (k["short_name"] == kernel)]
     if not len(rows):
         rows = k.index[k["name"].astype(str).str.contains(kernel, regex=False)]
@@ -261,8 +262,7 @@ def _use_offline_renderer(alt):
 
 
 def _safe_gaps(rep) -> pd.DataFrame:
-    try:
-        return rep.gaps
-    except Exception:  # noqa: BLE001 - a timeline without the idle lane rather than none
-        return pd.DataFrame()
+    # The timeline panel is None where the analysis failed: a chart without the idle lane then.
+    tl = report_panels(rep).timeline
+    return tl.gaps if tl is not None else pd.DataFrame()
 

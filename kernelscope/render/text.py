@@ -98,8 +98,7 @@ def _fix_lines(p: Panels) -> list:
     fixes = p.fixes
     if not fixes:
         return []
-    of = p.rep.time_base[1]
-    lines = ["", f"  what to fix first (time at stake, share of {of}):" if fixes[0]["cost_us"] is not None
+    lines = ["", f"  what to fix first (time at stake, share of {p.time_of}):" if fixes[0]["cost_us"] is not None
              else "  findings:"]
     for x in fixes:
         cost = f" {x['cost_text']}, {x['share_text']}:" if x["cost_text"] else ""

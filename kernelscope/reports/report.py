@@ -232,7 +232,15 @@ class Report:
         >>> rep.summary().columns.tolist()[:4]
         ['name', 'short_name', 'backend', 'launches']
         """
-        return kernel_summary(self.kernels, by=by)
+        # Kept per column and kernels table (the display and the user's own call share it; a
+        # million launches take ~0.2 s); a copy is handed out, so an edit of it stays the caller's.
+        key = (by, id(self.kernels))
+        cache = self.__dict__.setdefault("_summaries", {})
+        if key not in cache:
+            for old in [k for k in cache if k[1] != key[1]]:   # of a kernels table since replaced
+                del cache[old]
+            cache[key] = kernel_summary(self.kernels, by=by)
+        return cache[key].copy()
 
     @cached_property
     def backends(self) -> pd.DataFrame:
@@ -325,7 +333,7 @@ class Report:
         # A pickled report (a copy sent to another process) leaves the thread behind (a Future
         # does not pickle, and the tree is keyed by this process's tables): the copy computes
         # its tree when first asked.
-        return {**self.__dict__, "_op_parts": None}
+        return {**self.__dict__, "_op_parts": None, "_summaries": {}}
 
     def _op_parts_key(self) -> tuple:
         return id(self.trace.ops), id(self.kernels)
