@@ -71,7 +71,7 @@ def stalls_panel(rep) -> dict | None:
         return None
     from kernelscope.analysis.stalls import REASONS, explain, reason_columns, top_stalls
     reasons = reason_columns(s)
-    rows = []
+    rows: list[dict] = []
     for r in s.sort_values("samples", ascending=False).head(TOP_STALL_ROWS).to_dict("records"):
         shares = {c: num(r[c]) for c in reasons if num(r.get(c))}
         rows.append({"name": _str(r.get("name")), "source": _str(r.get("source")), "samples": num(r.get("samples")),
