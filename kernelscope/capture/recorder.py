@@ -114,7 +114,7 @@ class profile:
                  lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
                  tuning="auto"):
         self.lean = lean
-        # Autotuning and compiled variants watched in the process (capture/tuning.py): "auto"
+        # Autotuning and compiled variants watched in the process (capture/tuning/): "auto"
         # watches Triton/Inductor when already imported, True imports them, False does not watch.
         self.tuning = tuning
         self._tuning = None
