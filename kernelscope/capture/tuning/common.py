@@ -84,6 +84,6 @@ class WatchState:
         for owner, attr, orig in reversed(self.patches):
             try:
                 setattr(owner, attr, orig)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - one class refusing its original must not keep the rest from theirs
                 pass
         self.patches.clear()

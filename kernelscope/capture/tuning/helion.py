@@ -40,7 +40,7 @@ class HelionWatch:
             if watch.shared.active:
                 try:
                     watch._results(search, results)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # noqa: BLE001 - runs inside the user's Helion search: a note, never its failure
                     watch.shared.notes.append(f"a Helion search could not be read ({type(e).__name__})")
             return results
         self.shared.patches.append((cls, "benchmark_batch", orig))

@@ -371,7 +371,7 @@ class InductorWatch:
             for n in input_nodes or []:
                 try:
                     shapes.append("x".join(str(s) for s in n.get_size()))
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001 - any of Inductor's IR nodes, raising its own error: this size unknown
                     shapes.append("?")
             key = f"{name}({', '.join(shapes)})"
             finite = {c: t for c, t in timings.items() if isinstance(t, (int, float)) and t == t and t != float("inf")}
@@ -382,7 +382,7 @@ class InductorWatch:
                 try:
                     got = c.info_dict()
                     info = got if isinstance(got, dict) else {}
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001 - the choice's own method, of any torch: its row without the knobs
                     pass
                 bm = getattr(c, "bmreq", None)
                 extern = str(info.get("backend", "")).lower() == "extern" or bm is None
@@ -414,7 +414,7 @@ class InductorWatch:
                     "benchmark_range": bench, "compiled_kernel": None, "_kw": kw,
                     "note": choice_note(extern, c is best, num(t) is None, res.get("why"), unbenched),
                 })
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - runs inside the user's compile: a note, never its failure
             self.shared.notes.append(f"Inductor's autotuning could not be read ({type(e).__name__}: {e})"[:300])
 
     # -- the tables -------------------------------------------------------------------------
@@ -423,7 +423,7 @@ class InductorWatch:
         rows of ``variants``; a note, and none, where they cannot be read."""
         try:
             return self._compiled(names)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - another torch's code cache and kernels: a note, the tables stand
             self.shared.notes.append(f"Inductor's compiled kernels not read ({type(e).__name__}: {e})"[:300])
             return []
 

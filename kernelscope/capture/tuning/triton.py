@@ -204,7 +204,7 @@ class TritonWatch:
                     self._tunings.append((key, k, dict(timings), winner, False))
                 else:                # nothing timed: pruned to one config, taken as it is
                     self._tunings.append((key, k, {winner: None}, winner, True, PRUNED_TO_ONE))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - another Triton's autotuner: a note, never a failure
             self.shared.notes.append(f"an autotuning could not be read ({type(e).__name__}: {e})"[:300])
 
     def unhook(self) -> None:
@@ -267,7 +267,7 @@ class TritonWatch:
                                       cache[k], fresh and not from_disk) if fresh else
                                      (id(at), k, {cache[k]: None}, cache[k], True, PRUNED_TO_ONE))
             seen[3], seen[5] = bench, id(timings)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - another Triton's autotuner: a note, never a failure
             self.shared.notes.append(f"an autotuning could not be read ({type(e).__name__}: {e})"[:300])
 
 
@@ -288,7 +288,7 @@ class TritonWatch:
         for jf in list(self._jits.values()):
             try:
                 vs = compiled_variants(jf)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - another Triton's compiled kernels: a note, never a failure
                 self.shared.notes.append(f"compiled variants of {function_name(jf)} not read ({type(e).__name__})")
                 vs = []
             by_jit[id(jf)] = vs
