@@ -49,7 +49,7 @@ FROM_PROCESS = "process (compiled variant)"
 FROM_TUNER = "process (its tuner's candidate with this launch's warps)"
 AMBIGUOUS = "not identified: several compiled variants match this launch"
 NO_MATCH = "not identified: no compiled variant matches this launch"
-# The profiler range the tuning watch (capture/tuning.py) puts around each config Triton's
+# The profiler range the tuning watch (capture/tuning/triton.py) puts around each config Triton's
 # autotuner times: "triton.autotune benchmark: <kernel> [<config>]". Launches inside one are the
 # tuner's own; the others used the config it chose.
 BENCH_RANGE = "triton.autotune benchmark"
@@ -476,7 +476,7 @@ AUTOTUNE_VIEW_COLUMNS = (
     "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
     "shared_mem_bytes", "resources_source", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
     "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "compiled_kernel", "benchmark_range", "note")
-# Where a Triton candidate's registers, spills and shared memory came from (capture/tuning.py).
+# Where a Triton candidate's registers, spills and shared memory came from (capture/tuning/triton.py).
 FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
 
 

@@ -195,7 +195,7 @@ class PmSampling:
             col.configure(metrics=self.metrics, sampling_interval=int(round(self.interval_us * 1000)),
                           hardware_buffer_size=HW_BUFFER_BYTES,
                           trigger_mode=pm.TriggerMode.GPU_TIME_INTERVAL)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - CUPTI raises several types; each is a note
             self.notes.append("hardware counters were not sampled: " + self._refusal(e))
             self._release()
             return
@@ -212,7 +212,7 @@ class PmSampling:
                 self._col.configure(metrics=[m], sampling_interval=int(round(self.interval_us * 1000)),
                                     hardware_buffer_size=HW_BUFFER_BYTES)
                 accepted.append(m)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - CUPTI raises several types; any of them refuses the metric
                 refused.append(m)
         if refused and accepted:
             return (f"this GPU cannot sample {', '.join(refused)} in one pass with PM sampling "
@@ -233,7 +233,7 @@ class PmSampling:
             self.calibration.append(_calibrate(self._cu))
             self._col.start()
             self._started = time.monotonic_ns()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - CUPTI raises several types; each is a note
             self.notes.append(f"hardware counters were not sampled: sampling did not start ({_why(e)}); "
                               "another tool may hold CUPTI's profiler (Nsight, DCGM profiling, a "
                               "second PM sampler)")
@@ -247,7 +247,7 @@ class PmSampling:
             self._col.stop()
             self._elapsed_ns = time.monotonic_ns() - self._started
             self.calibration.append(_calibrate(self._cu))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - CUPTI raises several types; each is a note
             self.notes.append(f"hardware counters were lost: sampling did not stop cleanly ({_why(e)})")
             self.ok = False
             self._release()
@@ -279,7 +279,7 @@ class PmSampling:
         except MemoryError:
             self.notes.append("some PM samples were lost: the region outran CUPTI's hardware buffer; "
                               "sample less often (a larger interval_us)")
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - CUPTI's data, any shape: a note, the profile stands
             self.notes.append(f"PM samples could not be decoded ({_why(e)}); the profile is intact")
             if not starts:
                 self._release()
@@ -321,7 +321,7 @@ class PmSampling:
                 if fin is not None:
                     fin.detach()     # keep the process-wide profiler for the other user
                 _disable_only(col)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - CUPTI raises several types; each is a note
             self.notes.append(f"PM sampling did not shut down cleanly ({_why(e)})")
 
 

@@ -114,7 +114,7 @@ class profile:
                  lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
                  tuning="auto"):
         self.lean = lean
-        # Autotuning and compiled variants watched in the process (capture/tuning.py): "auto"
+        # Autotuning and compiled variants watched in the process (capture/tuning/): "auto"
         # watches Triton/Inductor when already imported, True imports them, False does not watch.
         self.tuning = tuning
         self._tuning = None
@@ -559,10 +559,10 @@ def _force_profiler_off(torch, log: list) -> None:
             pass
     try:
         torch.autograd.profiler._run_on_profiler_stop()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a torch without it, or its stop callbacks failing: the flag is cleared here
         try:
             torch.autograd.profiler._is_profiler_enabled = False
-        except Exception:  # noqa: BLE001
+        except AttributeError:     # a torch without autograd.profiler: no flag to clear
             pass
 
 

@@ -75,7 +75,7 @@ def sample_stalls(run, *, keep_path=None):
     try:
         try:
             proton.start(base, backend="cupti", mode="pcsampling")
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - Proton and CUPTI raise several types; each is a note
             notes.append(f"warp stalls were not sampled: Proton PC sampling could not start "
                          f"({type(e).__name__}: {str(e)[:200]}); another tool may hold CUPTI")
             return None, notes, info, None
@@ -87,7 +87,7 @@ def sample_stalls(run, *, keep_path=None):
         finally:
             try:
                 proton.finalize()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - Proton and CUPTI raise several types; the run's error matters more
                 notes.append(f"Proton did not finalize cleanly ({type(e).__name__}: {str(e)[:200]})")
         info["run_s"] = time.perf_counter() - t0
         path = base + ".hatchet"

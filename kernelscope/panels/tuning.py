@@ -165,7 +165,7 @@ def tuning_payload(rep, where=None, kernels: dict | None = None) -> dict:
             # Inductor's choices are named after its templates, not the kernel that ran: the view
             # shows them beside the kernels whose CPU op is the one they chose for.
             "match_op": f"aten::{first['op']}" if first["tuner"] == "inductor max-autotune" and first["op"] else None,
-            # ... and beside the compiled kernel that runs its winner (capture/tuning.py ties them).
+            # ... and beside the compiled kernel that runs its winner (capture/tuning/inductor.py ties them).
             "match_kernels": sorted({n for c in (g["compiled_kernel"] if "compiled_kernel" in g.columns else [])
                                      if isinstance(c, str) for n in c.split(", ")}),
             "candidates": int(len(g)), "shown": int(min(len(g), MAX_ROWS)),

@@ -1,4 +1,4 @@
-"""The tuning watch (capture/tuning.py) without a GPU: it wraps Triton's real classes only while a
+"""The tuning watch (capture/tuning/) without a GPU: it wraps Triton's real classes only while a
 region runs, gives them back, says what it could not watch, and never fails a capture. What it
 collects on a GPU is tested in test_gpu_tuning.py and read back from tests/data/tuning/."""
 import subprocess
@@ -63,11 +63,11 @@ def test_each_benchmarked_choice_has_its_own_range():
     from kernelscope.capture.tuning import TuningWatch
     w = TuningWatch()
     a, b = SimpleNamespace(name="addmm"), SimpleNamespace(name="addmm")
-    first = w._bench_label(a)
-    assert first == w._bench_label(a) == "inductor max-autotune benchmark #1: addmm"
-    assert w._bench_label(b) == "inductor max-autotune benchmark #2: addmm"
+    first = w.inductor.bench_label(a)
+    assert first == w.inductor.bench_label(a) == "inductor max-autotune benchmark #1: addmm"
+    assert w.inductor.bench_label(b) == "inductor max-autotune benchmark #2: addmm"
     w.stop()
-    assert not w._bench_labels
+    assert not w.inductor._bench_labels
 
 
 def test_no_benchmark_choice_is_a_note(monkeypatch):
@@ -200,7 +200,7 @@ def test_a_launched_function_pays_the_watch_once():
     w.start()
     with pytest.raises(Exception):   # noqa: B017 - no GPU here: Triton's own run fails after the watch saw it
         fn.run(grid=(1,), warmup=False)
-    assert id(fn) in w._jits
+    assert id(fn) in w.triton._jits
     assert vars(fn)["run"].__func__ is original        # the next launch goes straight to Triton
     w.stop()
     assert "run" not in vars(fn) and triton.runtime.jit.JITFunction.run is original
