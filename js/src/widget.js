@@ -11,10 +11,10 @@ import css from "./view/style.css";
 
 // How long to wait for the kernel before saying why nothing shows.
 const WAIT_MS = 5000;
-// How long each kind of request waits for its reply. Python answers in turn, after any cell that
-// is running, so every one is generous: the report's data and a window are packed from a report of
+// How long each kind of request waits for its reply, generously: a kernel running a cell may
+// answer only once the cell ends, the report's data and a window are packed from a report of
 // millions of events (seconds), a rank's report reads that rank's trace file again (a big one takes
-// a minute or more), the raw trace is a file of up to hundreds of MB; a shape's curves take
+// a minute or more), the raw trace is a file of up to hundreds of MB. A shape's curves take
 // milliseconds, but wait for a busy kernel too.
 const TIMEOUT_MS = { data: 120_000, window: 120_000, trace: 120_000, rank: 300_000, curves: 30_000 };
 // Test hook (tests/ui): globalThis.kernelscopeTimeouts = { kind: ms } shortens a kind's time-out.
