@@ -187,10 +187,11 @@ def test_rerun_and_redisplay_close_old_widgets(lab, page):
 
 
 def test_a_request_with_no_reply_times_out_and_the_widget_keeps_working(lab, page):
-    """The widget's request channel (js/src/channel.js) in the real widget: Perfetto's request for
-    the trace gets no reply within its time-out (shortened by the page's test hook; the kernel
-    takes 3 s to read the file), and the view says so; the late reply changes nothing, and the
-    next request is answered."""
+    """The widget's request channel (js/src/channel.js) in the real widget, time-outs shortened by
+    the page's test hook: the report's data not there in time (the view says so, and asks again on
+    request); Perfetto's request for the trace (the kernel takes 3 s to read the file) gets no
+    reply in time, and the view says so; the late reply changes nothing, and the next request is
+    answered."""
     import nbformat
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -204,7 +205,15 @@ def test_a_request_with_no_reply_times_out_and_the_widget_keeps_working(lab, pag
     nbformat.write(nb, str(lab.root / "slow_trace.ipynb"))
     lab.open(page, "slow_trace.ipynb")
     wait_idle(page)
+    # The report's data, not there within 1 ms: the view says so, and asks again on request.
+    page.evaluate("() => { globalThis.kernelscopeTimeouts = { data: 1 }; }")
     out0 = run_cell(page, 0).locator(".jp-OutputArea-output")
+    out0.locator(".ks-load-error").wait_for(timeout=60_000)
+    assert re.match(r'kernelscope: cannot read the report \(no reply from the Python kernel to the "data" request '
+                    r"\(\S+\) within 1 ms", out0.locator(".ks-load-error").inner_text())
+    wait_idle(page)
+    page.evaluate("() => { delete globalThis.kernelscopeTimeouts; }")
+    out0.locator(".ks-ask-again").click()
     out0.locator(".ks-root").wait_for(timeout=60_000)
     wait_idle(page)
     run_cell(page, 1)                    # reading the trace now takes the kernel 3 s
