@@ -1,6 +1,9 @@
-// anywidget entry: the report view of a kernelscope.widget.ReportWidget. The report's data is
-// asked of Python with a custom message (it is not a synced trait, so saved widget state stays
-// small), once per widget model on this page; `selection` syncs both ways.
+// anywidget entry: the report view of a kernelscope.view.widget.ReportWidget (Python partner:
+// kernelscope/view/widget.py). The report's data is asked of Python (it is not a synced trait, so
+// saved widget state stays small), once per widget model on this page; `selection` syncs both
+// ways. Every request to Python goes through one channel (channel.js): the report's data, a launch
+// shape's occupancy curves, the raw trace, another window, one rank's report.
+import { makeChannel } from "./channel.js";
 import { fromPacked } from "./view/data.js";
 import { renderReport } from "./view/report.js";
 import { h } from "./view/format.js";
@@ -8,22 +11,48 @@ import css from "./view/style.css";
 
 // How long to wait for the kernel before saying why nothing shows.
 const WAIT_MS = 5000;
+// How long each kind of request waits for its reply, generously: a kernel running a cell may
+// answer only once the cell ends, the report's data and a window are packed from a report of
+// millions of events (seconds), a rank's report reads that rank's trace file again (a big one takes
+// a minute or more), the raw trace is a file of up to hundreds of MB. A shape's curves take
+// milliseconds, but wait for a busy kernel too.
+const TIMEOUT_MS = { data: 120_000, window: 120_000, trace: 120_000, rank: 300_000, curves: 30_000 };
+// Test hook (tests/ui): globalThis.kernelscopeTimeouts = { kind: ms } shortens a kind's time-out.
+const timeoutOf = (kind) => (globalThis.kernelscopeTimeouts || {})[kind] ?? TIMEOUT_MS[kind];
 const reports = new WeakMap();
 
-/** The decoded report of a widget model (asked for once; every view of the model shares it). */
-function reportOf(model) {
-  if (!reports.has(model)) {
-    reports.set(model, new Promise((resolve, reject) => {
-      const onData = (msg, buffers) => {
-        if (!msg || msg.type !== "data") return;
-        model.off("msg:custom", onData);
-        fromPacked(buffers && buffers[0]).then(resolve, reject);
-      };
-      model.on("msg:custom", onData);
-      model.send({ type: "data" });
-    }));
+/** The decoded report of a widget model: asked for once, every view of the model shares it. A
+ * failed ask is not kept: the next view (or "ask again") asks again. */
+function reportOf(model, ask) {
+  let got = reports.get(model);
+  if (!got) {
+    got = ask("data").then(({ buffers }) => fromPacked(buffers[0]));
+    reports.set(model, got);
+    got.catch(() => { if (reports.get(model) === got) reports.delete(model); });
   }
-  return reports.get(model);
+  return got;
+}
+
+const bytesOf = (data) => new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+
+/** What renderReport asks Python through (view/report.js, ranks.js, windows.js, perfetto.js). */
+function requests(ask) {
+  return {
+    // A launch shape's occupancy curves -> its entry, or null (the details keep the breakdown).
+    requestCurves: (shape) => ask("curves", { shape }).then(({ msg }) => msg.entry, () => null),
+    // One rank's full report -> its model, or null (the rank view says it could not be opened).
+    requestRank: (rank) => ask("rank", { rank }).then(({ buffers }) => fromPacked(buffers[0])).catch(() => null),
+    // Another window of a report too big for one view -> its model; rejects saying why not.
+    fetchWindow: (from_us, until_us, kernel) => ask("window", { from_us, until_us, kernel: kernel ?? null })
+      .then(({ buffers }) => {
+        if (!buffers[0]) throw new Error("no data came back");
+        return fromPacked(buffers[0]);
+      }),
+    // "Perfetto": the file the report was read from -> { name, error, bytes } (bytes null: error says why).
+    trace: { fetch: () => ask("trace").then(
+      ({ msg, buffers }) => ({ name: msg.name, error: null, bytes: buffers[0] ? bytesOf(buffers[0]) : null }),
+      (err) => ({ name: (err.reply && err.reply.name) || null, error: err.message, bytes: null })) },
+  };
 }
 
 /** Our stylesheet, once per document (anywidget would add one per widget). */
@@ -37,64 +66,14 @@ function addStyle() {
 
 function render({ model, el }) {
   addStyle();
-  // Occupancy curves the header lacks are computed by Python on request (custom messages).
-  const pending = new Map();
-  const pendingRanks = new Map();
-  const pendingWindows = new Map();
-  let windowAsks = 0;
-  const fetchWindow = (from_us, until_us, kernel) => new Promise((resolve, reject) => {
-    const id = ++windowAsks;
-    pendingWindows.set(id, { resolve, reject });
-    model.send({ type: "window", id, from_us, until_us, kernel: kernel ?? null });
-  });
-  const onMsg = (msg, buffers) => {
-    if (msg && msg.type === "curves" && pending.has(msg.shape)) {
-      pending.get(msg.shape)(msg.entry);
-      pending.delete(msg.shape);
-    }
-    if (msg && msg.type === "trace" && pendingTrace) {
-      const resolve = pendingTrace;
-      pendingTrace = null;
-      const data = (buffers || [])[0];
-      resolve({ name: msg.name, error: msg.error, bytes: data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null });
-    }
-    // Another window of a report too big for one view, asked for by the window chooser.
-    if (msg && msg.type === "window" && pendingWindows.has(msg.id)) {
-      const { resolve, reject } = pendingWindows.get(msg.id);
-      pendingWindows.delete(msg.id);
-      const data = (buffers || [])[0];
-      if (msg.error || !data) reject(new Error(msg.error || "no data came back"));
-      else fromPacked(data).then(resolve, reject);
-    }
-    // One rank's full report, asked for by the multi-rank view's rank selector.
-    if (msg && msg.type === "rank" && pendingRanks.has(msg.rank)) {
-      const resolve = pendingRanks.get(msg.rank);
-      pendingRanks.delete(msg.rank);
-      const data = (buffers || [])[0];
-      if (msg.error || !data) resolve(null);
-      else fromPacked(data).then(resolve, () => resolve(null));
-    }
-  };
-  model.on("msg:custom", onMsg);
-  const requestCurves = (shape) => new Promise((resolve) => {
-    pending.set(shape, resolve);
-    model.send({ type: "curves", shape });
-  });
-  const requestRank = (rank) => new Promise((resolve) => {
-    pendingRanks.set(rank, resolve);
-    model.send({ type: "rank", rank });
-  });
-  // The raw trace for "Perfetto" (perfetto.js): Python reads the file the report came from.
-  let pendingTrace = null;
-  const trace = { fetch: () => new Promise((resolve) => {
-    pendingTrace = resolve;
-    model.send({ type: "trace" });
-  }) };
+  const channel = makeChannel(model);
+  const ask = (kind, body) => channel.request(kind, body, { timeoutMs: timeoutOf(kind) });
   let ctl = null;
   let gone = false;
-  el.textContent = "";
   // Not .ks-root: that class marks a drawn report (tests and the lab renderer wait for it).
-  el.append(h("div", { class: "ks-loading", text: "kernelscope: loading the report…" }));
+  const loading = () => h("div", { class: "ks-loading", text: "kernelscope: loading the report…" });
+  el.textContent = "";
+  el.append(loading());
   const slow = setTimeout(() => {
     if (!ctl && !gone) {
       el.firstChild.textContent = "kernelscope: waiting for the report's data from the Python kernel. If the kernel "
@@ -102,33 +81,40 @@ function render({ model, el }) {
         + "report from the notebook's own output, with no kernel.";
     }
   }, WAIT_MS);
-  reportOf(model).then((view) => {
+  const show = (view) => {
     clearTimeout(slow);
     if (gone) return;
     ctl = renderReport(el, view, {
-      requestCurves,
-      requestRank,
-      fetchWindow,
-      trace,
+      ...requests(ask),
       onSelect(names) {
         model.set("selection", names);
         model.save_changes();
       },
     });
     if (ctl.setSelection) ctl.setSelection(model.get("selection") || []);
-  }, (err) => {
+  };
+  const load = () => reportOf(model, ask).then(show, (err) => {
+    if (gone) return undefined;
+    // Another view of this model asked first and went away before the reply: ask on ours.
+    if (err && err.reason === "closed") return load();
     clearTimeout(slow);
-    if (!gone) el.textContent = `kernelscope: cannot read the report (${err && err.message})`;
+    el.textContent = "";
+    el.append(h("div", { class: "ks-load-error" }, `kernelscope: cannot read the report (${err && err.message}) `,
+      h("button", { class: "ks-btn ks-ask-again", text: "ask again", onclick: () => {
+        el.textContent = "";
+        el.append(loading());
+        load();
+      } })));
+    return undefined;
   });
+  load();
   const onSel = () => ctl && ctl.setSelection && ctl.setSelection(model.get("selection") || []);
   model.on("change:selection", onSel);
   return () => {
     gone = true;
     clearTimeout(slow);
     model.off("change:selection", onSel);
-    model.off("msg:custom", onMsg);
-    pending.clear();
-    pendingWindows.clear();
+    channel.close();   // its listener goes; what still waits rejects (nothing is drawn for it)
   };
 }
 

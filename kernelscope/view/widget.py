@@ -6,10 +6,15 @@ and gets it back as one binary buffer. It is not a synced trait on purpose: the 
 saved into the notebook with every displayed report (nbclient, nbconvert --execute, papermill,
 JupyterLab's "Save Widget State Automatically"), while the same data is already in the output's
 own MIME entry, which renders it with no kernel. The browser writes back ``selection`` (kernel
-names), and :attr:`ReportWidget.selected` turns it into the matching launch rows. A report too
-big for one view sends one window of its trace; the view's window chooser asks for another with
-a custom message (``{"type": "window", "from_us", "until_us"}``, or ``"kernel"``: from the
-next launch of that kernel after ``from_us``).
+names), and :attr:`ReportWidget.selected` turns it into the matching launch rows.
+
+Every request of the view (js/src/channel.js) is a custom message with an ``id`` and a ``kind``
+(:class:`Request`): ``data`` (the report), ``curves`` (a launch shape's occupancy curves the
+payload lacks), ``trace`` (the raw Chrome trace, for Perfetto), ``window`` (another part of a
+report too big for one view: ``from_us``, ``until_us``, or ``kernel``: from the next launch of
+that kernel after ``from_us``) and ``rank`` (one rank's full report). :func:`answer` picks the
+handler of the kind (:data:`HANDLERS`) and sends one :class:`Reply` that echoes the id and kind,
+an ``error`` one where the request does not read or its handler raises.
 
 Lifecycle: every open widget lives in the kernel, in the front end's widget manager and (when
 widget state is saved) in the notebook file, so kernelscope closes the ones nobody can see any
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import pathlib
 import weakref
+from collections.abc import Callable
+from typing import Any, TypedDict, cast
 
 import anywidget
 import pandas as pd
@@ -65,42 +72,9 @@ class ReportWidget(anywidget.AnyWidget):
         return self._packed
 
     def _on_message(self, _widget, content, _buffers):
-        if not isinstance(content, dict):
-            return
-        # A view renders: it asks for the report (once per page, the browser caches it).
-        if content.get("type") == "data":
-            self.send({"type": "data"}, buffers=[self._packed])
-        # The browser asks for the occupancy curves of a launch shape it has none for.
-        elif content.get("type") == "curves":
-            entry = shape_details(self.report, int(content.get("shape", -1)))
-            self.send({"type": "curves", "shape": entry["shape"], "entry": entry})
-        # "Perfetto" asks for the raw Chrome trace the report was read from (or --trace wrote).
-        elif content.get("type") == "trace":
-            name, data, error = raw_trace_bytes(self.report)
-            self.send({"type": "trace", "name": name, "error": error}, buffers=[data] if data is not None else None)
-        # The window chooser asks for another part of a report too big for one view.
-        elif content.get("type") == "window":
-            ask = content.get("id")
-            try:
-                window = (content.get("from_us"), content.get("until_us"))
-                if content.get("kernel") is not None:   # the next launch of a kernel chosen in the table
-                    window = kernel_window(self.report, content.get("kernel"), content.get("from_us"))
-                    if window is None:
-                        raise LookupError("the report has no launch of that kernel")
-                header, buf = view_model(self.report, window=window, options=self.options)
-            except Exception as e:  # noqa: BLE001 - the view says it could not get the window
-                self.send({"type": "window", "id": ask, "error": f"{type(e).__name__}: {e}"})
-                return
-            self.send({"type": "window", "id": ask}, [pack(header, buf)])
-        # A multi-rank report's rank selector asks for one rank's full report.
-        elif content.get("type") == "rank" and hasattr(self.report, "rank"):
-            rank = content.get("rank")
-            try:
-                header, buf = view_model(self.report.rank(int(rank)))
-            except Exception as e:  # noqa: BLE001 - the view says it could not open the rank
-                self.send({"type": "rank", "rank": rank, "header": None, "error": f"{type(e).__name__}: {e}"})
-                return
-            self.send({"type": "rank", "rank": rank}, [pack(header, buf)])
+        # Every request of the view gets exactly one reply, an error one at worst (answer()).
+        reply, buffers = answer(self, content)
+        self.send(reply, buffers=buffers or None)
 
     def close(self):
         """Close the widget and the layout model ipywidgets made for it (its own comm too)."""
@@ -152,6 +126,148 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
             return name, f.read(), None
     except OSError as e:
         return name, None, f"cannot read {path}: {e.strerror or e}"
+
+
+# The view's requests and Python's replies (js/src/channel.js sends them, js/src/widget.js asks):
+# every request carries an id and a kind, and gets exactly one reply that echoes both; a reply
+# with `error` is a request that failed (the view's promise rejects with that text).
+
+class Envelope(TypedDict):
+    """What every request and every reply carries: the view's id for the request and its kind
+    (None in a reply where the request's own was missing or not a string or integer)."""
+    id: str | int | None
+    kind: str | None
+
+
+class Request(Envelope, total=False):
+    """A request of the view, by kind: ``data`` (the packed report), ``curves`` (``shape``: a
+    launch shape code), ``trace`` (the raw Chrome trace), ``window`` (``from_us``, ``until_us``:
+    numbers or null; ``kernel``: a kernel name or null: from its next launch after ``from_us``),
+    ``rank`` (``rank``: a rank of a multi-rank report)."""
+    shape: int
+    from_us: float | None
+    until_us: float | None
+    kernel: str | None
+    rank: int
+
+
+class Reply(Envelope, total=False):
+    """A reply: ``error`` (why the request failed; no buffer then), or what its kind gives:
+    ``entry`` (curves: :func:`kernelscope.panels.shapes.shape_details`), ``name`` (trace: the
+    file's name), ``rank``. The packed report (data, window, rank) or the trace's bytes travel as
+    the reply's one buffer."""
+    error: str
+    entry: dict
+    name: str | None
+    rank: int
+
+
+class BadRequest(ValueError):
+    """A request that does not read as its kind says (a field missing or of the wrong type)."""
+
+
+def _what(req: dict, key: str) -> str:
+    return "missing" if key not in req else type(req[key]).__name__
+
+
+def _int(req: dict, key: str) -> int:
+    v = req.get(key)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadRequest(f"{key!r} must be an integer, not {_what(req, key)}")
+    return v
+
+
+def _number_or_none(req: dict, key: str) -> float | None:
+    v = req.get(key)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        raise BadRequest(f"{key!r} must be a number or null, not {_what(req, key)}")
+    return v
+
+
+def _text_or_none(req: dict, key: str) -> str | None:
+    v = req.get(key)
+    if v is not None and not isinstance(v, str):
+        raise BadRequest(f"{key!r} must be a string or null, not {_what(req, key)}")
+    return v
+
+
+# Each handler: (widget, request) -> (reply fields, buffers); answer() adds the id and kind.
+Handler = Callable[["ReportWidget", dict], "tuple[dict[str, Any], list[bytes]]"]
+
+
+def _data(w: ReportWidget, req: dict) -> tuple[dict[str, Any], list[bytes]]:
+    # A view renders: it asks for the report (once per page, the browser caches it).
+    return {}, [w.data]
+
+
+def _curves(w: ReportWidget, req: dict) -> tuple[dict[str, Any], list[bytes]]:
+    # The occupancy curves of a launch shape the payload holds none for.
+    return {"entry": shape_details(w.report, _int(req, "shape"))}, []
+
+
+def _trace(w: ReportWidget, req: dict) -> tuple[dict[str, Any], list[bytes]]:
+    # "Perfetto": the raw Chrome trace the report was read from (or --trace wrote).
+    name, data, why = raw_trace_bytes(w.report)
+    if data is None:
+        return {"name": name, "error": why}, []
+    return {"name": name}, [data]
+
+
+def _window(w: ReportWidget, req: dict) -> tuple[dict[str, Any], list[bytes]]:
+    # The window chooser: another part of a report too big for one view.
+    from_us, until_us = _number_or_none(req, "from_us"), _number_or_none(req, "until_us")
+    kernel = _text_or_none(req, "kernel")
+    window = (from_us, until_us)
+    if kernel is not None:   # from the next launch of a kernel chosen in the table
+        window = kernel_window(w.report, kernel, from_us)
+        if window is None:
+            raise LookupError("the report has no launch of that kernel")
+    return {}, [pack(*view_model(w.report, window=window, options=w.options))]
+
+
+def _rank(w: ReportWidget, req: dict) -> tuple[dict[str, Any], list[bytes]]:
+    # A multi-rank report's rank selector: one rank's full report.
+    rank = _int(req, "rank")
+    if not hasattr(w.report, "rank"):
+        raise BadRequest("this report has no ranks")
+    return {"rank": rank}, [pack(*view_model(w.report.rank(rank)))]
+
+
+HANDLERS: dict[str, Handler] = {"data": _data, "curves": _curves, "trace": _trace, "window": _window, "rank": _rank}
+
+
+def answer(widget: ReportWidget, content: Any) -> tuple[Reply, list[bytes]]:
+    """The reply to one request of the widget's view, and its buffers: the handler of the
+    request's kind (:data:`HANDLERS`) answers; a request that does not read (not an object, no
+    id, an unknown kind, a field of the wrong type) or a handler that raises gets an ``error``
+    reply, so the view always hears back and the kernel never sees an exception.
+
+    >>> w = ReportWidget(rep)
+    >>> answer(w, {"id": "v1", "kind": "curves", "shape": 0})[0]["entry"]["curves"]["block"][:2]
+    [[32, 0.5], [64, 1.0]]
+    >>> answer(w, {"id": "v2", "kind": "curves", "shape": [0]})
+    ({'id': 'v2', 'kind': 'curves', 'error': "bad request: 'shape' must be an integer, not list"}, [])
+    >>> answer(w, {"id": "v3", "kind": "rank", "rank": 1})[0]["error"]
+    'bad request: this report has no ranks'
+    """
+    req = content if isinstance(content, dict) else {}
+    rid, kind = req.get("id"), req.get("kind")
+    envelope: Envelope = {"id": rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None,
+                          "kind": kind if isinstance(kind, str) else None}
+    try:
+        if not isinstance(content, dict):
+            raise BadRequest(f"a request is an object, not {type(content).__name__}")
+        if envelope["id"] is None:
+            raise BadRequest(f"'id' must be a string or an integer, not {_what(req, 'id')}")
+        handler = HANDLERS.get(envelope["kind"] or "")
+        if handler is None:
+            raise BadRequest(f"unknown kind {kind!r} (known: {', '.join(HANDLERS)})")
+        body, buffers = handler(widget, req)
+    except BadRequest as e:
+        return cast(Reply, {**envelope, "error": f"bad request: {e}"}), []
+    except Exception as e:  # noqa: BLE001 - the view says what failed; the kernel keeps serving it
+        return cast(Reply, {**envelope, "error": f"{type(e).__name__}: {e}"}), []
+    return cast(Reply, {**body, **envelope}), list(buffers)
 
 
 def display_widget(report, *, model: tuple | None = None, packed: bytes | None = None,

@@ -3,6 +3,7 @@
 Renders the MLP fixture (74 launches of 25 kernels on an H200), sorts, filters, groups,
 selects a row, and checks that Python sees the selection through ``w.selected``.
 """
+import pathlib
 import re
 
 import pytest
@@ -183,3 +184,57 @@ def test_rerun_and_redisplay_close_old_widgets(lab, page):
                            ".querySelector('.jp-OutputArea-output')?.textContent.includes('OPEN')")
     assert out2.inner_text().strip() == "OPEN 1"
     assert not page.errors, page.errors
+
+
+def test_a_request_with_no_reply_times_out_and_the_widget_keeps_working(lab, page):
+    """The widget's request channel (js/src/channel.js) in the real widget, time-outs shortened by
+    the page's test hook: the report's data not there in time (the view says so, and asks again on
+    request); Perfetto's request for the trace (the kernel takes 3 s to read the file) gets no
+    reply in time, and the view says so; the late reply changes nothing, and the next request is
+    answered."""
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell('import kernelscope as ks\nks.load("mlp_train.pt.trace.json.gz").widget()'),
+                nbformat.v4.new_code_cell("import time\nfrom kernelscope.view import widget as kw\n"
+                                          "read_trace = kw.HANDLERS['trace']\n"
+                                          "kw.HANDLERS['trace'] = lambda w, req: (time.sleep(3), read_trace(w, req))[1]"),
+                nbformat.v4.new_code_cell("kw.HANDLERS['trace'] = read_trace")]
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i}"
+    nbformat.write(nb, str(lab.root / "slow_trace.ipynb"))
+    lab.open(page, "slow_trace.ipynb")
+    wait_idle(page)
+    # The report's data, not there within 1 ms: the view says so, and asks again on request.
+    page.evaluate("() => { globalThis.kernelscopeTimeouts = { data: 1 }; }")
+    out0 = run_cell(page, 0).locator(".jp-OutputArea-output")
+    out0.locator(".ks-load-error").wait_for(timeout=60_000)
+    assert re.match(r'kernelscope: cannot read the report \(no reply from the Python kernel to the "data" request '
+                    r"\(\S+\) within 1 ms", out0.locator(".ks-load-error").inner_text())
+    wait_idle(page)
+    page.evaluate("() => { delete globalThis.kernelscopeTimeouts; }")
+    out0.locator(".ks-ask-again").click()
+    out0.locator(".ks-root").wait_for(timeout=60_000)
+    wait_idle(page)
+    run_cell(page, 1)                    # reading the trace now takes the kernel 3 s
+    wait_idle(page)
+    out0.locator(".ks-tab[data-tab='Timeline']").click()      # Perfetto's button is the timeline's
+    out0.locator(".ks-perfetto-button").click()
+    page.evaluate("() => { globalThis.kernelscopeTimeouts = { trace: 500 }; }")
+    out0.locator(".ks-perfetto-download").click()
+    status = out0.locator(".ks-perfetto-status")
+    page.wait_for_function("(el) => el.textContent.includes('no reply')", arg=status.element_handle(), timeout=2_500)
+    assert re.fullmatch(r'cannot read the trace: no reply from the Python kernel to the "trace" request '
+                        r"\(\S+\) within 500 ms: the kernel is busy or has gone", status.inner_text())
+    page.wait_for_timeout(3_500)
+    wait_idle(page)                      # the late reply came, to a request no longer waiting
+    assert "no reply" in status.inner_text()
+    run_cell(page, 2)
+    wait_idle(page)
+    page.evaluate("() => { delete globalThis.kernelscopeTimeouts; }")
+    with page.expect_download() as dl:
+        out0.locator(".ks-perfetto-download").click()
+    assert pathlib.Path(dl.value.path()).read_bytes() == (DATA / "mlp_train.pt.trace.json.gz").read_bytes()
+    assert status.inner_text() == "saved mlp_train.pt.trace.json.gz"
+    assert not page.errors, page.errors
+    lab.shutdown_kernels()

@@ -331,9 +331,9 @@ def test_widget_sends_its_report_when_a_view_asks(mlp):
     w = ReportWidget(mlp)
     sent = []
     w.send = lambda content, buffers=None: sent.append((content, buffers))
-    w._on_message(w, {"type": "data"}, [])
+    w._on_message(w, {"id": "v-1", "kind": "data"}, [])
     ((content, buffers),) = sent
-    assert content == {"type": "data"} and buffers == [w.data]
+    assert content == {"id": "v-1", "kind": "data"} and buffers == [w.data]
     assert unpack(buffers[0])[0]["stats"]["launches"] == 74
 
 
@@ -341,9 +341,9 @@ def test_widget_answers_a_curves_request(mlp):
     w = ReportWidget(mlp)
     code = next(c["shape"] for c in w.header["shapes"] if "curves" not in c and "occupancy" in c)
     sent = []
-    w.send = sent.append            # capture what would go over the comm
-    w._on_message(w, {"type": "curves", "shape": code}, [])
-    assert sent[0]["type"] == "curves" and sent[0]["shape"] == code
+    w.send = lambda content, buffers=None: sent.append(content)   # capture what would go over the comm
+    w._on_message(w, {"id": "v-2", "kind": "curves", "shape": code}, [])
+    assert sent[0]["kind"] == "curves" and sent[0]["id"] == "v-2" and sent[0]["entry"]["shape"] == code
     assert set(sent[0]["entry"]["curves"]) == {"block", "registers", "smem"}
 
 

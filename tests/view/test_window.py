@@ -116,9 +116,9 @@ def test_the_widget_answers_a_window_request(mlp, small_budget):
     sent = []
     w.send = lambda content, buffers=None: sent.append((content, buffers))
     until = w.header["window"]["until_us"]
-    w._on_message(w, {"type": "window", "id": 3, "from_us": until, "until_us": None}, [])
+    w._on_message(w, {"kind": "window", "id": 3, "from_us": until, "until_us": None}, [])
     ((content, buffers),) = sent
-    assert content == {"type": "window", "id": 3}
+    assert content == {"kind": "window", "id": 3}
     header, buf = unpack(bytes(buffers[0]))
     assert header["window"] == view.view_model(mlp, window=(until, None))[0]["window"]
 
@@ -146,8 +146,8 @@ def test_the_window_of_a_kernels_next_launch(mlp, small_budget, tmp_path):
     w = ReportWidget(mlp)
     sent = []
     w.send = lambda content, buffers=None: sent.append((content, buffers))
-    w._on_message(w, {"type": "window", "id": 1, "from_us": starts[1], "kernel": name}, [])
-    w._on_message(w, {"type": "window", "id": 2, "from_us": None, "kernel": "no such kernel"}, [])
+    w._on_message(w, {"kind": "window", "id": 1, "from_us": float(starts[1]), "kernel": name}, [])
+    w._on_message(w, {"kind": "window", "id": 2, "from_us": None, "kernel": "no such kernel"}, [])
     header = unpack(bytes(sent[0][1][0]))[0]
     assert header["window"]["from_us"] == starts[2]
     assert decode_buffer(header, unpack(bytes(sent[0][1][0]))[1])["kernels"]["name"][0] == name
