@@ -148,3 +148,13 @@ def test_every_kind_has_a_handler_and_the_view_asks_for_each():
     js = (pathlib.Path(widget_module.__file__).parents[2] / "js" / "src" / "widget.js").read_text()
     asked = set(re.findall(r'ask\("(\w+)"', js))
     assert asked == set(HANDLERS) == {"data", "curves", "trace", "window", "rank"}
+
+
+def test_a_window_keeps_the_display_options(mlp, monkeypatch):
+    # A display with --top 3 --sort launches: every window the chooser fetches opens the same way.
+    from kernelscope.view import report as view
+    monkeypatch.setattr(view, "VIEW_LAUNCHES", 20)
+    shown = ReportWidget(mlp, options={"top": 3, "sort": "launches"})
+    assert shown.header["view"] == {"top": 3, "sort": "launches"} and shown.header["window"]
+    msg, bufs = ask(shown, {"id": "w-1", "kind": "window", "from_us": shown.header["window"]["until_us"]})
+    assert "error" not in msg and unpack(bufs[0])[0]["view"] == {"top": 3, "sort": "launches"}
