@@ -1,16 +1,20 @@
 """How long showing a loaded report takes, and its memory, from a small report to millions of
-events: the display bundle of the first window, of another window (what the window chooser
-asks for), and (``--every``) of every launch, in one run.
+events: the whole display bundle Jupyter asks for (``rep._repr_mimebundle_()``: the browser
+payload, static HTML, text and the live widget) of the first window, the same display again, the
+payload of another window (what the window chooser asks for), and (``--every``) of every launch,
+in one run.
 
     python benchmarks/view_payload.py --out /tmp                         # kernel-dense, 1M and 5M events
     python benchmarks/view_payload.py --shape cpu_ops --events 1000000 --out /tmp
     python benchmarks/view_payload.py --shape kernel_dense --events 1000000 --every --out /tmp
 
-Each size runs in its own process (so its peak memory is its own): ``ks.load`` and the analyses
-the view shows (summary, backends, findings), then the display bundle the notebook gets
-(``view_model`` + ``pack`` + the MIME entry) of the first window, then of the window after it,
-and with ``--every`` of every launch (the budget lifted). The "small" row is the same real
-recording untiled. Traces are the real H200 recordings of ``load_trace.SHAPES`` tiled with
+Each size runs in its own process (so its peak memory is its own), with IPython imported first,
+as a Jupyter kernel has it: ``ks.load`` and the analyses the view shows (summary, backends,
+findings), then the whole display bundle of the first window, timed from the call (the widget
+module's import, anywidget's, is inside: a notebook's first display pays it), then again, then the
+payload alone (``view_model`` + ``pack`` + the MIME entry) of the window after it, and with
+``--every`` of every launch (the budget lifted). The "small" row is the same real recording
+untiled. Traces are the real H200 recordings of ``load_trace.SHAPES`` tiled with
 ``tools/tile_trace.py`` (see ``benchmarks/tiles.py``) into ``--out``, deleted after their run unless
 ``--keep``.
 """
@@ -48,22 +52,36 @@ def _display(rep, window=None) -> dict:
             "packed_mb": len(packed) / 1e6, "base64_mb": len(text) / 1e6, "until_us": w.get("until_us")}
 
 
+def _bundle(rep) -> dict:
+    """The whole display Jupyter asks for, timed (wall and CPU seconds), and what it held."""
+    t, c = time.perf_counter(), time.process_time()
+    bundle = rep._repr_mimebundle_()
+    s, cpu = time.perf_counter() - t, time.process_time() - c
+    return {"s": s, "cpu_s": cpu, "types": sorted(bundle)}
+
+
 def _child(path: str, rounds: int, every: bool) -> dict:
+    import IPython  # noqa: F401  (a Jupyter kernel has it loaded before any cell runs)
+
     import kernelscope as ks
-    import kernelscope.view.bundle  # noqa: F401  (imports before the clock, as load_trace does)
     from kernelscope.view import report as view
     t = time.perf_counter()
     rep = ks.load(path, progress=False)
     rep.summary(), rep.backends, rep.findings
     loaded = time.perf_counter() - t
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    bundle = _bundle(rep)
+    # Again: what each later display of the same report costs (its panels kept).
+    again_bundle = [_bundle(rep) for _ in range(rounds)]
+    # The payload's part of it, and its size (computed again: its panels are kept).
     first = _display(rep)
-    # Again: what each later display of the same report costs (its whole-report parts kept).
     again = [_display(rep) for _ in range(rounds)]
     later = None
     if first["until_us"] is not None:
         later = _display(rep, (first["until_us"], None))
     out = {"events": None, "kernels": int(len(rep.kernels)), "ops": int(len(rep.ops)), "load_s": loaded,
+           "bundle": bundle, "bundle_again_s": statistics.median(d["s"] for d in again_bundle),
+           "bundle_again_cpu_s": statistics.median(d["cpu_s"] for d in again_bundle),
            "first": first, "again_s": statistics.median(d["s"] for d in again),
            "again_cpu_s": statistics.median(d["cpu_s"] for d in again), "later": later,
            "peak_before_mb": before}
@@ -91,11 +109,12 @@ def main(argv=None):
         return
     source = ROOT / "tests" / "data" / SHAPES[a.shape]
     print(f"{a.shape}: {SHAPES[a.shape]}; each size in its own process")
-    print("display: the first window's bundle (wall s / CPU s); again: the same report shown again; later: "
+    print("display: Jupyter's whole bundle of the first window (wall s / CPU s; payload, HTML, text, widget); "
+          "again: the same report shown again; payload: its view model + pack alone; later: the payload of "
           "the window after it (what the chooser fetches)")
     print(f"{'trace':>12s} {'MiB':>6s} {'kernels':>9s} {'ops':>9s} {'load+an s':>9s} {'display s':>11s} "
-          f"{'again s':>11s} {'later s':>11s} {'launches':>9s} {'host':>8s} {'cols MB':>8s} {'packed MB':>9s} "
-          f"{'peak MiB':>9s} {'x file':>6s}")
+          f"{'again s':>11s} {'payload s':>11s} {'later s':>11s} {'launches':>9s} {'host':>8s} {'cols MB':>8s} "
+          f"{'packed MB':>9s} {'peak MiB':>9s} {'x file':>6s}")
     for events in [0] + list(a.events):
         path = source if not events else make_trace(source, events, name=f"{a.shape}_{events}.json",
                                                     tool=a.tile_tool, out=a.out)
@@ -107,15 +126,17 @@ def main(argv=None):
         if "error" in got:
             print(f"{events or 'small':>12} error: {got['error']}")
             continue
-        f, later = got["first"], got["later"]
+        f, later, b = got["first"], got["later"], got["bundle"]
         print(f"{events or 'small':>12} {size:6.0f} {got['kernels']:9,} {got['ops']:9,} {got['load_s']:9.2f} "
-              f"{f['s']:5.2f}/{f['cpu_s']:5.2f} {got['again_s']:5.2f}/{got['again_cpu_s']:5.2f} "
+              f"{b['s']:5.2f}/{b['cpu_s']:5.2f} {got['bundle_again_s']:5.2f}/{got['bundle_again_cpu_s']:5.2f} "
+              f"{f['s']:5.2f}/{f['cpu_s']:5.2f} "
               f"{later['s'] if later else float('nan'):5.2f}/{later['cpu_s'] if later else float('nan'):5.2f} {f['launches']:9,} "
               f"{f['host_spans']:8,} {f['columns_mb']:8.1f} {f['packed_mb']:9.2f} {got['tree_peak_mb']:9.0f} "
               f"{got['tree_peak_mb'] / size:6.2f}", flush=True)
         if "every" in got:
             e = got["every"]
-            print(f"{'every launch':>12} {'':6s} {'':9s} {'':9s} {'':9s} {e['s']:5.2f}/{e['cpu_s']:5.2f} {'':11s} {'':11s} {e['launches']:9,} "
+            print(f"{'every launch':>12} {'':6s} {'':9s} {'':9s} {'':9s} {'':11s} {'':11s} {e['s']:5.2f}/{e['cpu_s']:5.2f} "
+                  f"{'':11s} {e['launches']:9,} "
                   f"{e['host_spans']:8,} {e['columns_mb']:8.1f} {e['packed_mb']:9.2f}", flush=True)
 
 
