@@ -4,7 +4,7 @@
 // provenance note come from the payload header (kernelscope.render.view._counter_header).
 import { h, fmtUs, fmtInt, fmtNum, safeColor } from "./format.js";
 import { str } from "./data.js";
-import { LABEL_W } from "./timeline.js";
+import { LABEL_W } from "./lanes.js";
 
 const ROW_H = 30;
 
