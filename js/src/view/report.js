@@ -1,7 +1,8 @@
 // The report view shared by the anywidget and the JupyterLab MIME renderer / file viewer.
 import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, backendColor, useVocabulary, vocab } from "./format.js";
 import { str, int, num } from "./data.js";
-import { KernelTable, launchesSummary, shapeCells } from "./table.js";
+import { KernelTable } from "./table.js";
+import { launchesSummary, shapeCells } from "./table_stats.js";
 import { Timeline } from "./timeline.js";
 import { UtilizationStrip } from "./utilization.js";
 import { counterBlock, stallBlock } from "./measured.js";

@@ -4,7 +4,7 @@
 // (kernelscope/analysis/timeline.py). `linked(it)` gives a launch's other end (lanes.js: linkedRows).
 import { fmtUs, fmtBytes, fmtInt, fmtPct, fmtNum, vocab } from "./format.js";
 import { str, int } from "./data.js";
-import { dims } from "./table.js";
+import { dims } from "./table_stats.js";
 import { callStack, sliceName } from "./lanes.js";
 
 /** The properties pane of a slice ({ t, i }) or an idle gap ({ gap }): { title, rows: [[key, text]] }. */
