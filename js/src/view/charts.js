@@ -335,10 +335,31 @@ export function rooflineChart(el, roof, color, { named = 3 } = {}) {
   });
   // Pixel positions of the dots, so that labels go where they hide none.
   const dotsPx = pts.map((d) => ({ x: p.x(d.intensity), y: p.y(d.flops_per_s), r: radius(d) }));
-  const TEXT_W = 5.6;   // px per character at the labels' 10px
   const covered = (x0, y0, x1, y1) => dotsPx.reduce((n, q) => n + (q.x + q.r > x0 && q.x - q.r < x1 && q.y + q.r > y0 && q.y - q.r < y1 ? 1 : 0), 0);
-  const seen = new Set();
   const placed = [];    // label boxes [x0, y0, x1, y1], which later labels keep clear of
+  ceilingLabels(p, ceilings, [lo, hi], covered, placed);
+  // The costliest point of each of the few costliest kernel names; labels pushed apart vertically.
+  const top = [];
+  for (const d of [...pts].sort((a, b) => (b.duration_us || 0) - (a.duration_us || 0))) {
+    if (top.length >= named) break;
+    if (!top.some((t) => t.name === d.name)) top.push(d);
+  }
+  for (const d of top) pointLabel(p, d, radius(d), covered, placed);
+  const backends = [...new Set(pts.map((d) => d.backend))];
+  el.append(h("div", { class: "ks-legend" }, backends.map((b) => h("span", { class: "ks-legend-item" },
+    h("span", { class: "ks-swatch", style: `background:${color(b)}` }), b ?? "-")),
+  ` · dot area: GPU time of the op's kernels; named: the ${top.length} costliest`));
+  return p;
+}
+
+// px per character at the roofline labels' 10px
+const TEXT_W = 5.6;
+
+/** Each ceiling's peak label at its right end, and its memory label along the memory slope where
+ * it crosses the fewest dots (`covered(box)`); the boxes taken go into `placed`. */
+function ceilingLabels(p, ceilings, [lo, hi], covered, placed) {
+  const ridge = (c) => c.peak_flops_per_s / c.bandwidth_bytes_per_s;
+  const seen = new Set();
   for (const c of ceilings) {
     const peak = c.peak_label || c.label || "peak", py = p.y(c.peak_flops_per_s) - 4;
     label(p, p.w - 2, py, peak, { anchor: "end", cls: "ks-roof-label" });
@@ -360,39 +381,29 @@ export function rooflineChart(el, roof, color, { named = 3 } = {}) {
     const at = best || { x: lo * 2.2, y: c.bandwidth_bytes_per_s * lo * 2.2 };
     label(p, p.x(at.x), p.y(at.y) - 5, mem, { cls: "ks-roof-label", rotate: angle(p, [at.x, at.y], [at.x * 10, at.y * 10]) });
   }
-  // The costliest point of each of the few costliest kernel names; labels pushed apart vertically.
-  const top = [];
-  for (const d of [...pts].sort((a, b) => (b.duration_us || 0) - (a.duration_us || 0))) {
-    if (top.length >= named) break;
-    if (!top.some((t) => t.name === d.name)) top.push(d);
-  }
-  // Each name beside its dot (right, left, above or below), where it overlaps the fewest dots and
-  // no other label; a halo (style.css) keeps it legible over whatever it still crosses.
-  for (const d of top) {
-    const x = p.x(d.intensity), y = p.y(d.flops_per_s), r = radius(d);
-    const text = clip(d.name, 30), w = text.length * TEXT_W;
-    // Beside the dot (right, left), or above / below it (centred, kept inside the plot).
-    const cx = Math.max(w / 2, Math.min(p.w - w / 2, x));
-    const options = [
-      { x: x + r + 3, y: y + 3.5, anchor: "start", box: [x + r + 3, y - 6, x + r + 3 + w, y + 5] },
-      { x: x - r - 3, y: y + 3.5, anchor: "end", box: [x - r - 3 - w, y - 6, x - r - 3, y + 5] },
-      { x: cx, y: y + r + 11, anchor: "middle", box: [cx - w / 2, y + r + 1, cx + w / 2, y + r + 12] },
-      { x: cx, y: y - r - 4, anchor: "middle", box: [cx - w / 2, y - r - 14, cx + w / 2, y - r - 3] },
-      { x: cx, y: y + r + 23, anchor: "middle", box: [cx - w / 2, y + r + 13, cx + w / 2, y + r + 24] },
-    ];
-    const score = (o) => {
-      const [x0, y0, x1, y1] = o.box;
-      const out = x0 < 0 || x1 > p.w || y0 < 0 || y1 > p.h ? 100 : 0;
-      const clash = placed.some((b) => b[0] < x1 && b[2] > x0 && b[1] < y1 && b[3] > y0) ? 50 : 0;
-      return out + clash + covered(x0, y0, x1, y1);
-    };
-    const best = options.reduce((a, o) => (score(o) < score(a) ? o : a));
-    placed.push(best.box);
-    label(p, best.x, best.y, text, { cls: "ks-point-label", anchor: best.anchor });
-  }
-  const backends = [...new Set(pts.map((d) => d.backend))];
-  el.append(h("div", { class: "ks-legend" }, backends.map((b) => h("span", { class: "ks-legend-item" },
-    h("span", { class: "ks-swatch", style: `background:${color(b)}` }), b ?? "-")),
-  ` · dot area: GPU time of the op's kernels; named: the ${top.length} costliest`));
-  return p;
+}
+
+/** A point's name beside its dot (right, left, above or below), where it overlaps the fewest dots
+ * and no other label (`placed`); a halo (style.css) keeps it legible over whatever it still crosses. */
+function pointLabel(p, d, r, covered, placed) {
+  const x = p.x(d.intensity), y = p.y(d.flops_per_s);
+  const text = clip(d.name, 30), w = text.length * TEXT_W;
+  // Beside the dot (right, left), or above / below it (centred, kept inside the plot).
+  const cx = Math.max(w / 2, Math.min(p.w - w / 2, x));
+  const options = [
+    { x: x + r + 3, y: y + 3.5, anchor: "start", box: [x + r + 3, y - 6, x + r + 3 + w, y + 5] },
+    { x: x - r - 3, y: y + 3.5, anchor: "end", box: [x - r - 3 - w, y - 6, x - r - 3, y + 5] },
+    { x: cx, y: y + r + 11, anchor: "middle", box: [cx - w / 2, y + r + 1, cx + w / 2, y + r + 12] },
+    { x: cx, y: y - r - 4, anchor: "middle", box: [cx - w / 2, y - r - 14, cx + w / 2, y - r - 3] },
+    { x: cx, y: y + r + 23, anchor: "middle", box: [cx - w / 2, y + r + 13, cx + w / 2, y + r + 24] },
+  ];
+  const score = (o) => {
+    const [x0, y0, x1, y1] = o.box;
+    const out = x0 < 0 || x1 > p.w || y0 < 0 || y1 > p.h ? 100 : 0;
+    const clash = placed.some((b) => b[0] < x1 && b[2] > x0 && b[1] < y1 && b[3] > y0) ? 50 : 0;
+    return out + clash + covered(x0, y0, x1, y1);
+  };
+  const best = options.reduce((a, o) => (score(o) < score(a) ? o : a));
+  placed.push(best.box);
+  label(p, best.x, best.y, text, { cls: "ks-point-label", anchor: best.anchor });
 }

@@ -55,9 +55,12 @@ function pctBars(rows, { width = 260 } = {}) {
   return svg;
 }
 
+// The roofline's size and margins (left, right, top, bottom), px.
+const ROOF_BOX = { W: 340, H: 210, L: 48, R: 10, T: 10, B: 30 };
+
 /** Log-log roofline of one launch: its memory roofs and compute peak, one dot per memory level. */
 function rooflineChart(roof, levels) {
-  const W = 340, H = 210, L = 48, R = 10, T = 10, B = 30;
+  const { W, H, L, R, T, B } = ROOF_BOX;
   const pts = (roof.points || []).filter((p) => p.intensity > 0 && p.flops_per_s > 0);
   const peak = roof.peak_flops_per_s;
   const ceil = (roof.ceilings || []).filter((c) => c.bytes_per_s > 0);
@@ -70,17 +73,7 @@ function rooflineChart(roof, levels) {
   const ly = (y) => H - B - ((Math.log10(y) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0))) * (H - T - B);
   const svg = s("svg", { class: "ks-kd-roofline", width: W, height: H, role: "img" });
   svg.append(s("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "ks-kd-plot" }));
-  for (let e = Math.ceil(Math.log10(x0)); e <= Math.floor(Math.log10(x1)); e++) {
-    const x = lx(10 ** e);
-    svg.append(s("line", { x1: x, x2: x, y1: H - B, y2: H - B + 3, class: "ks-kd-axis" }));
-    svg.append(s("text", { x, y: H - B + 13, "text-anchor": "middle", class: "ks-kd-tick", text: `1e${e}` }));
-  }
-  for (let e = Math.ceil(Math.log10(y0)); e <= Math.floor(Math.log10(y1)); e++) {
-    const y = ly(10 ** e);
-    svg.append(s("text", { x: L - 4, y: y + 3, "text-anchor": "end", class: "ks-kd-tick", text: rate(10 ** e, "").trim() }));
-  }
-  svg.append(s("text", { x: (L + W - R) / 2, y: H - 2, "text-anchor": "middle", class: "ks-kd-axis-label", text: "arithmetic intensity (FLOP/byte)" }));
-  svg.append(s("text", { x: 10, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 10 ${(T + H - B) / 2})`, class: "ks-kd-axis-label", text: "FLOP/s" }));
+  rooflineAxes(svg, { x0, x1, y0, y1, lx, ly });
   ceil.forEach((c) => {
     const ridge = peak / c.bytes_per_s;
     const g = s("g", { "data-ceiling": c.level, class: `ks-kd-ceiling ks-kd-level-${c.level}` });
@@ -100,6 +93,22 @@ function rooflineChart(roof, levels) {
   return svg;
 }
 
+/** The roofline's log axes: decade ticks and their labels, the axis titles. */
+function rooflineAxes(svg, { x0, x1, y0, y1, lx, ly }) {
+  const { W, H, L, R, T, B } = ROOF_BOX;
+  for (let e = Math.ceil(Math.log10(x0)); e <= Math.floor(Math.log10(x1)); e++) {
+    const x = lx(10 ** e);
+    svg.append(s("line", { x1: x, x2: x, y1: H - B, y2: H - B + 3, class: "ks-kd-axis" }));
+    svg.append(s("text", { x, y: H - B + 13, "text-anchor": "middle", class: "ks-kd-tick", text: `1e${e}` }));
+  }
+  for (let e = Math.ceil(Math.log10(y0)); e <= Math.floor(Math.log10(y1)); e++) {
+    const y = ly(10 ** e);
+    svg.append(s("text", { x: L - 4, y: y + 3, "text-anchor": "end", class: "ks-kd-tick", text: rate(10 ** e, "").trim() }));
+  }
+  svg.append(s("text", { x: (L + W - R) / 2, y: H - 2, "text-anchor": "middle", class: "ks-kd-axis-label", text: "arithmetic intensity (FLOP/byte)" }));
+  svg.append(s("text", { x: 10, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 10 ${(T + H - B) / 2})`, class: "ks-kd-axis-label", text: "FLOP/s" }));
+}
+
 /** The colour key of the roofline: one entry per memory level (roof and dot share a colour). */
 function rooflineLegend(roof, levels) {
   return h("div", { class: "ks-legend" }, (roof.ceilings || []).map((c) => {
@@ -116,58 +125,72 @@ function sassListing(rows) {
     h("span", { text: r.sass }))));
 }
 
-function render(e, kd) {
-  const levels = kd.levels || {};
-  const el = h("div", { class: "ks-kd-grid" });
+/** Speed of light: compute and memory throughput, % of peak, and its verdict. */
+function solBlock(e) {
   const sol = e.sol || {};
-  el.append(block("Speed of light", "measured by Nsight Compute (% of peak sustained throughput)",
+  return block("Speed of light", "measured by Nsight Compute (% of peak sustained throughput)",
     pctBars([["Compute (SM)", sol.compute_pct, metric(sol, "compute_pct"), true], ["Memory", sol.memory_pct, metric(sol, "memory_pct"), true],
       ["DRAM", sol.dram_pct, metric(sol, "dram_pct")], ["L2", sol.l2_pct, metric(sol, "l2_pct")], ["L1/TEX", sol.l1_pct, metric(sol, "l1_pct")]]),
-    sol.verdict ? h("p", { class: "ks-kd-verdict", text: sol.verdict }) : null));
+    sol.verdict ? h("p", { class: "ks-kd-verdict", text: sol.verdict }) : null);
+}
 
+/** The launch's roofline (one dot per memory level) and where it puts the launch. */
+function rooflineBlock(e, levels) {
   const roof = e.roofline;
-  el.append(roof && (roof.points || []).some((p) => p.intensity > 0 && p.flops_per_s > 0)
+  return roof && (roof.points || []).some((p) => p.intensity > 0 && p.flops_per_s > 0)
     ? block(`Roofline (${roof.label})`, roof.source, rooflineChart(roof, levels), rooflineLegend(roof, levels),
       // One verdict per launch: the speed of light's; the sentence (Python) says where the DRAM roofline puts it.
       h("p", { class: "ks-kd-verdict", text: roof.verdict || `${roof.bound || "-"}-bound at DRAM: ${rate((roof.points.find((p) => p.level === "dram") || {}).flops_per_s, "FLOP/s")}, `
         + `${roof.roof_share === null ? "-" : fmtPct(roof.roof_share)} of the attainable roof` }),
       (roof.other_precisions || []).length ? h("div", { class: "ks-kd-note", text: `also: ${roof.other_precisions.map((o) => `${o.label} ${rate(o.flops_per_s, "FLOP/s")}`).join(", ")}` }) : null)
-    : block("Roofline", "measured by Nsight Compute", h("p", { class: "ks-empty", text: "No floating-point work counted for this launch (a copy, integer or control kernel)." })));
+    : block("Roofline", "measured by Nsight Compute", h("p", { class: "ks-empty", text: "No floating-point work counted for this launch (a copy, integer or control kernel)." }));
+}
 
+/** Achieved against theoretical occupancy, and the blocks per SM each limit allows. */
+function occupancyBlock(e) {
   const occ = e.occupancy || {};
   const limitRows = ["registers", "shared_mem", "warps", "blocks"].map((k) => h("tr", {},
     h("th", { text: k.replace("_", " ") }), h("td", { class: "ks-num", text: occ.limits ? String(occ.limits[k] ?? "-") : "-" }),
     h("td", { class: "ks-num", text: occ.ncu_limits && occ.ncu_limits[k] !== null ? String(occ.ncu_limits[k]) : "-" })));
-  el.append(block("Occupancy", "achieved: measured by Nsight Compute; theoretical: computed by kernelscope with the driver's shared-memory carveout",
+  return block("Occupancy", "achieved: measured by Nsight Compute; theoretical: computed by kernelscope with the driver's shared-memory carveout",
     pctBars([["achieved", times100(occ.achieved), metric(occ, "achieved"), true],
       ["theoretical", times100(occ.theoretical ?? occ.theoretical_ncu), occ.source ? occ.source.theoretical : null],
       ["ncu theoretical", times100(occ.theoretical_ncu), metric(occ, "theoretical_ncu")]]),
     h("p", { class: "ks-kd-verdict", text: `limited by ${occ.limiter || "-"}; ${fmtNum(occ.achieved_warps, 1)} of ${fmtNum(occ.theoretical_warps, 1)} warps per SM active; ${fmtNum(occ.waves, 2)} waves` }),
     h("table", { class: "ks-kv ks-kd-limits" }, h("thead", {}, h("tr", {}, h("th", { text: "blocks per SM by" }), h("th", { text: "kernelscope" }), h("th", { text: "Nsight Compute" }))),
-      h("tbody", {}, limitRows))));
+      h("tbody", {}, limitRows)));
+}
 
+/** Bytes moved per memory level against its peak bandwidth, hit rates, sectors per request. */
+function memoryBlock(e, levels) {
   const mem = e.memory || {};
   const memBars = (mem.levels || []).map((l) => [`${levels[l.level] || l.level} ${decBytes(l.bytes)}`,
     l.peak_bytes_per_s ? (l.bytes_per_s / l.peak_bytes_per_s) * 100 : null,
     `${rate(l.bytes_per_s, "B/s")} of ${rate(l.peak_bytes_per_s, "B/s")} peak`, l.level === "dram"]);
   const spr = (v) => (v === null || v === undefined ? "-" : fmtNum(v, 1));
-  el.append(block("Memory", "measured by Nsight Compute (bytes moved, % of each level's peak bandwidth)",
+  return block("Memory", "measured by Nsight Compute (bytes moved, % of each level's peak bandwidth)",
     pctBars(memBars),
     h("table", { class: "ks-kv" }, h("tbody", {},
       h("tr", {}, h("th", { text: "L1 / L2 hit rate" }), h("td", { text: `${pct100(mem.l1_hit_pct)} / ${pct100(mem.l2_hit_pct)}` })),
       h("tr", { "data-metric": "sectors per request" }, h("th", { text: "sectors / request (load, store)" }), h("td", { text: `${spr(mem.load_sectors_per_request)}, ${spr(mem.store_sectors_per_request)}` })),
       h("tr", { "data-metric": "bytes used" }, h("th", { text: "fetched bytes used (load, store)" }), h("td", { text: `${mem.load_efficiency == null ? "-" : fmtPct(mem.load_efficiency, 0)}, ${mem.store_efficiency == null ? "-" : fmtPct(mem.store_efficiency, 0)}` })))),
-    mem.verdict ? h("p", { class: "ks-kd-verdict ks-kd-poor", title: mem.verdict_source || "", text: mem.verdict }) : null));
+    mem.verdict ? h("p", { class: "ks-kd-verdict ks-kd-poor", title: mem.verdict_source || "", text: mem.verdict }) : null);
+}
 
+/** Warp-stall reasons by share of samples, the top one with what usually fixes it. */
+function stallsBlock(e) {
   const st = e.stalls || {};
   const bars = st.bars || [];
-  el.append(block("Warp stalls", `${st.source || "measured by Nsight Compute"}${st.samples ? `, ${Math.round(st.samples).toLocaleString("en-US")} samples` : ""}`,
+  return block("Warp stalls", `${st.source || "measured by Nsight Compute"}${st.samples ? `, ${Math.round(st.samples).toLocaleString("en-US")} samples` : ""}`,
     bars.length ? pctBars(bars.map((b) => [b.reason, b.share * 100, `${b.title}: ${b.meaning}. Usually fixed by: ${b.fix}`, false])) : h("p", { class: "ks-empty", text: "No stall samples." }),
     bars.length ? h("div", { class: "ks-kd-stall-top" }, h("b", { text: `${bars[0].reason}: ` }), `${bars[0].title}. ${bars[0].meaning}. `,
-      h("i", { text: `What usually fixes it: ${bars[0].fix}.` })) : null));
+      h("i", { text: `What usually fixes it: ${bars[0].fix}.` })) : null);
+}
 
+/** The source lines with the most PC samples, each with its SASS. */
+function hotspotsBlock(e) {
   const hs = e.hotspots || [];
-  el.append(block("Source hot spots", "PC samples measured by Nsight Compute, per source line (or instruction, for kernels without line info)",
+  return block("Source hot spots", "PC samples measured by Nsight Compute, per source line (or instruction, for kernels without line info)",
     hs.length ? h("ol", { class: "ks-kd-hot" }, hs.map((x) => h("li", { "data-location": x.location },
       h("details", {}, h("summary", {},
         h("span", { class: "ks-kd-loc", text: x.location }), " ",
@@ -175,15 +198,26 @@ function render(e, kd) {
         h("span", { text: `${fmtPct(x.share)} of samples${x.top_stall ? `, mostly ${x.top_stall}` : ""}`, title: x.top_stall_title || "" }),
         x.text ? h("code", { class: "ks-kd-code", text: x.text.trim() }) : null),
       (x.sass || []).length ? sassListing(x.sass) : h("p", { class: "ks-empty", text: "No SASS kept for this line." })))))
-      : h("p", { class: "ks-empty", text: "No PC samples in this report (profile with the SourceCounters section, e.g. --set full)." })));
+      : h("p", { class: "ks-empty", text: "No PC samples in this report (profile with the SourceCounters section, e.g. --set full)." }));
+}
 
+/** Nsight Compute's own rule results, as it wrote them. */
+function adviceBlock(e) {
   const adv = e.advice || [];
-  el.append(block("Nsight Compute's advice", "rule results of Nsight Compute, as it wrote them; the speedup is its estimate",
+  return block("Nsight Compute's advice", "rule results of Nsight Compute, as it wrote them; the speedup is its estimate",
     adv.length ? h("ul", { class: "ks-kd-advice" }, adv.map((a) => h("li", { "data-rule": a.rule || "" },
       h("details", {}, h("summary", {}, h("b", { text: a.title || a.rule || "" }),
         a.speedup_pct ? h("span", { class: "ks-kd-speedup", text: ` est. speedup ${a.speedup_pct.toFixed(0)}%${a.speedup_type === "local" ? " (local)" : ""}` }) : null),
       h("div", { class: "ks-kd-msg", text: a.message || "" })))))
-      : h("p", { class: "ks-empty", text: "Nsight Compute had no advice for this launch." })));
+      : h("p", { class: "ks-empty", text: "Nsight Compute had no advice for this launch." }));
+}
+
+/** The deep dive of one measured launch `e` (kd: the payload's kernel_detail). */
+function render(e, kd) {
+  const levels = kd.levels || {};
+  const el = h("div", { class: "ks-kd-grid" });
+  el.append(solBlock(e), rooflineBlock(e, levels), occupancyBlock(e), memoryBlock(e, levels), stallsBlock(e), hotspotsBlock(e),
+    adviceBlock(e));
   return el;
 }
 

@@ -26,25 +26,9 @@ export function perfettoButton(header, source) {
     if (!got || !got.bytes) throw new Error((got && got.error) || "the trace file could not be read");
     return got;
   };
-  if (canFetch) {
-    panel.append(
-      h("p", {}, "Raw trace: ", h("code", { text: raw.name, title: raw.path }), " (the Chrome trace this report was read from)."),
-      h("div", { class: "ks-perfetto-actions" },
-        h("button", { class: "ks-btn ks-perfetto-download", text: "download", onclick: async () => {
-          say("reading the trace…");
-          try { const t = await get(); download(t.name || raw.name, t.bytes); say(`saved ${t.name || raw.name}`); } catch (err) { say(`cannot read the trace: ${err.message}`); }
-        } }),
-        h("button", { class: "ks-btn ks-perfetto-open", text: "open in ui.perfetto.dev", onclick: () => openInPerfetto(get, raw.name, say) })),
-      h("p", { class: "ks-note", text: "ui.perfetto.dev runs in your browser: this page passes the trace to it, nothing is uploaded. "
-        + "Offline, download the file and open it in a Perfetto UI you run yourself (or load it with ks.load)." }));
-  } else if (raw) {
-    panel.append(
-      h("p", {}, "Raw trace: ", h("code", { text: raw.path }),
-        raw.exists === false ? " (no longer there)." : " (on the machine that ran the kernel)."),
-      h("p", { text: "To open it: go to ui.perfetto.dev, choose “Open trace file” and pick that file (Perfetto reads it in "
-        + "the browser). With the kernel running, this button downloads it or opens it there directly." }),
-      h("button", { class: "ks-btn ks-perfetto-copy", text: "copy path", onclick: async () => say(await copyText(raw.path) ? "path copied" : "copy failed") }));
-  } else {
+  if (canFetch) panel.append(...fetchable(raw, get, say));
+  else if (raw) panel.append(...pathOnly(raw, say));
+  else {
     panel.append(h("p", { text: "No Chrome trace was kept for this report: it was recorded in memory. "
       + "Record with `%%kernelprofile --trace step.pt.trace.json.gz` (or ks.profile(trace_path=...)) to keep one; "
       + "this button then downloads it or opens it in ui.perfetto.dev." }));
@@ -57,6 +41,30 @@ export function perfettoButton(header, source) {
       button.setAttribute("aria-expanded", String(open));
     } });
   return h("span", { class: "ks-perfetto-wrap" }, button, panel);
+}
+
+/** The panel of a trace this host can read (`get()`): download it, or open it in ui.perfetto.dev. */
+function fetchable(raw, get, say) {
+  return [
+    h("p", {}, "Raw trace: ", h("code", { text: raw.name, title: raw.path }), " (the Chrome trace this report was read from)."),
+    h("div", { class: "ks-perfetto-actions" },
+      h("button", { class: "ks-btn ks-perfetto-download", text: "download", onclick: async () => {
+        say("reading the trace…");
+        try { const t = await get(); download(t.name || raw.name, t.bytes); say(`saved ${t.name || raw.name}`); } catch (err) { say(`cannot read the trace: ${err.message}`); }
+      } }),
+      h("button", { class: "ks-btn ks-perfetto-open", text: "open in ui.perfetto.dev", onclick: () => openInPerfetto(get, raw.name, say) })),
+    h("p", { class: "ks-note", text: "ui.perfetto.dev runs in your browser: this page passes the trace to it, nothing is uploaded. "
+      + "Offline, download the file and open it in a Perfetto UI you run yourself (or load it with ks.load)." })];
+}
+
+/** The panel of a trace this host cannot read (a saved report, no kernel): where it is, how to open it. */
+function pathOnly(raw, say) {
+  return [
+    h("p", {}, "Raw trace: ", h("code", { text: raw.path }),
+      raw.exists === false ? " (no longer there)." : " (on the machine that ran the kernel)."),
+    h("p", { text: "To open it: go to ui.perfetto.dev, choose “Open trace file” and pick that file (Perfetto reads it in "
+      + "the browser). With the kernel running, this button downloads it or opens it there directly." }),
+    h("button", { class: "ks-btn ks-perfetto-copy", text: "copy path", onclick: async () => say(await copyText(raw.path) ? "path copied" : "copy failed") })];
 }
 
 /**

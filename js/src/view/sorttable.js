@@ -9,6 +9,46 @@
 // Returns { el, table, state, sortBy(key), setFilter(text), rows() (the rows shown) }.
 import { h } from "./format.js";
 
+const value = (c, r) => (c.value ? c.value(r) : r[c.key]);
+const text = (c, r) => (c.text ? c.text(r) : String(r[c.key] ?? "-"));
+
+/** The rows whose searchable columns' text holds the filter (any case), sorted by state.sort
+ * (strings without case; a missing value sorts lowest). */
+function visibleRows(rows, columns, state) {
+  const q = state.filter.trim().toLowerCase();
+  const shown = q ? rows.filter((r) => columns.some((c) => c.search && text(c, r).toLowerCase().includes(q))) : [...rows];
+  const col = columns.find((c) => c.key === state.sort);
+  if (col) {
+    const sign = state.desc ? -1 : 1;
+    shown.sort((a, b) => {
+      let x = value(col, a), y = value(col, b);
+      if (typeof x === "string" || typeof y === "string") { x = String(x ?? "").toLowerCase(); y = String(y ?? "").toLowerCase(); }
+      x = x ?? -Infinity; y = y ?? -Infinity;
+      return x < y ? -sign : x > y ? sign : 0;
+    });
+  }
+  return shown;
+}
+
+/** The header cells say which column sorts, and which way. */
+function markSorted(heads, columns, state) {
+  heads.forEach((th, i) => {
+    const c = columns[i];
+    const on = c.key === state.sort;
+    th.classList.toggle("ks-sorted", on);
+    th.setAttribute("aria-sort", on ? (state.desc ? "descending" : "ascending") : "none");
+    th.firstChild.textContent = c.label + (on ? (state.desc ? " ▼" : " ▲") : "");
+  });
+}
+
+/** The body's rows: a cell per column (its `cell` node or its text), or a row saying none match. */
+function fillBody(tbody, shown, columns, empty) {
+  tbody.textContent = "";
+  tbody.append(...shown.map((r) => h("tr", {}, columns.map((c) =>
+    h("td", { class: c.num ? "ks-num" : null, title: c.tip ? c.tip(r) : null }, c.cell ? c.cell(r) : text(c, r))))));
+  if (!shown.length) tbody.append(h("tr", {}, h("td", { colspan: String(columns.length), class: "ks-empty", text: empty || "No rows match." })));
+}
+
 export function sortTable(rows, columns, o = {}) {
   const state = { sort: o.sort || null, desc: o.desc ?? true, filter: "" };
   const tbody = h("tbody", {});
@@ -23,34 +63,13 @@ export function sortTable(rows, columns, o = {}) {
   const input = o.filter ? h("input", { class: "ks-filter ks-list-filter", type: "search", placeholder: o.filter, "aria-label": o.filter }) : null;
   if (input) input.addEventListener("input", () => api.setFilter(input.value));
   const el = h("div", { class: "ks-sort-table" }, input ? h("div", { class: "ks-toolbar" }, input, status) : null, table);
-  const value = (c, r) => (c.value ? c.value(r) : r[c.key]);
-  const text = (c, r) => (c.text ? c.text(r) : String(r[c.key] ?? "-"));
   let shown = rows;
   const render = () => {
     const q = state.filter.trim().toLowerCase();
-    shown = q ? rows.filter((r) => columns.some((c) => c.search && text(c, r).toLowerCase().includes(q))) : [...rows];
-    const col = columns.find((c) => c.key === state.sort);
-    if (col) {
-      const sign = state.desc ? -1 : 1;
-      shown.sort((a, b) => {
-        let x = value(col, a), y = value(col, b);
-        if (typeof x === "string" || typeof y === "string") { x = String(x ?? "").toLowerCase(); y = String(y ?? "").toLowerCase(); }
-        x = x ?? -Infinity; y = y ?? -Infinity;
-        return x < y ? -sign : x > y ? sign : 0;
-      });
-    }
-    heads.forEach((th, i) => {
-      const c = columns[i];
-      const on = c.key === state.sort;
-      th.classList.toggle("ks-sorted", on);
-      th.setAttribute("aria-sort", on ? (state.desc ? "descending" : "ascending") : "none");
-      th.firstChild.textContent = c.label + (on ? (state.desc ? " ▼" : " ▲") : "");
-    });
-    tbody.textContent = "";
-    tbody.append(...shown.map((r) => h("tr", {}, columns.map((c) =>
-      h("td", { class: c.num ? "ks-num" : null, title: c.tip ? c.tip(r) : null }, c.cell ? c.cell(r) : text(c, r))))));
+    shown = visibleRows(rows, columns, state);
+    markSorted(heads, columns, state);
+    fillBody(tbody, shown, columns, o.empty);
     status.textContent = q ? `${shown.length} of ${rows.length} rows` : "";
-    if (!shown.length) tbody.append(h("tr", {}, h("td", { colspan: String(columns.length), class: "ks-empty", text: o.empty || "No rows match." })));
   };
   const api = {
     el, table, state,

@@ -19,24 +19,33 @@ export function windowChooser(hd, opts = {}) {
   const w = hd.window;
   const ov = w && w.overview;
   if (!ov) return null;
-  const { fetchWindow, onModel } = opts;
   const t0 = ov.start_us;
   const span = Math.max(ov.end_us - t0, 1e-9);
   const from = w.from_us ?? t0;
   const until = Math.min(w.until_us, ov.end_us);
-  const frac = (t) => Math.min(1, Math.max(0, (t - t0) / span));
+  const g = { ov, t0, span, from, until, frac: (t) => Math.min(1, Math.max(0, (t - t0) / span)) };
   const status = h("span", { class: "ks-win-status" });
-  const canvas = h("canvas", { class: "ks-win-canvas", height: String(STRIP_H) });
-  const current = h("div", { class: "ks-win-current", title: "the window this view holds",
-    style: `left:${100 * frac(from)}%;width:${Math.max(0.2, 100 * (frac(until) - frac(from)))}%` });
-  const brush = h("div", { class: "ks-win-brush", style: "display:none" });
-  const marks = (ov.gaps || []).map((g) => h("div", { class: "ks-win-gap", title: g.label,
-    style: `left:${100 * frac(g.start_us)}%;width:${Math.max(0.3, 100 * (frac(g.start_us + g.duration_us) - frac(g.start_us)))}%` }));
-  const strip = h("div", { class: "ks-win-strip", title: "the whole trace: GPU busy (top), CPU ops and runtime calls (bottom); drag a range, or click, to look at that part" },
-    canvas, ...marks, current, brush);
   const el = h("div", { class: "ks-window", "data-from-us": String(from), "data-until-us": String(until) });
   const buttons = [];
-  const choose = (a, b, kernel) => {
+  const choose = chooser(opts, el, status, buttons);
+  const { strip, canvas } = overviewStrip(g, choose);
+  const { prev, next, gapPick, kernelNext } = stepButtons(g, choose, status, buttons, opts);
+  el.append(
+    h("div", { class: "ks-win-head" },
+      h("b", { text: "Window " }),
+      h("span", { class: "ks-win-range", text: `${fmtUs(from - t0)} – ${fmtUs(until - t0)} of ${fmtUs(span)}` }),
+      h("span", { class: "ks-note", text: ` · ${fmtInt(w.launches)} of ${fmtInt(w.of_launches)} launches, `
+        + `${fmtInt(w.host_spans)} of ${fmtInt(w.of_host_spans)} CPU ops and runtime calls` }),
+      " ", prev, " ", next, " ", gapPick, " ", kernelNext, " ", status),
+    strip);
+  requestAnimationFrame(() => draw(canvas, ov));
+  return el;
+}
+
+/** choose(from_us, until_us, kernel): fetch that window and show it (opts.onModel), the chooser's
+ * `buttons` off meanwhile; `status` says what happens, or why it cannot. */
+function chooser({ fetchWindow, onModel }, el, status, buttons) {
+  return (a, b, kernel) => {
     if (!fetchWindow) {
       status.textContent = "This saved view keeps the window it was saved with: another window needs the live kernel "
         + "(run the cell again) or the trace file (open it in JupyterLab).";
@@ -54,6 +63,10 @@ export function windowChooser(hd, opts = {}) {
       status.textContent = `cannot get that window (${err && err.message})`;
     });
   };
+}
+
+/** The buttons: the previous / next window, the longest idle gaps, the selected kernel's next launch. */
+function stepButtons({ ov, t0, from, until }, choose, status, buttons, opts) {
   const width = until - from;
   const button = (cls, text, title, onclick, disabled) => {
     const b = h("button", { class: `ks-btn ${cls}`, text, title, onclick });
@@ -77,15 +90,20 @@ export function windowChooser(hd, opts = {}) {
     if (names.length !== 1) { status.textContent = "select one kernel in the table first"; return; }
     choose(from, null, names[0]);
   });
-  el.append(
-    h("div", { class: "ks-win-head" },
-      h("b", { text: "Window " }),
-      h("span", { class: "ks-win-range", text: `${fmtUs(from - t0)} – ${fmtUs(until - t0)} of ${fmtUs(span)}` }),
-      h("span", { class: "ks-note", text: ` · ${fmtInt(w.launches)} of ${fmtInt(w.of_launches)} launches, `
-        + `${fmtInt(w.host_spans)} of ${fmtInt(w.of_host_spans)} CPU ops and runtime calls` }),
-      " ", prev, " ", next, " ", gapPick, " ", kernelNext, " ", status),
-    strip);
-  // Drag a range (or click a point) on the strip.
+  return { prev, next, gapPick, kernelNext };
+}
+
+/** The overview strip of the whole trace, this window and the longest gaps marked on it: drag a
+ * range (or click a point) on it to choose that part. */
+function overviewStrip({ ov, t0, span, from, until, frac }, choose) {
+  const canvas = h("canvas", { class: "ks-win-canvas", height: String(STRIP_H) });
+  const current = h("div", { class: "ks-win-current", title: "the window this view holds",
+    style: `left:${100 * frac(from)}%;width:${Math.max(0.2, 100 * (frac(until) - frac(from)))}%` });
+  const brush = h("div", { class: "ks-win-brush", style: "display:none" });
+  const marks = (ov.gaps || []).map((g) => h("div", { class: "ks-win-gap", title: g.label,
+    style: `left:${100 * frac(g.start_us)}%;width:${Math.max(0.3, 100 * (frac(g.start_us + g.duration_us) - frac(g.start_us)))}%` }));
+  const strip = h("div", { class: "ks-win-strip", title: "the whole trace: GPU busy (top), CPU ops and runtime calls (bottom); drag a range, or click, to look at that part" },
+    canvas, ...marks, current, brush);
   let down = null;
   const at = (e) => {
     const r = strip.getBoundingClientRect();
@@ -116,8 +134,7 @@ export function windowChooser(hd, opts = {}) {
   };
   strip.addEventListener("mouseup", up);
   strip.addEventListener("mouseleave", (e) => { if (down !== null) up(e); });
-  requestAnimationFrame(() => draw(canvas, ov));
-  return el;
+  return { strip, canvas };
 }
 
 /** GPU busy share per bin on top, the density of host spans under it. */
