@@ -1,4 +1,4 @@
-// The comparison view (ks.compare; payload: kernelscope/render/compare_view.py): the two runs by
+// The comparison view (ks.compare; payload: kernelscope/view/compare.py): the two runs by
 // name, the overall change, and every kernel with its time on each side, sortable and filterable.
 // Every number and word comes formatted from Python ("–" where a kernel did not run on a side);
 // the raw numbers beside the text only order the rows.

@@ -1,15 +1,15 @@
-// Decoding the view model (kernelscope/render/view.py): a JSON header plus one buffer of
+// Decoding the view model (kernelscope/view/codec.py): a JSON header plus one buffer of
 // little-endian typed-array columns, packed together and gzipped. Columns are zero-copy views
 // into the inflated buffer.
 
 export const MIME_TYPE = "application/vnd.kernelscope.report.v1+json";
-// The MIME entry's layout (kernelscope.render.view.PAYLOAD_FORMAT); entries without a format
+// The MIME entry's layout (kernelscope.view.codec.PAYLOAD_FORMAT); entries without a format
 // are the first layout, which notebooks saved before still hold.
 const PAYLOAD_FORMAT = 2;
 
 const ARRAYS = { f64: Float64Array, f32: Float32Array, i32: Int32Array };
 
-/** Times sent as int32 nanoseconds (kernelscope.render.view._encode_time) back to microseconds:
+/** Times sent as int32 nanoseconds (kernelscope.view.codec._encode_time) back to microseconds:
  * "t32" holds each row's step from the one before (from c.base_ns), "q32" the values. */
 function nanoseconds(q, c) {
   const out = new Float64Array(q.length);
@@ -68,7 +68,7 @@ function fromBase64(text) {
 }
 
 /**
- * From a packed blob (kernelscope.render.view.pack: gzip of u32 header length, header JSON,
+ * From a packed blob (kernelscope.view.codec.pack: gzip of u32 header length, header JSON,
  * padding to 8, columns), as the widget's `data` trait (a DataView) or the MIME entry holds it.
  */
 export async function fromPacked(bytes) {

@@ -199,7 +199,7 @@ function ncuBlock(model, idx) {
     if (key && key.startsWith("block_limit_")) return cfg[key] ?? "-";
     return "";
   };
-  // The ncu metrics shown beside ours first: kernelscope.trace.ncu.COMPARED_METRICS, from the payload.
+  // The ncu metrics shown beside ours first: kernelscope.trace.ncu.export.COMPARED_METRICS, from the payload.
   const first = vocab("ncu").map((m) => [m.label, m.column, m.ours]).filter(([, c]) => have.has(c));
   const stalls = cols.filter((c) => /stall/i.test(c));
   const rest = cols.filter((c) => !first.some(([, f]) => f === c) && !stalls.includes(c));

@@ -1,7 +1,7 @@
 // The kernel deep dive: Nsight Compute's details page made short, for a launch it measured.
 // Speed of light, the roofline dot, achieved vs theoretical occupancy, memory, stall reasons,
 // source hot spots with their SASS, and Nsight Compute's own advice. The figures and their
-// words come computed from Python (kernelscope/render/ncu_view.py, header.kernel_detail); this
+// words come computed from Python (kernelscope/analysis/kernel_detail.py, header.kernel_detail); this
 // module only draws them, in plain DOM and SVG. Recorded text goes in as textContent only.
 import { h, fmtUs, fmtPct, fmtNum } from "./format.js";
 

@@ -1,6 +1,8 @@
 // Details-panel blocks for what the hardware measured while the run went: PM-sampled counters
 // (time-weighted over the selected launches) and warp-stall shares. Every label, meaning and
-// source comes from the payload header; nothing about counters or stalls is decided here.
+// source comes from the payload header (kernelscope/view/report.py: _counter_header, _stalls_header;
+// the figures: kernelscope/analysis/counters.py, kernelscope/analysis/stalls.py); nothing about
+// counters or stalls is decided here.
 import { h, fmtInt } from "./format.js";
 
 const COUNTER_ROWS = [

@@ -7,8 +7,9 @@
 //   needs the internet);
 // - a saved report with no kernel: the view says where the file was and how to open it;
 // - a report recorded in memory (no --trace): the view says how to keep the trace next time.
-// The payload says which (header.raw_trace, render/view.py); `source.fetch()` is the host's
-// way to get the bytes (report.js passes what the widget or the JupyterLab tab gives it).
+// The payload says which (header.raw_trace: kernelscope/view/report.py); `source.fetch()` is the
+// host's way to get the bytes (report.js passes what the widget, kernelscope/view/widget.py:
+// raw_trace_bytes, or the JupyterLab tab gives it).
 import { h } from "./format.js";
 import { download, copyText } from "./files.js";
 

@@ -1,4 +1,4 @@
-// The multi-rank view (ks.load_ranks; kernelscope/render/ranks.py): ranks as lanes on one
+// The multi-rank view (ks.load_ranks; payload: kernelscope/view/ranks.py): ranks as lanes on one
 // clock (compute, communication and copy bands per rank, step starts marked, the slowest rank
 // of each step flagged), stragglers, collectives, and the kernels of the rank picked in the
 // selector. In the live widget the selector also opens that rank's full report below.

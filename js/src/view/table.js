@@ -52,7 +52,7 @@ export const COLUMNS = [
   { key: "max", label: "Max", width: 70, stats: true, title: "longest launch" },
   { key: "std", label: "Std dev", width: 74, stats: true, title: "standard deviation of the launch durations (sample, as rep.summary()'s std_us)" },
   // What the hardware measured, where the report has it: PM-sampled counters time-weighted over
-  // the kernel's launches (as analysis/counters.kernel_counters), and the top warp stall.
+  // the kernel's launches (as analysis/counters.py: kernel_counters), and the top warp stall.
   { key: "sm_active", label: "SM active", width: 84, measured: "sm_active_pct", title: "SMs active, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
   { key: "tensor", label: "Tensor", width: 72, measured: "tensor_pct", title: "tensor pipe busy, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
   { key: "dram", label: "DRAM", width: 68, measured: "dram_pct", title: "DRAM throughput, % of peak (CUPTI PM sampling, time-weighted over the launches)" },

@@ -24,6 +24,9 @@ export function ink(color) {
   return inkCache.get(color);
 }
 
+// Colours of idle-gap causes (kernelscope.analysis.timeline.CAUSES), copies and host spans come
+// from the payload's vocabulary (format.js: vocab).
+
 /** Host spans by kind: "op", "annotation", "runtime" or "sync" (a host-blocking call; marked by Python). */
 export function hostColor(kind) {
   const c = vocab("host");
