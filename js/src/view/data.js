@@ -14,8 +14,11 @@ const ARRAYS = { f64: Float64Array, f32: Float32Array, i32: Int32Array };
 function nanoseconds(q, c) {
   const out = new Float64Array(q.length);
   if (c.type === "t32") {
-    let acc = c.base_ns || 0;   // integer ns: exact up to 2**53 (104 days)
-    for (let i = 0; i < q.length; i++) { acc += q[i]; out[i] = acc / 1000; }
+    let acc = c.base_ns || 0; // integer ns: exact up to 2**53 (104 days)
+    for (let i = 0; i < q.length; i++) {
+      acc += q[i];
+      out[i] = acc / 1000;
+    }
   } else {
     for (let i = 0; i < q.length; i++) out[i] = q[i] / 1000;
   }
@@ -42,7 +45,8 @@ export function decodeBuffer(header, buffer, base = 0) {
   }
   // Notebooks saved before the launch shape was called a shape name it "config".
   if (!header.shapes && header.configs) header.shapes = header.configs.map((c) => ({ ...c, shape: c.config }));
-  if (tables.kernels && !tables.kernels.cols.shape && tables.kernels.cols.config) tables.kernels.cols.shape = tables.kernels.cols.config;
+  if (tables.kernels && !tables.kernels.cols.shape && tables.kernels.cols.config)
+    tables.kernels.cols.shape = tables.kernels.cols.config;
   return { header, tables };
 }
 
@@ -84,7 +88,9 @@ export async function fromPacked(bytes) {
 export async function fromMime(payload) {
   if (payload && payload.format === PAYLOAD_FORMAT) return fromPacked(fromBase64(payload.data));
   if (payload && payload.format !== undefined) {
-    throw new Error(`report payload format ${payload.format} is newer than this kernelscope reads; upgrade kernelscope`);
+    throw new Error(
+      `report payload format ${payload.format} is newer than this kernelscope reads; upgrade kernelscope`
+    );
   }
   if (!payload || !payload.header) throw new Error("not a kernelscope report payload");
   // The first layout: a plain JSON header beside the gzipped column buffer.

@@ -20,7 +20,9 @@ export function renderDetails(el, model, names, opts = {}) {
   if (!el) return;
   el.textContent = "";
   if (!names.length) {
-    el.append(h("p", { class: "ks-empty", text: "Select a kernel row to see its launches, CPU op, source line and occupancy." }));
+    el.append(
+      h("p", { class: "ks-empty", text: "Select a kernel row to see its launches, CPU op, source line and occupancy." })
+    );
     return;
   }
   const k = model.tables.kernels;
@@ -35,7 +37,7 @@ export function renderDetails(el, model, names, opts = {}) {
   el.append(infoBlock(model, names, idx, sums, shape));
   const tune = tuningBlock(model, names, new Set(sums.ops.keys()), opts);
   if (tune) el.append(tune);
-  const deep = kernelDetail(model, idx);   // Nsight Compute's measurements, when the report has them
+  const deep = kernelDetail(model, idx); // Nsight Compute's measurements, when the report has them
   if (deep) el.append(deep);
   occupancySection(el, model, names, idx, shape, opts);
   const measured = counterBlock(model, idx);
@@ -49,11 +51,16 @@ export function renderDetails(el, model, names, opts = {}) {
 
 /** The selected launches' durations summed (total, min, max), their CPU ops counted, their sources. */
 function launchSums(k, idx) {
-  let total = 0, min = Infinity, max = -Infinity;
-  const ops = new Map(), sources = new Set();
+  let total = 0,
+    min = Infinity,
+    max = -Infinity;
+  const ops = new Map(),
+    sources = new Set();
   for (const i of idx) {
     const d = k.cols.duration_us[i];
-    total += d; min = Math.min(min, d); max = Math.max(max, d);
+    total += d;
+    min = Math.min(min, d);
+    max = Math.max(max, d);
     const op = str(k, "op", i) || "(no CPU op)";
     ops.set(op, (ops.get(op) || 0) + 1);
     const src = str(k, "source", i);
@@ -68,12 +75,33 @@ function infoBlock(model, names, idx, { total, min, max, ops, sources }, shape) 
   const f = idx[0];
   const nameCode = k.cols.name[f];
   const fullName = names.length > 1 ? names.join("\n") : names[0];
-  const copyBtn = h("button", { class: "ks-btn ks-copy-name", text: "copy name", title: "copy the full name as recorded",
-    onclick: async () => { copyBtn.textContent = (await copyText(fullName)) ? "copied" : "copy failed"; setTimeout(() => { copyBtn.textContent = "copy name"; }, 1500); } });
-  const kv = (rows) => h("table", { class: "ks-kv" }, h("tbody", {}, rows.filter((r) => r && r[1] !== null).map(([a, b]) =>
-    h("tr", {}, h("th", { text: a }), h("td", { text: b ?? "-" })))));
-  return h("div", { class: "ks-detail-block" },
-    h("h4", { text: names.length > 1 ? `${names.length} kernels selected` : (model.header.names[nameCode] || names[0]) }),
+  const copyBtn = h("button", {
+    class: "ks-btn ks-copy-name",
+    text: "copy name",
+    title: "copy the full name as recorded",
+    onclick: async () => {
+      copyBtn.textContent = (await copyText(fullName)) ? "copied" : "copy failed";
+      setTimeout(() => {
+        copyBtn.textContent = "copy name";
+      }, 1500);
+    },
+  });
+  const kv = (rows) =>
+    h(
+      "table",
+      { class: "ks-kv" },
+      h(
+        "tbody",
+        {},
+        rows
+          .filter((r) => r && r[1] !== null)
+          .map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b ?? "-" })))
+      )
+    );
+  return h(
+    "div",
+    { class: "ks-detail-block" },
+    h("h4", { text: names.length > 1 ? `${names.length} kernels selected` : model.header.names[nameCode] || names[0] }),
     h("div", { class: "ks-fullname-row" }, h("div", { class: "ks-fullname", text: fullName }), copyBtn),
     kv([
       ["what it is", ((model.header.name_notes || [])[nameCode] || {}).about || null],
@@ -83,14 +111,26 @@ function infoBlock(model, names, idx, { total, min, max, ops, sources }, shape) 
       ["launches", fmtInt(idx.length)],
       ["total / mean", `${fmtUs(total)} / ${fmtUs(total / idx.length)}`],
       ["min / max", `${fmtUs(min)} / ${fmtUs(max)}`],
-      ["CPU op", [...ops.entries()].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${o} ×${n}`).join(", ")],
+      [
+        "CPU op",
+        [...ops.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .map(([o, n]) => `${o} ×${n}`)
+          .join(", "),
+      ],
       ["source", sources.size ? [...sources].slice(0, 3).join("; ") : "-"],
-      ["grid / block", `${shape.grid.varies ? `${shape.grid.text} blocks` : dims(k, "grid", f)} / ${shape.block.varies ? "mixed" : dims(k, "block", f)}`
-        + (shape.grid.varies || shape.block.varies ? ` (${[shape.grid.title, shape.block.title].filter(Boolean).join("; ")})` : "")],
+      [
+        "grid / block",
+        `${shape.grid.varies ? `${shape.grid.text} blocks` : dims(k, "grid", f)} / ${shape.block.varies ? "mixed" : dims(k, "block", f)}`
+          + (shape.grid.varies || shape.block.varies
+            ? ` (${[shape.grid.title, shape.block.title].filter(Boolean).join("; ")})`
+            : ""),
+      ],
       ["registers / thread", shape.regs.text + (shape.regs.title ? " (differs between launches)" : "")],
       ["shared memory / block", shape.smem.text + (shape.smem.title ? " (differs between launches)" : "")],
       ["waves", shape.waves.text + (shape.waves.title ? " (differs between launches)" : "")],
-    ]));
+    ])
+  );
 }
 
 /** The occupancy block of the first launch's shape (and its curves), asking a live kernel for
@@ -114,9 +154,16 @@ function occupancySection(el, model, names, idx, shape, opts) {
   const shapes = new Set(idx.map((i) => k.cols.shape[i]));
   if (shapes.size > 1) {
     // Not one launch's numbers without saying so: the breakdown is of the first launch's shape.
-    occ.insertBefore(h("p", { class: "ks-note ks-shapes-note", text: `These ${fmtInt(idx.length)} launches use ${shapes.size} launch shapes `
-      + `(occupancy ${shape.occ.text}); the breakdown below is that of the first launch (${dims(k, "grid", f)} × ${dims(k, "block", f)}). `
-      + "Expand the row for each launch's shape." }), occ.children[1] || null);
+    occ.insertBefore(
+      h("p", {
+        class: "ks-note ks-shapes-note",
+        text:
+          `These ${fmtInt(idx.length)} launches use ${shapes.size} launch shapes `
+          + `(occupancy ${shape.occ.text}); the breakdown below is that of the first launch (${dims(k, "grid", f)} × ${dims(k, "block", f)}). `
+          + "Expand the row for each launch's shape.",
+      }),
+      occ.children[1] || null
+    );
   }
   el.append(occ);
   if (occ.charts) el.append(occ.charts);
@@ -126,9 +173,15 @@ function occupancyBlock(cfg, k, f) {
   const block = h("div", { class: "ks-detail-block ks-occupancy" }, h("h4", { text: "Theoretical occupancy" }));
   const occ = num(k, "theoretical_occupancy", f);
   if (!cfg || cfg.occupancy === undefined) {
-    block.append(h("p", { class: "ks-empty", text: occ === null
-      ? "Not computed for this launch (launch shape or device properties not recorded)."
-      : `${fmtPct(occ, 1)} (limited by ${str(k, "occupancy_limiter", f) || "-"})` }));
+    block.append(
+      h("p", {
+        class: "ks-empty",
+        text:
+          occ === null
+            ? "Not computed for this launch (launch shape or device properties not recorded)."
+            : `${fmtPct(occ, 1)} (limited by ${str(k, "occupancy_limiter", f) || "-"})`,
+      })
+    );
     return block;
   }
   const lim = (cfg.limiters || []).join(", ") || "-";
@@ -141,15 +194,40 @@ function occupancyBlock(cfg, k, f) {
     ["block limit: warps", fmtOpt(cfg.block_limit_warps)],
     ["block limit: blocks / SM", fmtOpt(cfg.block_limit_blocks)],
   ];
-  block.append(h("table", { class: "ks-kv" }, h("tbody", {}, rows.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b }))))));
+  block.append(
+    h(
+      "table",
+      { class: "ks-kv" },
+      h(
+        "tbody",
+        {},
+        rows.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b })))
+      )
+    )
+  );
   if ((cfg.hints || []).length) {
-    block.append(h("div", { class: "ks-hints" }, h("b", { text: "What would raise it: " }),
-      h("ul", {}, cfg.hints.map((t) => h("li", { text: t })))));
+    block.append(
+      h(
+        "div",
+        { class: "ks-hints" },
+        h("b", { text: "What would raise it: " }),
+        h(
+          "ul",
+          {},
+          cfg.hints.map((t) => h("li", { text: t }))
+        )
+      )
+    );
   }
   if (!cfg.curves) {
-    block.append(h("p", { class: "ks-note ks-no-curves", text: cfg.requested
-      ? "Computing the occupancy curves…"
-      : "Occupancy curves are saved for the costliest launch shapes only; a live kernel computes the others." }));
+    block.append(
+      h("p", {
+        class: "ks-note ks-no-curves",
+        text: cfg.requested
+          ? "Computing the occupancy curves…"
+          : "Occupancy curves are saved for the costliest launch shapes only; a live kernel computes the others.",
+      })
+    );
   }
   if (cfg.curves) block.charts = curveCharts(cfg);
   return block;
@@ -158,7 +236,12 @@ function occupancyBlock(cfg, k, f) {
 /** Occupancy as each launch parameter varies (threads, registers, shared memory). */
 function curveCharts(cfg) {
   const charts = h("div", { class: "ks-occ-charts" });
-  charts.append(h("div", { class: "ks-note", text: "Occupancy as one launch parameter varies, the others held (as Nsight Compute's occupancy graphs); the red dot is this launch." }));
+  charts.append(
+    h("div", {
+      class: "ks-note",
+      text: "Occupancy as one launch parameter varies, the others held (as Nsight Compute's occupancy graphs); the red dot is this launch.",
+    })
+  );
   const graphs = [
     ["block", "threads per block", "Varying block size", cfg.threads],
     ["registers", "registers per thread", "Varying register count", cfg.registers],
@@ -194,26 +277,67 @@ function ncuBlock(model, idx) {
   const have = new Set(cols);
   const cfg = (model.header.shapes || []).find((c) => c.shape === k.cols.shape[idx[0]]) || {};
   const ours = (key) => {
-    if (key === "theoretical_occupancy") { const v = mean(key); return v === null ? "-" : fmtPct(v, 1); }
+    if (key === "theoretical_occupancy") {
+      const v = mean(key);
+      return v === null ? "-" : fmtPct(v, 1);
+    }
     if (key === "duration_us") return fmtUs(mean(key));
     if (key && key.startsWith("block_limit_")) return cfg[key] ?? "-";
     return "";
   };
   // The ncu metrics shown beside ours first: kernelscope.trace.ncu.export.COMPARED_METRICS, from the payload.
-  const first = vocab("ncu").map((m) => [m.label, m.column, m.ours]).filter(([, c]) => have.has(c));
+  const first = vocab("ncu")
+    .map((m) => [m.label, m.column, m.ours])
+    .filter(([, c]) => have.has(c));
   const stalls = cols.filter((c) => /stall/i.test(c));
   const rest = cols.filter((c) => !first.some(([, f]) => f === c) && !stalls.includes(c));
-  const head = h("tr", {}, h("th", { text: "" }), h("th", { text: "kernelscope" }), h("th", { text: "Nsight Compute" }));
-  const rows = [...first.map(([label, c, key]) => [label, ours(key), fmtNcu(c, mean(c))]),
-    ...stalls.map((c) => [c.replace(/^ncu_/, "").replace(/_/g, " "), "", fmtNcu(c, mean(c))])];
-  const block = h("div", { class: "ks-detail-block ks-ncu" },
+  const head = h(
+    "tr",
+    {},
+    h("th", { text: "" }),
+    h("th", { text: "kernelscope" }),
+    h("th", { text: "Nsight Compute" })
+  );
+  const rows = [
+    ...first.map(([label, c, key]) => [label, ours(key), fmtNcu(c, mean(c))]),
+    ...stalls.map((c) => [c.replace(/^ncu_/, "").replace(/_/g, " "), "", fmtNcu(c, mean(c))]),
+  ];
+  const block = h(
+    "div",
+    { class: "ks-detail-block ks-ncu" },
     h("h4", { text: `Nsight Compute (measured${idx.length > 1 ? `, mean of ${idx.length} launches` : ""})` }),
-    h("table", { class: "ks-kv ks-ncu-compare" }, h("thead", {}, head),
-      h("tbody", {}, rows.map(([a, b, c]) => h("tr", { "data-metric": a }, h("th", { text: a }), h("td", { text: b }), h("td", { text: c }))))));
+    h(
+      "table",
+      { class: "ks-kv ks-ncu-compare" },
+      h("thead", {}, head),
+      h(
+        "tbody",
+        {},
+        rows.map(([a, b, c]) =>
+          h("tr", { "data-metric": a }, h("th", { text: a }), h("td", { text: b }), h("td", { text: c }))
+        )
+      )
+    )
+  );
   if (rest.length) {
-    block.append(h("details", {}, h("summary", { text: `all ${cols.length} metrics` }),
-      h("table", { class: "ks-kv" }, h("tbody", {}, rest.map((c) =>
-        h("tr", {}, h("th", { text: c.replace(/^ncu_/, "") }), h("td", { text: fmtNcu(c, mean(c)) })))))));
+    block.append(
+      h(
+        "details",
+        {},
+        h("summary", { text: `all ${cols.length} metrics` }),
+        h(
+          "table",
+          { class: "ks-kv" },
+          h(
+            "tbody",
+            {},
+            rest.map((c) =>
+              h("tr", {}, h("th", { text: c.replace(/^ncu_/, "") }), h("td", { text: fmtNcu(c, mean(c)) }))
+            )
+          )
+        )
+      )
+    );
   }
   return block;
 }
@@ -224,4 +348,6 @@ function dims(k, which, i) {
   return [x, int(k, `${which}_y`, i) ?? 1, int(k, `${which}_z`, i) ?? 1].join("×");
 }
 
-function fmtOpt(v) { return v === null || v === undefined ? "-" : String(v); }
+function fmtOpt(v) {
+  return v === null || v === undefined ? "-" : String(v);
+}

@@ -37,7 +37,11 @@ export async function copyText(text) {
   document.body.append(ta);
   ta.select();
   let ok = false;
-  try { ok = document.execCommand("copy"); } catch { ok = false; }
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
   ta.remove();
   return ok;
 }

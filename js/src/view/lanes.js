@@ -13,7 +13,9 @@ export const OP_LEVEL_H = 14;
 export const LABEL_W = 112;
 export const AXIS_H = 20;
 
-function level() { return { items: [], maxEnd: null }; }
+function level() {
+  return { items: [], maxEnd: null };
+}
 
 /** A table row as a lane item: { t (table), i (row), s (start), e (end) }. */
 function item(tab, t, i) {
@@ -60,24 +62,35 @@ function deviceLanes(model) {
 /** Sort each level's items by start, with the running max of their ends (for culling items that
  * start before the view but reach into it); where each row is drawn (`laneOf`); the time span. */
 function indexLanes(model, lanes) {
-  let lo = Infinity, hi = -Infinity;
+  let lo = Infinity,
+    hi = -Infinity;
   const rows = (t) => (model.tables[t] ? model.tables[t].rows : 0);
   // Where each kernel and each host span is drawn (lane index), for the launch -> kernel link.
-  const laneOf = { kernels: new Int32Array(rows("kernels")).fill(-1), host: new Int32Array(rows("host")).fill(-1),
-    copies: new Int32Array(rows("copies")).fill(-1) };
+  const laneOf = {
+    kernels: new Int32Array(rows("kernels")).fill(-1),
+    host: new Int32Array(rows("host")).fill(-1),
+    copies: new Int32Array(rows("copies")).fill(-1),
+  };
   lanes.forEach((lane, li) => {
     for (const lv of lane.levels) {
       lv.items.sort((a, b) => a.s - b.s);
       let m = -Infinity;
       lv.maxEnd = new Float64Array(lv.items.length);
       lv.items.forEach((it, j) => {
-        m = Math.max(m, it.e); lv.maxEnd[j] = m;
+        m = Math.max(m, it.e);
+        lv.maxEnd[j] = m;
         laneOf[it.t][it.i] = li;
       });
-      if (lv.items.length) { lo = Math.min(lo, lv.items[0].s); hi = Math.max(hi, m); }
+      if (lv.items.length) {
+        lo = Math.min(lo, lv.items[0].s);
+        hi = Math.max(hi, m);
+      }
     }
   });
-  if (!Number.isFinite(lo)) { lo = 0; hi = 1; }
+  if (!Number.isFinite(lo)) {
+    lo = 0;
+    hi = 1;
+  }
   return { lo, hi, laneOf };
 }
 
@@ -124,8 +137,13 @@ export function layoutRows(data, collapsed, scale) {
 }
 
 export function lowerBound(items, x) {
-  let a = 0, b = items.length;
-  while (a < b) { const m = (a + b) >> 1; if (items[m].s < x) a = m + 1; else b = m; }
+  let a = 0,
+    b = items.length;
+  while (a < b) {
+    const m = (a + b) >> 1;
+    if (items[m].s < x) a = m + 1;
+    else b = m;
+  }
   return a;
 }
 
@@ -172,7 +190,10 @@ export function hitAt(rows, y, t, tol) {
   let j = lowerBound(items, t + tol) - 1;
   for (; j >= 0 && lv.maxEnd[j] >= t - tol; j--) {
     const it = items[j];
-    if (it.e >= t - tol && (!best || (it.s <= t && t <= it.e))) { best = it; if (it.s <= t && t <= it.e) break; }
+    if (it.e >= t - tol && (!best || (it.s <= t && t <= it.e))) {
+      best = it;
+      if (it.s <= t && t <= it.e) break;
+    }
   }
   return best ? { item: best, row } : null;
 }
@@ -194,9 +215,11 @@ export function slotOf(model, data, rows, t, i) {
 /** The launch links by correlation id: { host: id -> launching call's row, kern: id -> kernel rows },
  * or null when the tables hold no correlation ids. */
 export function correlations(model) {
-  const ht = model.tables.host, kt = model.tables.kernels;
+  const ht = model.tables.host,
+    kt = model.tables.kernels;
   if (!ht || !ht.cols.correlation || !kt.cols.correlation) return null;
-  const host = new Map(), kern = new Map();
+  const host = new Map(),
+    kern = new Map();
   for (let i = 0; i < ht.rows; i++) {
     const c = ht.cols.correlation[i];
     const kind = str(ht, "kind", i);
@@ -204,7 +227,10 @@ export function correlations(model) {
   }
   for (let i = 0; i < kt.rows; i++) {
     const c = kt.cols.correlation[i];
-    if (c > 0) { if (!kern.has(c)) kern.set(c, []); kern.get(c).push(i); }
+    if (c > 0) {
+      if (!kern.has(c)) kern.set(c, []);
+      kern.get(c).push(i);
+    }
   }
   return { host, kern };
 }
@@ -231,7 +257,8 @@ export function callStack(model, tid, at, self) {
     const kind = str(ht, "kind", j);
     if (kind !== "op" && kind !== "annotation") continue;
     const s = ht.cols.start_us[j];
-    if (s <= at && at <= s + ht.cols.duration_us[j] && str(ht, "tid", j) === tid) open.push([ht.cols.depth ? ht.cols.depth[j] : 0, s, j]);
+    if (s <= at && at <= s + ht.cols.duration_us[j] && str(ht, "tid", j) === tid)
+      open.push([ht.cols.depth ? ht.cols.depth[j] : 0, s, j]);
   }
   open.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   return open.length ? open.map((o) => str(ht, "name", o[2])).join(" › ") : null;
@@ -249,12 +276,18 @@ export function sliceName(model, it) {
 export function findSlices(model, q) {
   const matches = [];
   let re;
-  try { re = new RegExp(q, "i"); } catch { re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i"); }
+  try {
+    re = new RegExp(q, "i");
+  } catch {
+    re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i");
+  }
   for (const t of ["kernels", "copies", "host"]) {
     const tab = model.tables[t];
     if (!tab || !tab.cols.name) continue;
     // Each distinct name is tested once; kernels also by their readable name.
-    const hit = (tab.strings.name || []).map((n, c) => re.test(n) || (t === "kernels" && re.test(model.header.names[c] || "")));
+    const hit = (tab.strings.name || []).map(
+      (n, c) => re.test(n) || (t === "kernels" && re.test(model.header.names[c] || ""))
+    );
     const col = tab.cols.name;
     for (let i = 0; i < tab.rows; i++) if (col[i] >= 0 && hit[col[i]]) matches.push({ t, i, s: tab.cols.start_us[i] });
   }
@@ -264,9 +297,15 @@ export function findSlices(model, q) {
 /** The time the intervals [[s, e]] cover together (their union). */
 function unionLength(iv) {
   iv.sort((a, b) => a[0] - b[0]);
-  let total = 0, cs = -Infinity, ce = -Infinity;
+  let total = 0,
+    cs = -Infinity,
+    ce = -Infinity;
   for (const [s, e] of iv) {
-    if (s > ce) { if (ce > cs) total += ce - cs; cs = s; ce = e; } else if (e > ce) ce = e;
+    if (s > ce) {
+      if (ce > cs) total += ce - cs;
+      cs = s;
+      ce = e;
+    } else if (e > ce) ce = e;
   }
   if (ce > cs) total += ce - cs;
   return total;
@@ -274,9 +313,18 @@ function unionLength(iv) {
 
 /** The sums over the lanes' items that overlap [t0, t1], each clipped to it. */
 function rangeSums(model, data, t0, t1) {
-  const kt = model.tables.kernels, ht = model.tables.host;
-  const r = { launches: [], byName: new Map(), count: new Map(), ops: new Map(), busy: new Map(),
-    kernelTime: 0, copies: 0, copyTime: 0 };
+  const kt = model.tables.kernels,
+    ht = model.tables.host;
+  const r = {
+    launches: [],
+    byName: new Map(),
+    count: new Map(),
+    ops: new Map(),
+    busy: new Map(),
+    kernelTime: 0,
+    copies: 0,
+    copyTime: 0,
+  };
   for (const lane of data.lanes) {
     if (lane.host) {
       // CPU ops (every nesting level; a nested op counts its own time too, as in Perfetto).
@@ -285,7 +333,8 @@ function rangeSums(model, data, t0, t1) {
         overlapping(lv, t0, t1, (it, d) => {
           const code = ht.cols.name[it.i];
           const o = r.ops.get(code) || r.ops.set(code, { count: 0, total: 0 }).get(code);
-          o.count++; o.total += d;
+          o.count++;
+          o.total += d;
         });
       }
       continue;
@@ -300,7 +349,10 @@ function rangeSums(model, data, t0, t1) {
         const code = kt.cols.name[it.i];
         r.byName.set(code, (r.byName.get(code) || 0) + d);
         r.count.set(code, (r.count.get(code) || 0) + 1);
-      } else { r.copies++; r.copyTime += d; }
+      } else {
+        r.copies++;
+        r.copyTime += d;
+      }
     });
   }
   return r;
@@ -311,7 +363,8 @@ function rangeSums(model, data, t0, t1) {
  * kernel name and per CPU op name, { kind, name, short, count, total (us inside), share (of
  * the range's length) }, as Perfetto's slice summary. */
 export function summarize(model, data, t0, t1) {
-  const kt = model.tables.kernels, ht = model.tables.host;
+  const kt = model.tables.kernels,
+    ht = model.tables.host;
   const clip = (s, e) => Math.max(0, Math.min(e, t1) - Math.max(s, t0));
   const { launches, byName, count, ops, busy, kernelTime, copies, copyTime } = rangeSums(model, data, t0, t1);
   const devices = [...busy.entries()].map(([device, iv]) => {
@@ -320,14 +373,31 @@ export function summarize(model, data, t0, t1) {
   });
   const gt = model.tables.gaps;
   let idle = 0;
-  if (gt) for (let i = 0; i < gt.rows; i++) idle += clip(gt.cols.start_us[i], gt.cols.start_us[i] + gt.cols.duration_us[i]);
+  if (gt)
+    for (let i = 0; i < gt.rows; i++) idle += clip(gt.cols.start_us[i], gt.cols.start_us[i] + gt.cols.duration_us[i]);
   const short = (code) => model.header.names[code] || kt.strings.name[code];
-  const top = [...byName.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
+  const top = [...byName.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
     .map(([code, us]) => ({ name: kt.strings.name[code], short: short(code), us }));
   const span = t1 - t0 || 1;
-  const rows = [...[...byName].map(([code, us]) => ({ kind: "kernel", name: kt.strings.name[code],
-    short: short(code), count: count.get(code), total: us, share: us / span })),
-  ...[...ops].map(([code, o]) => ({ kind: "CPU op", name: ht.strings.name[code], short: ht.strings.name[code],
-    count: o.count, total: o.total, share: o.total / span }))];
+  const rows = [
+    ...[...byName].map(([code, us]) => ({
+      kind: "kernel",
+      name: kt.strings.name[code],
+      short: short(code),
+      count: count.get(code),
+      total: us,
+      share: us / span,
+    })),
+    ...[...ops].map(([code, o]) => ({
+      kind: "CPU op",
+      name: ht.strings.name[code],
+      short: ht.strings.name[code],
+      count: o.count,
+      total: o.total,
+      share: o.total / span,
+    })),
+  ];
   return { duration: t1 - t0, launches, kernelTime, kernels: byName.size, copies, copyTime, devices, idle, top, rows };
 }

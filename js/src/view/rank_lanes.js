@@ -38,14 +38,36 @@ export class RankLanes {
     this.tip = h("div", { class: "ks-tip", style: "display:none" });
     const btn = (text, title, onclick) => h("button", { class: "ks-btn", text, title, onclick });
     this.info = h("span", { class: "ks-timeline-info" });
-    this.el = h("div", { class: "ks-timeline ks-ranks-timeline" },
-      h("div", { class: "ks-toolbar" }, btn("+", "zoom in", () => this.zoom(0.5)), btn("−", "zoom out", () => this.zoom(2)),
-        btn("reset", "show everything", () => { this.view = [...this.full]; this.draw(); }), this.info,
-        h("span", { class: "ks-hint", text: "wheel: zoom · drag: pan · click a rank: its kernels" })),
+    this.el = h(
+      "div",
+      { class: "ks-timeline ks-ranks-timeline" },
+      h(
+        "div",
+        { class: "ks-toolbar" },
+        btn("+", "zoom in", () => this.zoom(0.5)),
+        btn("−", "zoom out", () => this.zoom(2)),
+        btn("reset", "show everything", () => {
+          this.view = [...this.full];
+          this.draw();
+        }),
+        this.info,
+        h("span", { class: "ks-hint", text: "wheel: zoom · drag: pan · click a rank: its kernels" })
+      ),
       h("div", { class: "ks-timeline-wrap" }, this.canvas, this.tip),
-      h("div", { class: "ks-legend" }, this.kinds.map((k) => h("span", { class: "ks-legend-item", title: k.title },
-        h("span", { class: "ks-swatch", style: `background:${safeColor(k.color)}` }), k.label)),
-        " · step starts: ticks; the slowest rank of a step is marked ▲ (most work, least waiting)"));
+      h(
+        "div",
+        { class: "ks-legend" },
+        this.kinds.map((k) =>
+          h(
+            "span",
+            { class: "ks-legend-item", title: k.title },
+            h("span", { class: "ks-swatch", style: `background:${safeColor(k.color)}` }),
+            k.label
+          )
+        ),
+        " · step starts: ticks; the slowest rank of a step is marked ▲ (most work, least waiting)"
+      )
+    );
     this._bind();
   }
 
@@ -58,17 +80,25 @@ export class RankLanes {
     this.draw();
   }
 
-  _x2t(x) { return this.view[0] + ((x - LABEL_W) / (this.width - LABEL_W)) * (this.view[1] - this.view[0]); }
+  _x2t(x) {
+    return this.view[0] + ((x - LABEL_W) / (this.width - LABEL_W)) * (this.view[1] - this.view[0]);
+  }
 
   _bind() {
     const c = this.canvas;
-    c.addEventListener("wheel", (e) => {
-      e.preventDefault();
-      const r = c.getBoundingClientRect();
-      this.zoom(e.deltaY > 0 ? 1.25 : 0.8, this._x2t(e.clientX - r.left));
-    }, { passive: false });
+    c.addEventListener(
+      "wheel",
+      (e) => {
+        e.preventDefault();
+        const r = c.getBoundingClientRect();
+        this.zoom(e.deltaY > 0 ? 1.25 : 0.8, this._x2t(e.clientX - r.left));
+      },
+      { passive: false }
+    );
     let drag = null;
-    c.addEventListener("mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, view: [...this.view], moved: false }; });
+    c.addEventListener("mousedown", (e) => {
+      drag = { x: e.clientX, y: e.clientY, view: [...this.view], moved: false };
+    });
     window.addEventListener("mouseup", () => {
       if (drag && !drag.moved) this._click(drag);
       drag = null;
@@ -85,8 +115,13 @@ export class RankLanes {
       }
       this._hover(e.clientX - r.left, e.clientY - r.top);
     });
-    c.addEventListener("mouseleave", () => { this.tip.style.display = "none"; });
-    c.addEventListener("dblclick", () => { this.view = [...this.full]; this.draw(); });
+    c.addEventListener("mouseleave", () => {
+      this.tip.style.display = "none";
+    });
+    c.addEventListener("dblclick", () => {
+      this.view = [...this.full];
+      this.draw();
+    });
   }
 
   _rankAt(y) {
@@ -102,14 +137,22 @@ export class RankLanes {
 
   _hover(x, y) {
     const rank = this._rankAt(y);
-    if (rank === null || x < LABEL_W) { this.tip.style.display = "none"; return; }
+    if (rank === null || x < LABEL_W) {
+      this.tip.style.display = "none";
+      return;
+    }
     const t = this._x2t(x);
     const row = (this.model.header.ranks || []).find((r) => r.rank === rank) || {};
     const step = (this.steps.get(rank) || []).find((s) => s.start_us <= t && t <= s.end_us);
-    const lines = [`rank ${rank}${row.host ? ` on ${row.host}` : ""}${row.device ? ` (${row.device})` : ""}`, `at ${fmtUs(t)}`];
+    const lines = [
+      `rank ${rank}${row.host ? ` on ${row.host}` : ""}${row.device ? ` (${row.device})` : ""}`,
+      `at ${fmtUs(t)}`,
+    ];
     if (step) {
-      lines.push(`${step.step}: ${fmtUs(step.step_us)}; compute ${fmtUs(step.compute_us)}, communication ${fmtUs(step.comm_us)} `
-        + `(exposed ${fmtUs(step.exposed_comm_us)})`);
+      lines.push(
+        `${step.step}: ${fmtUs(step.step_us)}; compute ${fmtUs(step.compute_us)}, communication ${fmtUs(step.comm_us)} `
+          + `(exposed ${fmtUs(step.exposed_comm_us)})`
+      );
       if (this.slowest.get(step.step) === rank) lines.push("the slowest rank of this step");
     }
     const lane = this.byRank.get(rank);
@@ -118,7 +161,10 @@ export class RankLanes {
       if (hit) lines.push(`${k.label}: ${fmtUs(hit[1] - hit[0])} from ${fmtUs(hit[0])}`);
     }
     this.tip.textContent = "";
-    lines.forEach((l, i) => { if (i) this.tip.append(document.createElement("br")); this.tip.append(document.createTextNode(l)); });
+    lines.forEach((l, i) => {
+      if (i) this.tip.append(document.createElement("br"));
+      this.tip.append(document.createTextNode(l));
+    });
     this.tip.style.display = "block";
     this.tip.style.left = `${Math.min(x + 12, this.width - 280)}px`;
     this.tip.style.top = `${y + 12}px`;
@@ -131,7 +177,10 @@ export class RankLanes {
     const dpr = window.devicePixelRatio || 1;
     this.width = W;
     if (c.width !== W * dpr || c.height !== H * dpr) {
-      c.width = W * dpr; c.height = H * dpr; c.style.width = `${W}px`; c.style.height = `${H}px`;
+      c.width = W * dpr;
+      c.height = H * dpr;
+      c.style.width = `${W}px`;
+      c.style.height = `${H}px`;
     }
     const g = c.getContext("2d");
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -144,11 +193,15 @@ export class RankLanes {
     const plot = W - LABEL_W;
     const k = plot / (b - a);
     const X = (t) => LABEL_W + (t - a) * k;
-    g.fillStyle = fg; g.strokeStyle = border;
+    g.fillStyle = fg;
+    g.strokeStyle = border;
     const tick = niceStep((b - a) / 8);
     for (let t = Math.ceil(a / tick) * tick; t <= b; t += tick) {
       const x = X(t);
-      g.beginPath(); g.moveTo(x, AXIS_H - 4); g.lineTo(x, H); g.stroke();
+      g.beginPath();
+      g.moveTo(x, AXIS_H - 4);
+      g.lineTo(x, H);
+      g.stroke();
       g.fillText(fmtUs(t), x + 2, 12);
     }
     const band = (ROW_H - 4) / Math.max(1, this.kinds.length);
@@ -166,7 +219,7 @@ export class RankLanes {
           if (e < a || s > b) continue;
           const x0 = Math.max(LABEL_W, X(s));
           const x1 = Math.min(W, X(e));
-          if (Math.floor(x1) <= last) continue;   // sub-pixel: already covered
+          if (Math.floor(x1) <= last) continue; // sub-pixel: already covered
           g.fillRect(x0, y + 2 + j * band, Math.max(1, x1 - x0), Math.max(1, band - 1));
           last = Math.floor(Math.max(x1, x0 + 1));
           drawn++;

@@ -31,7 +31,8 @@ const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Finding
  */
 export function renderReport(el, model, opts = {}) {
   // A multi-rank report (ks.load_ranks) has its own view; a rank opened from it is a report.
-  if (model.header.kind === "ranks") return renderRanks(el, model, { ...opts, renderRank: (sub, m) => renderReport(sub, m) });
+  if (model.header.kind === "ranks")
+    return renderRanks(el, model, { ...opts, renderRank: (sub, m) => renderReport(sub, m) });
   // Two runs compared (ks.compare): its own view.
   if (model.header.kind === "compare") return renderCompare(el, model, opts);
   const t0 = performance.now();
@@ -56,7 +57,10 @@ export function renderReport(el, model, opts = {}) {
   const ctl = v.ctl;
   ctl.showEvidence = showEvidence;
   ctl.setSelection = (names) => v.setSelected(names || [], false);
-  ctl.showTab = (name) => { if (v.renderTab[name]) v.select(name); return ctl; };
+  ctl.showTab = (name) => {
+    if (v.renderTab[name]) v.select(name);
+    return ctl;
+  };
   ctl.root = root;
   ctl.firstPaintMs = performance.now() - t0;
   root.setAttribute("data-render-ms", ctl.firstPaintMs.toFixed(1));
@@ -79,7 +83,10 @@ function makeTabs(v, root) {
       for (const [n, b] of Object.entries(tabButtons)) b.setAttribute("aria-selected", n === name ? "true" : "false");
       v.current = name;
     }
-    if (!rendered.has(name)) { rendered.add(name); v.renderTab[name](); }
+    if (!rendered.has(name)) {
+      rendered.add(name);
+      v.renderTab[name]();
+    }
     if (name === "Timeline" && ctl.timeline) ctl.timeline.draw();
   };
   // The tabs this report can fill (an Nsight Compute replay has no timeline or CPU ops): from Python.
@@ -87,7 +94,13 @@ function makeTabs(v, root) {
   const tabs = caps.tabs ? TABS.filter((t) => caps.tabs.includes(t)) : TABS;
   for (const name of tabs) {
     const label = name === "Findings" ? `Findings (${(hd.findings || []).length})` : name;
-    tabButtons[name] = h("button", { class: "ks-tab", role: "tab", "data-tab": name, text: label, onclick: () => v.select(name) });
+    tabButtons[name] = h("button", {
+      class: "ks-tab",
+      role: "tab",
+      "data-tab": name,
+      text: label,
+      onclick: () => v.select(name),
+    });
     tabBar.append(tabButtons[name]);
     panels[name] = h("div", { class: "ks-panel", "data-panel": name, role: "tabpanel" });
   }
@@ -101,12 +114,15 @@ function linkSelection(v) {
   const { model, opts, ctl } = v;
   const onSelect = opts.onSelect || (() => {});
   // A candidate's launches clicked in the Tuning block: the table narrowed to them, its kernel selected.
-  v.detailOpts = { ...opts, showLaunches: (rows, label, name) => {
-    v.select("Kernels");
-    ctl.table.apply({ launches: rows, label });
-    ctl.table.setSelection([name]);
-    v.setSelected([name], true);
-  } };
+  v.detailOpts = {
+    ...opts,
+    showLaunches: (rows, label, name) => {
+      v.select("Kernels");
+      ctl.table.apply({ launches: rows, label });
+      ctl.table.setSelection([name]);
+      v.setSelected([name], true);
+    },
+  };
   v.setSelected = (names, fromUser) => {
     if (ctl.table && !fromUser) ctl.table.setSelection(names);
     renderDetails(ctl.details, model, names, v.detailOpts);
@@ -126,7 +142,10 @@ function tabRenderers(v) {
     Timeline: () => timelineTab(v),
     Backends() {
       const b = hd.backends || [];
-      if (!b.length) { v.panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." })); return; }
+      if (!b.length) {
+        v.panels.Backends.append(h("p", { class: "ks-empty", text: "No kernels recorded." }));
+        return;
+      }
       const chart = h("div", { class: "ks-chart" });
       v.panels.Backends.append(chart, ...backendTables(b, hd.stats || {}, caps));
       backendChart(chart, b, backendColor, caps.duration_source);
@@ -134,8 +153,12 @@ function tabRenderers(v) {
     Roofline() {
       const roof = hd.roofline;
       if (!roof || !(roof.points || []).length) {
-        v.panels.Roofline.append(h("p", { class: "ks-empty",
-          text: "No roofline data: it needs FLOP and byte counts per kernel (record with FLOPs, or merge Nsight Compute metrics)." }));
+        v.panels.Roofline.append(
+          h("p", {
+            class: "ks-empty",
+            text: "No roofline data: it needs FLOP and byte counts per kernel (record with FLOPs, or merge Nsight Compute metrics).",
+          })
+        );
         return;
       }
       const chart = h("div", { class: "ks-chart" });
@@ -154,7 +177,10 @@ function tabRenderers(v) {
 
 function kernelsTab(v) {
   const { model, opts, ctl } = v;
-  ctl.table = new KernelTable(model, { onSelect: (names) => v.setSelected(names, true), height: opts.tableHeight || 360 });
+  ctl.table = new KernelTable(model, {
+    onSelect: (names) => v.setSelected(names, true),
+    height: opts.tableHeight || 360,
+  });
   ctl.details = h("div", { class: "ks-details" });
   // A kernel picked on the timeline before this tab was drawn is selected here too.
   if (ctl.selected && ctl.selected.length) ctl.table.setSelection(ctl.selected);
@@ -178,7 +204,8 @@ function timelineTab(v) {
       ctl.table.apply({ launches, label });
     },
     onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null,
-    fill: opts.fill || null, trace: opts.trace || null,
+    fill: opts.fill || null,
+    trace: opts.trace || null,
   });
   v.panels.Timeline.append(ctl.timeline.el);
   if (ctl.selected && ctl.selected.length) ctl.timeline.highlight(ctl.selected);
@@ -198,12 +225,16 @@ function evidenceLinks(v) {
     li.scrollIntoView({ block: "nearest" });
   };
   const showEvidence = (link, index) => {
-    const names = link && link.view === "kernels" ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n)) : [];
+    const names =
+      link && link.view === "kernels"
+        ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n))
+        : [];
     if (link && link.view === "timeline" && Number.isFinite(link.start_us) && Number.isFinite(link.end_us)) {
       v.select("Timeline");
       // Zoomed to it and marked: the span itself selected (older payloads: the range shown).
       ctl.timeline.view = [link.start_us, link.end_us];
-      if (Number.isFinite(link.mark_start_us) && Number.isFinite(link.mark_end_us)) ctl.timeline.select(link.mark_start_us, link.mark_end_us);
+      if (Number.isFinite(link.mark_start_us) && Number.isFinite(link.mark_end_us))
+        ctl.timeline.select(link.mark_start_us, link.mark_end_us);
       else ctl.timeline.select(link.start_us, link.end_us);
       panels.Timeline.scrollIntoView({ block: "nearest" });
     } else if (names.length) {
@@ -221,12 +252,15 @@ function evidenceLinks(v) {
 /** The window chooser of a report too big for one view (windows.js), or null. */
 function windowSwitch(v) {
   const { el, opts, ctl } = v;
-  return windowChooser(v.hd, { fetchWindow: opts.fetchWindow, selected: () => ctl.selected || [],
+  return windowChooser(v.hd, {
+    fetchWindow: opts.fetchWindow,
+    selected: () => ctl.selected || [],
     // The new window replaces this view in place (the tab and the selection kept); callers
     // holding `ctl` keep a working one.
     onModel: (m) => {
       const keep = ctl.selected || [];
       Object.assign(ctl, renderReport(el, m, { ...opts, openTab: v.current }));
       if (keep.length) ctl.setSelection(keep);
-    } });
+    },
+  });
 }

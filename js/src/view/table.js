@@ -32,36 +32,102 @@ export const ROW_H = 24;
 // Widths fit each header label with its sort arrow (no cut headers at 12px bold).
 export const COLUMNS = [
   { key: "expand", label: "", width: 22, sortable: false },
-  { key: "short", label: "Kernel", width: 220, flex: true, align: "left", title: "readable name; hover a row for the full name as recorded" },
-  { key: "backend", label: "Backend", width: 86, align: "left", title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)" },
+  {
+    key: "short",
+    label: "Kernel",
+    width: 220,
+    flex: true,
+    align: "left",
+    title: "readable name; hover a row for the full name as recorded",
+  },
+  {
+    key: "backend",
+    label: "Backend",
+    width: 86,
+    align: "left",
+    title: "library that launched the kernel (kernelscope's rules: name, CPU op, launch API)",
+  },
   { key: "launches", label: "Launches", width: 84 },
   { key: "total", label: "Total", width: 76, title: "sum of kernel durations measured by CUPTI" },
   { key: "mean", label: "Mean", width: 72, title: "mean kernel duration (CUPTI)" },
-  { key: "share", label: "Share", width: 80, title: "share of all kernel time (of the launches the table holds); a launch row: that launch's share" },
-  { key: "occ", label: "Occupancy", width: 124, title: "theoretical occupancy computed by kernelscope (CUDA occupancy calculator) and what limits it" },
+  {
+    key: "share",
+    label: "Share",
+    width: 80,
+    title: "share of all kernel time (of the launches the table holds); a launch row: that launch's share",
+  },
+  {
+    key: "occ",
+    label: "Occupancy",
+    width: 124,
+    title: "theoretical occupancy computed by kernelscope (CUDA occupancy calculator) and what limits it",
+  },
   // Sized to their values (ranges such as "1–128,000"): with the toggle on, a notebook's ~960 px
   // output area scrolls sideways and the Kernel column stays in view (style.css, --ks-sx).
   { key: "grid", label: "Grid", width: 96, shape: true, title: "grid blocks (x×y×z); a range when launches differ" },
-  { key: "block", label: "Block", width: 70, shape: true, sortable: false, title: "threads per block (x×y×z), recorded by CUPTI" },
+  {
+    key: "block",
+    label: "Block",
+    width: 70,
+    shape: true,
+    sortable: false,
+    title: "threads per block (x×y×z), recorded by CUPTI",
+  },
   { key: "regs", label: "Regs", width: 58, shape: true, title: "registers per thread (recorded by CUPTI)" },
   { key: "smem", label: "Smem", width: 80, shape: true, title: "shared memory per block, static + dynamic (CUPTI)" },
-  { key: "waves", label: "Waves", width: 84, shape: true, title: "grid blocks / (active blocks per SM x SMs), computed" },
+  {
+    key: "waves",
+    label: "Waves",
+    width: 84,
+    shape: true,
+    title: "grid blocks / (active blocks per SM x SMs), computed",
+  },
   // Per-kernel duration statistics, as rep.summary() and Nsight Systems' kernel summary (behind "statistics").
   { key: "median", label: "Median", width: 74, stats: true, title: "median launch duration" },
   { key: "min", label: "Min", width: 70, stats: true, title: "shortest launch" },
   { key: "max", label: "Max", width: 70, stats: true, title: "longest launch" },
-  { key: "std", label: "Std dev", width: 74, stats: true, title: "standard deviation of the launch durations (sample, as rep.summary()'s std_us)" },
+  {
+    key: "std",
+    label: "Std dev",
+    width: 74,
+    stats: true,
+    title: "standard deviation of the launch durations (sample, as rep.summary()'s std_us)",
+  },
   // What the hardware measured, where the report has it: PM-sampled counters time-weighted over
   // the kernel's launches (as analysis/counters.py: kernel_counters), and the top warp stall.
-  { key: "sm_active", label: "SM active", width: 84, measured: "sm_active_pct", title: "SMs active, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
-  { key: "tensor", label: "Tensor", width: 72, measured: "tensor_pct", title: "tensor pipe busy, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
-  { key: "dram", label: "DRAM", width: 68, measured: "dram_pct", title: "DRAM throughput, % of peak (CUPTI PM sampling, time-weighted over the launches)" },
-  { key: "stall", label: "Top stall", width: 130, measured: "top_stall", align: "left", title: "the warp-stall reason with the most samples (Nsight Compute or Proton; of the kernel's longest launch)" },
+  {
+    key: "sm_active",
+    label: "SM active",
+    width: 84,
+    measured: "sm_active_pct",
+    title: "SMs active, % of peak (CUPTI PM sampling, time-weighted over the launches)",
+  },
+  {
+    key: "tensor",
+    label: "Tensor",
+    width: 72,
+    measured: "tensor_pct",
+    title: "tensor pipe busy, % of peak (CUPTI PM sampling, time-weighted over the launches)",
+  },
+  {
+    key: "dram",
+    label: "DRAM",
+    width: 68,
+    measured: "dram_pct",
+    title: "DRAM throughput, % of peak (CUPTI PM sampling, time-weighted over the launches)",
+  },
+  {
+    key: "stall",
+    label: "Top stall",
+    width: 130,
+    measured: "top_stall",
+    align: "left",
+    title: "the warp-stall reason with the most samples (Nsight Compute or Proton; of the kernel's longest launch)",
+  },
 ];
 const NAME_MIN = 120;
 // The Kernel column's least width with the launch-shape columns shown.
 const SHAPES_NAME_MIN = 160;
-
 
 export class KernelTable {
   constructor(model, { onSelect, height = 360 } = {}) {
@@ -69,11 +135,21 @@ export class KernelTable {
     this.onSelect = onSelect || (() => {});
     // %%kernelprofile --sort / --top choose the first view; every column still sorts.
     const view = model.header.view || {};
-    const sort = { total: "total", mean: "mean", max: "max", launches: "launches", name: "short" }[view.sort] || "total";
-    this.state = { sort, desc: sort !== "short", filter: "", backend: "", groupBy: "none", shapes: false, stats: false,
-                   launches: null, label: "" };
+    const sort =
+      { total: "total", mean: "mean", max: "max", launches: "launches", name: "short" }[view.sort] || "total";
+    this.state = {
+      sort,
+      desc: sort !== "short",
+      filter: "",
+      backend: "",
+      groupBy: "none",
+      shapes: false,
+      stats: false,
+      launches: null,
+      label: "",
+    };
     this.top = view.top > 0 ? view.top : null;
-    this.nameWidth = null;     // set when the user drags the Kernel column's edge
+    this.nameWidth = null; // set when the user drags the Kernel column's edge
     this.expanded = new Set();
     this.collapsedGroups = new Set();
     this.selected = new Set();
@@ -99,14 +175,21 @@ export class KernelTable {
   /** The columns shown now (the launch-shape ones only behind their toggle). */
   get columns() {
     const cols = this.model.tables.kernels.cols;
-    return COLUMNS.filter((c) => (!c.shape || this.state.shapes) && (!c.stats || this.state.stats) && (!c.measured || cols[c.measured]));
+    return COLUMNS.filter(
+      (c) => (!c.shape || this.state.shapes) && (!c.stats || this.state.stats) && (!c.measured || cols[c.measured])
+    );
   }
 
   _template() {
-    return this.columns.map((c) => (c.flex ? (this.nameWidth ? `${this.nameWidth}px` : `minmax(${this._nameMin()}px, 1fr)`) : `${c.width}px`)).join(" ");
+    return this.columns
+      .map((c) =>
+        c.flex ? (this.nameWidth ? `${this.nameWidth}px` : `minmax(${this._nameMin()}px, 1fr)`) : `${c.width}px`
+      )
+      .join(" ");
   }
 
-  _nameMin() { return this.state.shapes ? SHAPES_NAME_MIN : COLUMNS.find((c) => c.flex).width;
+  _nameMin() {
+    return this.state.shapes ? SHAPES_NAME_MIN : COLUMNS.find((c) => c.flex).width;
   }
 
   /** Header cells and widths for the columns shown. */
@@ -120,10 +203,18 @@ export class KernelTable {
     // Who measured the durations (CUPTI, or Nsight Compute for a replay): header.capabilities.
     const by = (this.model.header.capabilities || {}).duration_source || "CUPTI";
     for (const c of cols) {
-      const cell = h("div", { class: `ks-cell ks-h-${c.key}${c.align === "left" ? " ks-left" : ""}`, role: "columnheader",
+      const cell = h("div", {
+        class: `ks-cell ks-h-${c.key}${c.align === "left" ? " ks-left" : ""}`,
+        role: "columnheader",
         "data-col": c.key,
-        title: [c.title && ["total", "mean"].includes(c.key) ? c.title.replace("CUPTI", by) : c.title,
-          c.sortable === false ? null : "click to sort"].filter(Boolean).join(" · ") || null });
+        title:
+          [
+            c.title && ["total", "mean"].includes(c.key) ? c.title.replace("CUPTI", by) : c.title,
+            c.sortable === false ? null : "click to sort",
+          ]
+            .filter(Boolean)
+            .join(" · ") || null,
+      });
       cell.append(h("span", { class: "ks-h-label", text: c.label }));
       if (c.sortable !== false) cell.addEventListener("click", () => this.sortBy(c.key));
       if (c.flex) cell.append(this._resizer(cell));
@@ -135,16 +226,27 @@ export class KernelTable {
   _resizer(cell) {
     const grip = h("span", { class: "ks-col-resize", title: "drag to resize the Kernel column; double-click: fit" });
     grip.addEventListener("click", (e) => e.stopPropagation());
-    grip.addEventListener("dblclick", (e) => { e.stopPropagation(); this.nameWidth = null; this._layout(); this.refresh(); });
+    grip.addEventListener("dblclick", (e) => {
+      e.stopPropagation();
+      this.nameWidth = null;
+      this._layout();
+      this.refresh();
+    });
     grip.addEventListener("pointerdown", (e) => {
-      e.preventDefault(); e.stopPropagation();
-      const x0 = e.clientX, w0 = cell.getBoundingClientRect().width;
+      e.preventDefault();
+      e.stopPropagation();
+      const x0 = e.clientX,
+        w0 = cell.getBoundingClientRect().width;
       const move = (ev) => {
         this.nameWidth = Math.max(NAME_MIN, Math.round(w0 + ev.clientX - x0));
         this._layout();
         this._paint(true);
       };
-      const up = () => { window.removeEventListener("pointermove", move); window.removeEventListener("pointerup", up); this.refresh(); };
+      const up = () => {
+        window.removeEventListener("pointermove", move);
+        window.removeEventListener("pointerup", up);
+        this.refresh();
+      };
       window.addEventListener("pointermove", move);
       window.addEventListener("pointerup", up);
     });
@@ -153,38 +255,88 @@ export class KernelTable {
 
   _toolbar() {
     const backends = [...new Set(this.model.tables.kernels.strings.backend || [])].sort();
-    this.filterInput = h("input", { class: "ks-filter", type: "search", placeholder: "filter kernels, ops…",
-      "aria-label": "filter kernels" });
-    this.filterInput.addEventListener("input", () => { this.state.filter = this.filterInput.value; this.refresh(); });
-    this.backendSelect = h("select", { class: "ks-backend-filter", "aria-label": "backend" },
+    this.filterInput = h("input", {
+      class: "ks-filter",
+      type: "search",
+      placeholder: "filter kernels, ops…",
+      "aria-label": "filter kernels",
+    });
+    this.filterInput.addEventListener("input", () => {
+      this.state.filter = this.filterInput.value;
+      this.refresh();
+    });
+    this.backendSelect = h(
+      "select",
+      { class: "ks-backend-filter", "aria-label": "backend" },
       h("option", { value: "", text: "all backends" }),
-      backends.map((b) => h("option", { value: b, text: b })));
-    this.backendSelect.addEventListener("change", () => { this.state.backend = this.backendSelect.value; this.refresh(); });
-    this.groupSelect = h("select", { class: "ks-group-by", "aria-label": "group by" },
+      backends.map((b) => h("option", { value: b, text: b }))
+    );
+    this.backendSelect.addEventListener("change", () => {
+      this.state.backend = this.backendSelect.value;
+      this.refresh();
+    });
+    this.groupSelect = h(
+      "select",
+      { class: "ks-group-by", "aria-label": "group by" },
       h("option", { value: "none", text: "no grouping" }),
       h("option", { value: "backend", text: "group by backend" }),
-      h("option", { value: "op", text: "group by CPU op" }));
-    this.groupSelect.addEventListener("change", () => { this.state.groupBy = this.groupSelect.value; this.refresh(); });
-    this.shapeToggle = h("button", { class: "ks-btn ks-shape-toggle", "aria-pressed": "false",
+      h("option", { value: "op", text: "group by CPU op" })
+    );
+    this.groupSelect.addEventListener("change", () => {
+      this.state.groupBy = this.groupSelect.value;
+      this.refresh();
+    });
+    this.shapeToggle = h("button", {
+      class: "ks-btn ks-shape-toggle",
+      "aria-pressed": "false",
       title: "show the launch-shape columns: grid, block, registers, shared memory, waves",
-      text: "launch shape", onclick: () => this.apply({ shapes: !this.state.shapes }) });
-    this.statsToggle = h("button", { class: "ks-btn ks-stats-toggle", "aria-pressed": "false",
+      text: "launch shape",
+      onclick: () => this.apply({ shapes: !this.state.shapes }),
+    });
+    this.statsToggle = h("button", {
+      class: "ks-btn ks-stats-toggle",
+      "aria-pressed": "false",
       title: "show the duration statistics: median, min, max, standard deviation (as rep.summary())",
-      text: "statistics", onclick: () => this.apply({ stats: !this.state.stats }) });
-    const csv = h("button", { class: "ks-btn ks-export-csv", text: "CSV",
+      text: "statistics",
+      onclick: () => this.apply({ stats: !this.state.stats }),
+    });
+    const csv = h("button", {
+      class: "ks-btn ks-export-csv",
+      text: "CSV",
       title: "download the rows the filters leave, as CSV (times in microseconds, sizes in bytes)",
-      onclick: () => this.exportCSV() });
-    return h("div", { class: "ks-toolbar" }, this.filterInput, this.backendSelect, this.groupSelect, this.shapeToggle, this.statsToggle, csv);
+      onclick: () => this.exportCSV(),
+    });
+    return h(
+      "div",
+      { class: "ks-toolbar" },
+      this.filterInput,
+      this.backendSelect,
+      this.groupSelect,
+      this.shapeToggle,
+      this.statsToggle,
+      csv
+    );
   }
 
   /** Set any of filter, backend, groupBy, sort, desc, select, launches (+ label), shapes. */
   apply(v = {}) {
     const s = this.state;
-    if (v.filter !== undefined) { s.filter = v.filter || ""; this.filterInput.value = s.filter; }
-    if (v.backend !== undefined) { s.backend = v.backend || ""; this.backendSelect.value = s.backend; }
-    if (v.groupBy !== undefined) { s.groupBy = v.groupBy || "none"; this.groupSelect.value = s.groupBy; }
-    if (v.sort !== undefined) { s.sort = v.sort; s.desc = v.desc ?? !["short", "backend"].includes(v.sort); }
-    else if (v.desc !== undefined) s.desc = !!v.desc;
+    if (v.filter !== undefined) {
+      s.filter = v.filter || "";
+      this.filterInput.value = s.filter;
+    }
+    if (v.backend !== undefined) {
+      s.backend = v.backend || "";
+      this.backendSelect.value = s.backend;
+    }
+    if (v.groupBy !== undefined) {
+      s.groupBy = v.groupBy || "none";
+      this.groupSelect.value = s.groupBy;
+    }
+    if (v.sort !== undefined) {
+      s.sort = v.sort;
+      s.desc = v.desc ?? !["short", "backend"].includes(v.sort);
+    } else if (v.desc !== undefined) s.desc = !!v.desc;
     if (v.launches !== undefined) {
       s.launches = v.launches ? new Uint8Array(this.model.tables.kernels.rows) : null;
       if (v.launches) for (const i of v.launches) s.launches[i] = 1;
@@ -203,7 +355,7 @@ export class KernelTable {
       this._layout();
     }
     if (v.select !== undefined) {
-      this.top = null;     // a kernel asked for by name must be reachable
+      this.top = null; // a kernel asked for by name must be reachable
       this.selected = new Set(v.select || []);
     }
     this.refresh();
@@ -216,11 +368,16 @@ export class KernelTable {
 
   sortBy(key) {
     if (this.state.sort === key) this.state.desc = !this.state.desc;
-    else { this.state.sort = key; this.state.desc = !["short", "backend"].includes(key); }
+    else {
+      this.state.sort = key;
+      this.state.desc = !["short", "backend"].includes(key);
+    }
     this.refresh();
   }
 
-  setFilter(text) { return this.apply({ filter: text }); }
+  setFilter(text) {
+    return this.apply({ filter: text });
+  }
 
   _agg() {
     const { groupBy, launches } = this.state;
@@ -240,8 +397,12 @@ export class KernelTable {
     const { rows: matched, agg } = this.matchingRows();
     let rows = matched;
     if (this.top && rows.length > this.top) rows = rows.slice(0, this.top);
-    const flat = flatRows(this.model, rows, { groupBy: this.state.groupBy, total: agg.total, expanded: this.expanded,
-      collapsed: this.collapsedGroups });
+    const flat = flatRows(this.model, rows, {
+      groupBy: this.state.groupBy,
+      total: agg.total,
+      expanded: this.expanded,
+      collapsed: this.collapsedGroups,
+    });
     this.rows = flat;
     this.aggTotal = agg.total;
     this.visibleKernels = rows.length;
@@ -273,27 +434,57 @@ export class KernelTable {
     if (!this.aggCache.none) this.aggCache.none = aggregate(this.model, "none");
     const allAgg = this.aggCache.none;
     const filtered = !!(filter.trim() || backend || launches);
-    let shownLaunches = 0, shownTime = 0;
-    for (const a of matched) { shownLaunches += a.launches; shownTime += a.total; }
+    let shownLaunches = 0,
+      shownTime = 0;
+    for (const a of matched) {
+      shownLaunches += a.launches;
+      shownTime += a.total;
+    }
     this.status.textContent = "";
-    this.status.append(filtered
-      ? `${fmtInt(matching)} of ${fmtInt(allAgg.rows.length)} kernel rows · ${fmtInt(shownLaunches)} of ${fmtInt(k.rows)} launches · `
-        + `${fmtUs(shownTime)} of ${fmtUs(allAgg.total)} kernel time (${fmtPct(allAgg.total ? shownTime / allAgg.total : 0)}) · filtered`
-        + (launches ? ` to the launches ${this.state.label}` : "")
-      : `${fmtInt(shown)} of ${fmtInt(allAgg.rows.length)} kernel rows · ${fmtInt(k.rows)} launches · ${fmtUs(allAgg.total)} kernel time`);
+    this.status.append(
+      filtered
+        ? `${fmtInt(matching)} of ${fmtInt(allAgg.rows.length)} kernel rows · ${fmtInt(shownLaunches)} of ${fmtInt(k.rows)} launches · `
+            + `${fmtUs(shownTime)} of ${fmtUs(allAgg.total)} kernel time (${fmtPct(allAgg.total ? shownTime / allAgg.total : 0)}) · filtered`
+            + (launches ? ` to the launches ${this.state.label}` : "")
+        : `${fmtInt(shown)} of ${fmtInt(allAgg.rows.length)} kernel rows · ${fmtInt(k.rows)} launches · ${fmtUs(allAgg.total)} kernel time`
+    );
     if (shown < matching) {
-      this.status.append(" · ", h("a", { class: "ks-show-all", href: "#", text: `show all ${matching}`,
-        onclick: (e) => { e.preventDefault(); this.top = null; this.refresh(); } }));
+      this.status.append(
+        " · ",
+        h("a", {
+          class: "ks-show-all",
+          href: "#",
+          text: `show all ${matching}`,
+          onclick: (e) => {
+            e.preventDefault();
+            this.top = null;
+            this.refresh();
+          },
+        })
+      );
     }
     if (filtered) {
-      this.status.append(" · ", h("a", { class: "ks-clear-filter", href: "#", text: "clear",
-        onclick: (e) => { e.preventDefault(); this.apply({ filter: "", backend: "", launches: null }); } }));
+      this.status.append(
+        " · ",
+        h("a", {
+          class: "ks-clear-filter",
+          href: "#",
+          text: "clear",
+          onclick: (e) => {
+            e.preventDefault();
+            this.apply({ filter: "", backend: "", launches: null });
+          },
+        })
+      );
     }
   }
 
   _schedule() {
     if (this._raf) return;
-    this._raf = requestAnimationFrame(() => { this._raf = null; this._paint(false); });
+    this._raf = requestAnimationFrame(() => {
+      this._raf = null;
+      this._paint(false);
+    });
   }
 
   _paint(force) {
@@ -315,8 +506,10 @@ export class KernelTable {
     const names = this.model.tables.kernels.strings.name;
     const r = this.rows.findIndex((row) => row.type === "kernel" && names[row.a.name] === name);
     if (r < 0) return;
-    const top = r * ROW_H, h0 = this.body.clientHeight || this.maxHeight;
-    if (top < this.body.scrollTop || top + ROW_H > this.body.scrollTop + h0) this.body.scrollTop = Math.max(0, top - h0 / 3);
+    const top = r * ROW_H,
+      h0 = this.body.clientHeight || this.maxHeight;
+    if (top < this.body.scrollTop || top + ROW_H > this.body.scrollTop + h0)
+      this.body.scrollTop = Math.max(0, top - h0 / 3);
     this._paint(true);
   }
 
@@ -330,7 +523,8 @@ export class KernelTable {
   /** Select a kernel by full name (toggle adds to / removes from a multi-selection). */
   select(name, toggle = false) {
     if (toggle) {
-      if (this.selected.has(name)) this.selected.delete(name); else this.selected.add(name);
+      if (this.selected.has(name)) this.selected.delete(name);
+      else this.selected.add(name);
     } else {
       this.selected = new Set(this.selected.size === 1 && this.selected.has(name) ? [] : [name]);
     }

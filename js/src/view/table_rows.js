@@ -9,11 +9,18 @@ import { shapeCells, dims, shortLimiter, fmtOpt, pct100, smemText } from "./tabl
 /** A group's header row: its kernels, launches, time and share; a click folds or unfolds it. */
 export function groupRow(table, row, style) {
   const open = !table.collapsedGroups.has(row.g.code);
-  const el = h("div", { class: "ks-row ks-group", style, role: "row" },
+  const el = h(
+    "div",
+    { class: "ks-row ks-group", style, role: "row" },
     h("div", { class: "ks-cell ks-group-label", text: `${open ? "▾" : "▸"} ${row.label}` }),
-    h("div", { class: "ks-cell", text: `${row.g.rows.length} kernels · ${fmtInt(row.g.launches)} launches · ${fmtUs(row.g.total)} · ${fmtPct(row.share)} of kernel time` }));
+    h("div", {
+      class: "ks-cell",
+      text: `${row.g.rows.length} kernels · ${fmtInt(row.g.launches)} launches · ${fmtUs(row.g.total)} · ${fmtPct(row.share)} of kernel time`,
+    })
+  );
   el.addEventListener("click", () => {
-    if (open) table.collapsedGroups.add(row.g.code); else table.collapsedGroups.delete(row.g.code);
+    if (open) table.collapsedGroups.add(row.g.code);
+    else table.collapsedGroups.delete(row.g.code);
     table.refresh();
   });
   return el;
@@ -28,11 +35,21 @@ export function kernelRow(table, row, style) {
   const open = table.expanded.has(key);
   const sel = table.selected.has(name);
   const cells = kernelCells(table.model, a, open, name);
-  const el = h("div", { class: `ks-row ks-kernel${sel ? " ks-selected" : ""}`, style, role: "row",
-    "data-name": name, "aria-selected": sel ? "true" : "false" }, table.columns.map((c) => cells[c.key]));
+  const el = h(
+    "div",
+    {
+      class: `ks-row ks-kernel${sel ? " ks-selected" : ""}`,
+      style,
+      role: "row",
+      "data-name": name,
+      "aria-selected": sel ? "true" : "false",
+    },
+    table.columns.map((c) => cells[c.key])
+  );
   el.firstChild.addEventListener("click", (e) => {
     e.stopPropagation();
-    if (open) table.expanded.delete(key); else table.expanded.add(key);
+    if (open) table.expanded.delete(key);
+    else table.expanded.add(key);
     table.refresh();
   });
   el.addEventListener("click", (e) => table.select(name, e.ctrlKey || e.metaKey || e.shiftKey));
@@ -44,15 +61,34 @@ function kernelCells(m, a, open, name) {
   const bk = str(m.tables.kernels, "backend", a.first) || "-";
   const sh = shapeCells(m, a);
   const cells = {
-    expand: h("div", { class: "ks-cell ks-expand", text: open ? "▾" : "▸", title: open ? "hide launches" : "show launches" }),
+    expand: h("div", {
+      class: "ks-cell ks-expand",
+      text: open ? "▾" : "▸",
+      title: open ? "hide launches" : "show launches",
+    }),
     short: h("div", { class: "ks-cell ks-left ks-name", text: m.header.names[a.name] || name, title: name }),
-    backend: h("div", { class: "ks-cell ks-left" }, h("span", { class: "ks-swatch", style: `background:${backendColor(bk)}` }), bk),
+    backend: h(
+      "div",
+      { class: "ks-cell ks-left" },
+      h("span", { class: "ks-swatch", style: `background:${backendColor(bk)}` }),
+      bk
+    ),
     launches: h("div", { class: "ks-cell", text: fmtInt(a.launches) }),
     total: h("div", { class: "ks-cell", text: fmtUs(a.total) }),
-    mean: h("div", { class: "ks-cell", text: fmtUs(a.mean), title: a.launches > 1 ? `min ${fmtUs(a.min)} · max ${fmtUs(a.max)}` : null }),
-    share: h("div", { class: "ks-cell ks-share" },
-      h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(a.share * 36))}px;background:${backendColor(bk)}` }),
-      h("span", { text: fmtPct(a.share) })),
+    mean: h("div", {
+      class: "ks-cell",
+      text: fmtUs(a.mean),
+      title: a.launches > 1 ? `min ${fmtUs(a.min)} · max ${fmtUs(a.max)}` : null,
+    }),
+    share: h(
+      "div",
+      { class: "ks-cell ks-share" },
+      h("span", {
+        class: "ks-bar",
+        style: `width:${Math.max(1, Math.round(a.share * 36))}px;background:${backendColor(bk)}`,
+      }),
+      h("span", { text: fmtPct(a.share) })
+    ),
     median: h("div", { class: "ks-cell", text: fmtUs(a.median) }),
     min: h("div", { class: "ks-cell", text: fmtUs(a.min) }),
     max: h("div", { class: "ks-cell", text: fmtUs(a.max) }),
@@ -60,10 +96,18 @@ function kernelCells(m, a, open, name) {
     sm_active: h("div", { class: "ks-cell", text: pct100(a.sm_active) }),
     tensor: h("div", { class: "ks-cell", text: pct100(a.tensor) }),
     dram: h("div", { class: "ks-cell", text: pct100(a.dram) }),
-    stall: h("div", { class: "ks-cell ks-left", text: a.stall || "-", title: a.stall ? (((m.header.stalls || {}).reasons || {})[a.stall] || {}).title || null : null }),
+    stall: h("div", {
+      class: "ks-cell ks-left",
+      text: a.stall || "-",
+      title: a.stall ? (((m.header.stalls || {}).reasons || {})[a.stall] || {}).title || null : null,
+    }),
   };
   for (const c of ["grid", "block", "regs", "smem", "waves", "occ"]) {
-    cells[c] = h("div", { class: `ks-cell${c === "occ" ? " ks-occ" : ""}${sh[c].varies ? " ks-varies" : ""}`, text: sh[c].text, title: sh[c].title });
+    cells[c] = h("div", {
+      class: `ks-cell${c === "occ" ? " ks-occ" : ""}${sh[c].varies ? " ks-varies" : ""}`,
+      text: sh[c].text,
+      title: sh[c].title,
+    });
   }
   return cells;
 }
@@ -71,8 +115,11 @@ function kernelCells(m, a, open, name) {
 /** A launch's row under its kernel: that launch's start, stream, CPU op and columns. */
 export function launchRow(table, row, style) {
   const cells = launchCells(table.model, row, table.aggTotal);
-  return h("div", { class: "ks-row ks-launch", style, role: "row", "data-launch": String(row.i) },
-    table.columns.map((c) => cells[c.key]));
+  return h(
+    "div",
+    { class: "ks-row ks-launch", style, role: "row", "data-launch": String(row.i) },
+    table.columns.map((c) => cells[c.key])
+  );
 }
 
 function launchCells(model, row, aggTotal) {
@@ -86,17 +133,31 @@ function launchCells(model, row, aggTotal) {
     expand: h("div", { class: "ks-cell" }),
     // Start, stream and CPU op in the wide name column: the narrow ones hold numbers only.
     // A replay's start times are not a timeline (header.capabilities): no "@ time" for its launches.
-    short: h("div", { class: "ks-cell ks-left", text: `${(model.header.capabilities || {}).timeline === false ? ""
-      : `@ ${fmtUs(k.cols.start_us[i])}  `}${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}`
-      + `  ·  ${op || "(no CPU op)"}`, title: [op ? `CPU op: ${op}` : null, str(k, "source", i)].filter(Boolean).join("\n") || null }),
+    short: h("div", {
+      class: "ks-cell ks-left",
+      text:
+        `${
+          (model.header.capabilities || {}).timeline === false ? "" : `@ ${fmtUs(k.cols.start_us[i])}  `
+        }${str(k, "device", i) || ""} s${int(k, "stream", i) ?? "?"}` + `  ·  ${op || "(no CPU op)"}`,
+      title: [op ? `CPU op: ${op}` : null, str(k, "source", i)].filter(Boolean).join("\n") || null,
+    }),
     backend: h("div", { class: "ks-cell" }),
     launches: h("div", { class: "ks-cell" }),
-    total: h("div", { class: "ks-cell", text: fmtUs(dur), title: `this launch's duration (${(model.header.capabilities || {}).duration_source || "CUPTI"})` }),
+    total: h("div", {
+      class: "ks-cell",
+      text: fmtUs(dur),
+      title: `this launch's duration (${(model.header.capabilities || {}).duration_source || "CUPTI"})`,
+    }),
     mean: h("div", { class: "ks-cell" }),
     // The column's meaning on every row: share of all kernel time; of its kernel in the title.
-    share: h("div", { class: "ks-cell", text: aggTotal ? fmtPct(dur / aggTotal) : "",
-      title: `this launch's share of all kernel time${row.a.total ? `; ${fmtPct(dur / row.a.total)} of this kernel's time` : ""}` }),
-    median: h("div", { class: "ks-cell" }), min: h("div", { class: "ks-cell" }), max: h("div", { class: "ks-cell" }),
+    share: h("div", {
+      class: "ks-cell",
+      text: aggTotal ? fmtPct(dur / aggTotal) : "",
+      title: `this launch's share of all kernel time${row.a.total ? `; ${fmtPct(dur / row.a.total)} of this kernel's time` : ""}`,
+    }),
+    median: h("div", { class: "ks-cell" }),
+    min: h("div", { class: "ks-cell" }),
+    max: h("div", { class: "ks-cell" }),
     std: h("div", { class: "ks-cell" }),
     sm_active: h("div", { class: "ks-cell", text: pct100(num(k, "sm_active_pct", i)) }),
     tensor: h("div", { class: "ks-cell", text: pct100(num(k, "tensor_pct", i)) }),
@@ -106,7 +167,11 @@ function launchCells(model, row, aggTotal) {
     block: h("div", { class: "ks-cell", text: dims(k, "block", i) }),
     regs: h("div", { class: "ks-cell", text: fmtOpt(int(k, "registers_per_thread", i)) }),
     smem: h("div", { class: "ks-cell", text: smemText(int(k, "shared_mem_bytes", i)) }),
-    occ: h("div", { class: "ks-cell", text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim && occ < 1 ? ` ${shortLimiter(lim)}` : ""}`, title: lim ? `limited by ${lim}` : null }),
+    occ: h("div", {
+      class: "ks-cell",
+      text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim && occ < 1 ? ` ${shortLimiter(lim)}` : ""}`,
+      title: lim ? `limited by ${lim}` : null,
+    }),
     waves: h("div", { class: "ks-cell", text: fmtNum(num(k, "waves", i), 2) }),
   };
 }

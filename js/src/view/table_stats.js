@@ -14,7 +14,12 @@ const COUNTER_KEYS = { sm_active: "sm_active_pct", tensor: "tensor_pct", dram: "
  * forms of kernelscope.analysis.occupancy.LIMITERS, from the payload). */
 export function shortLimiter(lim) {
   const short = vocab("limiters");
-  return lim ? lim.split("+").map((x) => short[x] || x).join("+") : "";
+  return lim
+    ? lim
+        .split("+")
+        .map((x) => short[x] || x)
+        .join("+")
+    : "";
 }
 
 function minMax(a, key, v) {
@@ -24,9 +29,28 @@ function minMax(a, key, v) {
 }
 
 function newRow(g, name, i) {
-  return { group: g, name, launches: 0, total: 0, min: Infinity, max: -Infinity,
-    first: i, launchIdx: [], gridVaries: false, blockVaries: false, cfgVaries: false,
-    blocks: null, regs: null, smem: null, waves: null, occ: null, m2: 0, longest: i, cw: {}, cd: {} };
+  return {
+    group: g,
+    name,
+    launches: 0,
+    total: 0,
+    min: Infinity,
+    max: -Infinity,
+    first: i,
+    launchIdx: [],
+    gridVaries: false,
+    blockVaries: false,
+    cfgVaries: false,
+    blocks: null,
+    regs: null,
+    smem: null,
+    waves: null,
+    occ: null,
+    m2: 0,
+    longest: i,
+    cw: {},
+    cd: {},
+  };
 }
 
 /** Launch i into its aggregate row `a`: duration statistics, counters, launch-shape ranges. */
@@ -35,15 +59,30 @@ function addLaunch(k, a, i, counters) {
   const d = c.duration_us[i];
   // Welford's running variance (one pass, no cancellation).
   const delta = d - a.total / Math.max(1, a.launches);
-  a.launches++; a.total += d;
+  a.launches++;
+  a.total += d;
   a.m2 += delta * (d - a.total / a.launches);
   if (d < a.min) a.min = d;
-  if (d > a.max) { a.max = d; a.longest = i; }
-  for (const col of counters) { const v = c[col][i]; if (!Number.isNaN(v)) { a.cw[col] = (a.cw[col] || 0) + v * d; a.cd[col] = (a.cd[col] || 0) + d; } }
+  if (d > a.max) {
+    a.max = d;
+    a.longest = i;
+  }
+  for (const col of counters) {
+    const v = c[col][i];
+    if (!Number.isNaN(v)) {
+      a.cw[col] = (a.cw[col] || 0) + v * d;
+      a.cd[col] = (a.cd[col] || 0) + d;
+    }
+  }
   a.launchIdx.push(i);
   const f = a.first;
-  if (!a.gridVaries && (c.grid_x[i] !== c.grid_x[f] || c.grid_y[i] !== c.grid_y[f] || c.grid_z[i] !== c.grid_z[f])) a.gridVaries = true;
-  if (!a.blockVaries && (c.block_x[i] !== c.block_x[f] || c.block_y[i] !== c.block_y[f] || c.block_z[i] !== c.block_z[f])) a.blockVaries = true;
+  if (!a.gridVaries && (c.grid_x[i] !== c.grid_x[f] || c.grid_y[i] !== c.grid_y[f] || c.grid_z[i] !== c.grid_z[f]))
+    a.gridVaries = true;
+  if (
+    !a.blockVaries
+    && (c.block_x[i] !== c.block_x[f] || c.block_y[i] !== c.block_y[f] || c.block_z[i] !== c.block_z[f])
+  )
+    a.blockVaries = true;
   if (!a.cfgVaries && c.shape[i] !== c.shape[f]) a.cfgVaries = true;
   const gx = int(k, "grid_x", i);
   if (gx !== null) minMax(a, "blocks", gx * (int(k, "grid_y", i) ?? 1) * (int(k, "grid_z", i) ?? 1));
@@ -74,15 +113,20 @@ export function aggregate(model, groupBy, mask = null) {
   const groupCodes = groupBy === "backend" ? c.backend : groupBy === "op" ? c.op : null;
   const counters = Object.values(COUNTER_KEYS).filter((col) => c[col]);
   const byKey = new Map();
-  let total = 0, launches = 0;
+  let total = 0,
+    launches = 0;
   for (let i = 0; i < k.rows; i++) {
     if (mask && !mask[i]) continue;
     const g = groupCodes ? groupCodes[i] : 0;
     const key = g * 1e7 + c.name[i];
     let a = byKey.get(key);
-    if (!a) { a = newRow(g, c.name[i], i); byKey.set(key, a); }
+    if (!a) {
+      a = newRow(g, c.name[i], i);
+      byKey.set(key, a);
+    }
     addLaunch(k, a, i, counters);
-    total += c.duration_us[i]; launches++;
+    total += c.duration_us[i];
+    launches++;
   }
   const rows = [...byKey.values()];
   for (const a of rows) finishRow(k, a, total);
@@ -101,23 +145,43 @@ const hi = (r) => (r ? r[1] : -1);
 export function sortValue(model, a, key) {
   const k = model.tables.kernels;
   switch (key) {
-    case "short": return (model.header.names[a.name] || "").toLowerCase();
-    case "backend": return (str(k, "backend", a.first) || "").toLowerCase();
-    case "launches": return a.launches;
-    case "total": case "share": return a.total;
-    case "mean": return a.mean;
-    case "max": return a.max;
-    case "median": return a.median;
-    case "min": return a.min;
-    case "std": return a.std;
-    case "sm_active": case "tensor": case "dram": return a[key] ?? -1;
-    case "stall": return a.stall || "";
-    case "grid": return hi(a.blocks);
-    case "regs": return hi(a.regs);
-    case "smem": return hi(a.smem);
-    case "occ": return hi(a.occ);
-    case "waves": return hi(a.waves);
-    default: return a.total;
+    case "short":
+      return (model.header.names[a.name] || "").toLowerCase();
+    case "backend":
+      return (str(k, "backend", a.first) || "").toLowerCase();
+    case "launches":
+      return a.launches;
+    case "total":
+    case "share":
+      return a.total;
+    case "mean":
+      return a.mean;
+    case "max":
+      return a.max;
+    case "median":
+      return a.median;
+    case "min":
+      return a.min;
+    case "std":
+      return a.std;
+    case "sm_active":
+    case "tensor":
+    case "dram":
+      return a[key] ?? -1;
+    case "stall":
+      return a.stall || "";
+    case "grid":
+      return hi(a.blocks);
+    case "regs":
+      return hi(a.regs);
+    case "smem":
+      return hi(a.smem);
+    case "occ":
+      return hi(a.occ);
+    case "waves":
+      return hi(a.waves);
+    default:
+      return a.total;
   }
 }
 
@@ -140,17 +204,37 @@ export function shapeCells(model, a) {
   const lim = str(k, "occupancy_limiter", f);
   const out = {
     grid: a.gridVaries
-      ? { text: a.blocks && a.blocks[0] !== a.blocks[1] ? rangeText(a.blocks, fmtInt) : "mixed",
-          title: `${varies("the grid")}: ${rangeText(a.blocks, fmtInt)} blocks`, varies: true }
+      ? {
+          text: a.blocks && a.blocks[0] !== a.blocks[1] ? rangeText(a.blocks, fmtInt) : "mixed",
+          title: `${varies("the grid")}: ${rangeText(a.blocks, fmtInt)} blocks`,
+          varies: true,
+        }
       : { text: dims(k, "grid", f), title: null },
-    block: a.blockVaries ? { text: "mixed", title: varies("the block size"), varies: true } : { text: dims(k, "block", f), title: null },
-    regs: { text: rangeText(a.regs, String), title: a.regs && a.regs[0] !== a.regs[1] ? varies("registers per thread") : null },
-    smem: { text: rangeText(a.smem, smemText), title: a.smem && a.smem[0] !== a.smem[1] ? varies("shared memory per block") : null },
-    waves: { text: rangeText(a.waves, (v) => fmtNum(v, 2)), title: a.waves && a.waves[0] !== a.waves[1] ? varies("waves") : null },
-    occ: a.occ && a.occ[0] !== a.occ[1]
-      ? { text: `${rangeText(a.occ, (v) => fmtPct(v, 0))}`, title: `${varies("theoretical occupancy")}; select the row for each launch shape` }
-      : { text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim && occ < 1 ? ` ${shortLimiter(lim)}` : ""}`,
-          title: lim ? `limited by ${lim}` : null },
+    block: a.blockVaries
+      ? { text: "mixed", title: varies("the block size"), varies: true }
+      : { text: dims(k, "block", f), title: null },
+    regs: {
+      text: rangeText(a.regs, String),
+      title: a.regs && a.regs[0] !== a.regs[1] ? varies("registers per thread") : null,
+    },
+    smem: {
+      text: rangeText(a.smem, smemText),
+      title: a.smem && a.smem[0] !== a.smem[1] ? varies("shared memory per block") : null,
+    },
+    waves: {
+      text: rangeText(a.waves, (v) => fmtNum(v, 2)),
+      title: a.waves && a.waves[0] !== a.waves[1] ? varies("waves") : null,
+    },
+    occ:
+      a.occ && a.occ[0] !== a.occ[1]
+        ? {
+            text: `${rangeText(a.occ, (v) => fmtPct(v, 0))}`,
+            title: `${varies("theoretical occupancy")}; select the row for each launch shape`,
+          }
+        : {
+            text: occ === null ? "-" : `${fmtPct(occ, 0)}${lim && occ < 1 ? ` ${shortLimiter(lim)}` : ""}`,
+            title: lim ? `limited by ${lim}` : null,
+          },
   };
   return out;
 }
@@ -162,26 +246,52 @@ export function launchesSummary(model, idx) {
   const rows = aggregate(model, "none", mask).rows;
   if (rows.length === 1) return rows[0];
   // Several kernels: one row over all of them.
-  const all = { ...rows[0], launches: 0, gridVaries: false, blockVaries: false, blocks: null, regs: null, smem: null, waves: null, occ: null };
+  const all = {
+    ...rows[0],
+    launches: 0,
+    gridVaries: false,
+    blockVaries: false,
+    blocks: null,
+    regs: null,
+    smem: null,
+    waves: null,
+    occ: null,
+  };
   for (const r of rows) {
     all.launches += r.launches;
-    all.gridVaries = all.gridVaries || r.gridVaries || dims(model.tables.kernels, "grid", r.first) !== dims(model.tables.kernels, "grid", all.first);
-    all.blockVaries = all.blockVaries || r.blockVaries || dims(model.tables.kernels, "block", r.first) !== dims(model.tables.kernels, "block", all.first);
-    for (const key of ["blocks", "regs", "smem", "waves", "occ"]) if (r[key]) { minMax(all, key, r[key][0]); minMax(all, key, r[key][1]); }
+    all.gridVaries =
+      all.gridVaries
+      || r.gridVaries
+      || dims(model.tables.kernels, "grid", r.first) !== dims(model.tables.kernels, "grid", all.first);
+    all.blockVaries =
+      all.blockVaries
+      || r.blockVaries
+      || dims(model.tables.kernels, "block", r.first) !== dims(model.tables.kernels, "block", all.first);
+    for (const key of ["blocks", "regs", "smem", "waves", "occ"])
+      if (r[key]) {
+        minMax(all, key, r[key][0]);
+        minMax(all, key, r[key][1]);
+      }
   }
   return all;
 }
 
 export function dims(k, which, i) {
-  const x = int(k, `${which}_x`, i), y = int(k, `${which}_y`, i) ?? 1, z = int(k, `${which}_z`, i) ?? 1;
+  const x = int(k, `${which}_x`, i),
+    y = int(k, `${which}_y`, i) ?? 1,
+    z = int(k, `${which}_z`, i) ?? 1;
   if (x === null) return "-";
   // 1-D launches read best as one number; the details panel always shows x×y×z.
   return z !== 1 ? `${x}×${y}×${z}` : y !== 1 ? `${x}×${y}` : String(x);
 }
 
-export function fmtOpt(v) { return v === null ? "-" : String(v); }
+export function fmtOpt(v) {
+  return v === null ? "-" : String(v);
+}
 
-export function pct100(v) { return v === null || v === undefined || Number.isNaN(v) ? "-" : `${v.toFixed(0)}%`; }
+export function pct100(v) {
+  return v === null || v === undefined || Number.isNaN(v) ? "-" : `${v.toFixed(0)}%`;
+}
 
 export function smemText(b) {
   if (b === null) return "-";
@@ -204,7 +314,8 @@ export function filterRows(model, rows, { filter, backend, sort, desc }) {
   });
   const sign = desc ? -1 : 1;
   out.sort((x, y) => {
-    const a = sortValue(model, x, sort), b = sortValue(model, y, sort);
+    const a = sortValue(model, x, sort),
+      b = sortValue(model, y, sort);
     return a < b ? -sign : a > b ? sign : y.total - x.total;
   });
   return out;
@@ -223,12 +334,17 @@ export function flatRows(model, rows, { groupBy, total, expanded, collapsed }) {
       for (const i of a.launchIdx) flat.push({ type: "launch", i, a });
     }
   };
-  if (groupBy === "none") { rows.forEach(pushKernel); return flat; }
+  if (groupBy === "none") {
+    rows.forEach(pushKernel);
+    return flat;
+  }
   const groups = new Map();
   for (const a of rows) {
     if (!groups.has(a.group)) groups.set(a.group, { code: a.group, rows: [], total: 0, launches: 0 });
     const g = groups.get(a.group);
-    g.rows.push(a); g.total += a.total; g.launches += a.launches;
+    g.rows.push(a);
+    g.total += a.total;
+    g.launches += a.launches;
   }
   const gs = [...groups.values()].sort((x, y) => y.total - x.total);
   for (const g of gs) {
@@ -243,22 +359,61 @@ export function flatRows(model, rows, { groupBy, total, expanded, collapsed }) {
 export function csvRows(model, rows, groupBy) {
   const k = model.tables.kernels;
   const grouped = groupBy !== "none";
-  const head = [...(grouped ? [groupBy === "op" ? "cpu_op" : "group_backend"] : []),
-    "name", "short_name", "backend", "launches", "total_us", "mean_us", "median_us", "min_us", "max_us", "std_us", "share",
-    "theoretical_occupancy_min", "theoretical_occupancy_max", "occupancy_limiter", "grid", "grid_blocks_min",
-    "grid_blocks_max", "block", "registers_per_thread_min", "registers_per_thread_max", "shared_mem_bytes_min",
-    "shared_mem_bytes_max", "waves_min", "waves_max"];
-  const lo = (r) => (r ? r[0] : null), top = (r) => (r ? r[1] : null);
+  const head = [
+    ...(grouped ? [groupBy === "op" ? "cpu_op" : "group_backend"] : []),
+    "name",
+    "short_name",
+    "backend",
+    "launches",
+    "total_us",
+    "mean_us",
+    "median_us",
+    "min_us",
+    "max_us",
+    "std_us",
+    "share",
+    "theoretical_occupancy_min",
+    "theoretical_occupancy_max",
+    "occupancy_limiter",
+    "grid",
+    "grid_blocks_min",
+    "grid_blocks_max",
+    "block",
+    "registers_per_thread_min",
+    "registers_per_thread_max",
+    "shared_mem_bytes_min",
+    "shared_mem_bytes_max",
+    "waves_min",
+    "waves_max",
+  ];
+  const lo = (r) => (r ? r[0] : null),
+    top = (r) => (r ? r[1] : null);
   const body = rows.map((a) => [
     ...(grouped ? [groupLabel(model, groupBy, a.group)] : []),
-    k.strings.name[a.name], model.header.names[a.name] || "", str(k, "backend", a.first) || "", a.launches,
-    +a.total.toFixed(3), +a.mean.toFixed(3), +a.median.toFixed(3), +a.min.toFixed(3), +a.max.toFixed(3),
-    +a.std.toFixed(3), +a.share.toFixed(6),
-    lo(a.occ) === null ? null : +lo(a.occ).toFixed(4), top(a.occ) === null ? null : +top(a.occ).toFixed(4),
+    k.strings.name[a.name],
+    model.header.names[a.name] || "",
+    str(k, "backend", a.first) || "",
+    a.launches,
+    +a.total.toFixed(3),
+    +a.mean.toFixed(3),
+    +a.median.toFixed(3),
+    +a.min.toFixed(3),
+    +a.max.toFixed(3),
+    +a.std.toFixed(3),
+    +a.share.toFixed(6),
+    lo(a.occ) === null ? null : +lo(a.occ).toFixed(4),
+    top(a.occ) === null ? null : +top(a.occ).toFixed(4),
     a.occ && a.occ[0] === a.occ[1] ? str(k, "occupancy_limiter", a.first) : "",
-    a.gridVaries ? "mixed" : dims(k, "grid", a.first).replace(/×/g, "x"), lo(a.blocks), top(a.blocks),
+    a.gridVaries ? "mixed" : dims(k, "grid", a.first).replace(/×/g, "x"),
+    lo(a.blocks),
+    top(a.blocks),
     a.blockVaries ? "mixed" : dims(k, "block", a.first).replace(/×/g, "x"),
-    lo(a.regs), top(a.regs), lo(a.smem), top(a.smem),
-    lo(a.waves) === null ? null : +lo(a.waves).toFixed(4), top(a.waves) === null ? null : +top(a.waves).toFixed(4)]);
+    lo(a.regs),
+    top(a.regs),
+    lo(a.smem),
+    top(a.smem),
+    lo(a.waves) === null ? null : +lo(a.waves).toFixed(4),
+    top(a.waves) === null ? null : +top(a.waves).toFixed(4),
+  ]);
   return [head, body];
 }

@@ -33,8 +33,20 @@
 import { h, fmtUs, fmtInt } from "./format.js";
 import { str } from "./data.js";
 import { perfettoButton } from "./perfetto.js";
-import { AXIS_H, LABEL_W, buildLanes, layoutRows, rowAt, hitAt, slotOf, correlations, linkedRows, sliceName,
-  findSlices, summarize } from "./lanes.js";
+import {
+  AXIS_H,
+  LABEL_W,
+  buildLanes,
+  layoutRows,
+  rowAt,
+  hitAt,
+  slotOf,
+  correlations,
+  linkedRows,
+  sliceName,
+  findSlices,
+  summarize,
+} from "./lanes.js";
 import { sliceProperties, tooltipLines } from "./slices.js";
 import { paintLanes, paintOverlay } from "./timeline_canvas.js";
 import { selectionBar, propertiesPane, legend, plural } from "./timeline_panes.js";
@@ -56,8 +68,8 @@ export class Timeline {
     this.view = [...this.full];
     this.scale = 1;
     this.collapsed = new Set();
-    this.hl = null;           // name codes of highlighted kernels
-    this.hover = null;        // the item under the pointer
+    this.hl = null; // name codes of highlighted kernels
+    this.hover = null; // the item under the pointer
     this.selection = null;
     this._rows();
     this.canvas = h("canvas", { class: "ks-timeline-canvas" });
@@ -71,33 +83,71 @@ export class Timeline {
     this.pane = h("div", { class: "ks-timeline-pane", style: "display:none" });
     this.matches = [];
     this.matchAt = -1;
-    this.wrap = h("div", { class: "ks-timeline-wrap", tabindex: "0", "data-lm-suppress-shortcuts": "true",
-      "aria-label": "timeline: W/S zoom, A/D pan, drag to select a range" }, this.canvas, this.over);
-    this.el = h("div", { class: "ks-timeline" }, this._toolbar(trace), this.tip, this.wrap,
+    this.wrap = h(
+      "div",
+      {
+        class: "ks-timeline-wrap",
+        tabindex: "0",
+        "data-lm-suppress-shortcuts": "true",
+        "aria-label": "timeline: W/S zoom, A/D pan, drag to select a range",
+      },
+      this.canvas,
+      this.over
+    );
+    this.el = h(
+      "div",
+      { class: "ks-timeline" },
+      this._toolbar(trace),
+      this.tip,
+      this.wrap,
       // Below the lanes, so that a selection or a click never moves them.
-      this.selBar, this.pane,
-      legend(model));
+      this.selBar,
+      this.pane,
+      legend(model)
+    );
     this._bind();
   }
 
   /** The buttons above the lanes: zoom, reset, the range shown, Perfetto, find. */
   _toolbar(trace) {
-    const btn = (label, title, fn, cls = "") => h("button", { class: `ks-btn ${cls}`, text: label, title, onclick: fn });
-    this.findInput = h("input", { class: "ks-filter ks-tl-find", type: "search", placeholder: "find slices (regex)…",
-      "aria-label": "find slices by name (regex)", "data-lm-suppress-shortcuts": "true" });
+    const btn = (label, title, fn, cls = "") =>
+      h("button", { class: `ks-btn ${cls}`, text: label, title, onclick: fn });
+    this.findInput = h("input", {
+      class: "ks-filter ks-tl-find",
+      type: "search",
+      placeholder: "find slices (regex)…",
+      "aria-label": "find slices by name (regex)",
+      "data-lm-suppress-shortcuts": "true",
+    });
     this.findInput.addEventListener("input", () => this.search(this.findInput.value));
     this.findInput.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") { e.preventDefault(); this.step(e.shiftKey ? -1 : 1); }
+      if (e.key === "Enter") {
+        e.preventDefault();
+        this.step(e.shiftKey ? -1 : 1);
+      }
       e.stopPropagation();
     });
     this.findCount = h("span", { class: "ks-note ks-tl-find-count" });
-    return h("div", { class: "ks-toolbar" },
-      btn("+", "zoom in", () => this.zoom(0.5)), btn("−", "zoom out", () => this.zoom(2)),
-      btn("reset", "show everything", () => { this.view = [...this.full]; this.draw(); }), this.info,
+    return h(
+      "div",
+      { class: "ks-toolbar" },
+      btn("+", "zoom in", () => this.zoom(0.5)),
+      btn("−", "zoom out", () => this.zoom(2)),
+      btn("reset", "show everything", () => {
+        this.view = [...this.full];
+        this.draw();
+      }),
+      this.info,
       perfettoButton(this.model.header, trace),
-      this.findInput, btn("‹", "previous match (shift+Enter)", () => this.step(-1), "ks-tl-prev"),
-      btn("›", "next match (Enter)", () => this.step(1), "ks-tl-next"), this.findCount,
-      h("span", { class: "ks-hint", text: "ctrl+wheel, W/S: zoom · shift+wheel, A/D: pan · drag: select range · click: kernel" }));
+      this.findInput,
+      btn("‹", "previous match (shift+Enter)", () => this.step(-1), "ks-tl-prev"),
+      btn("›", "next match (Enter)", () => this.step(1), "ks-tl-next"),
+      this.findCount,
+      h("span", {
+        class: "ks-hint",
+        text: "ctrl+wheel, W/S: zoom · shift+wheel, A/D: pan · drag: select range · click: kernel",
+      })
+    );
   }
 
   /** Rows top to bottom (lanes, then the idle lanes) with their y and height at this scale. */
@@ -123,10 +173,12 @@ export class Timeline {
   }
 
   showRange(t0, t1, { select = true } = {}) {
-    const a = Math.min(t0, t1), b = Math.max(t0, t1);
+    const a = Math.min(t0, t1),
+      b = Math.max(t0, t1);
     const pad = (b - a) * 0.05 || 1;
     this.view = [a - pad, b + pad];
-    if (select) this.select(a, b); else this.draw();
+    if (select) this.select(a, b);
+    else this.draw();
   }
 
   select(t0, t1) {
@@ -134,7 +186,8 @@ export class Timeline {
       this.selection = null;
       this.selBar.style.display = "none";
     } else {
-      const a = Math.min(t0, t1), b = Math.max(t0, t1);
+      const a = Math.min(t0, t1),
+        b = Math.max(t0, t1);
       this.selection = { t0: a, t1: b, summary: this.summarize(a, b) };
       this._selBar();
     }
@@ -144,7 +197,10 @@ export class Timeline {
   highlight(names) {
     const codes = new Set();
     const strings = this.model.tables.kernels.strings.name || [];
-    for (const n of names || []) { const c = strings.indexOf(n); if (c >= 0) codes.add(c); }
+    for (const n of names || []) {
+      const c = strings.indexOf(n);
+      if (c >= 0) codes.add(c);
+    }
     this.hl = codes.size ? codes : null;
     this.draw();
   }
@@ -164,10 +220,11 @@ export class Timeline {
   step(dir = 1) {
     const n = this.matches.length;
     if (!n) return null;
-    this.matchAt = ((this.matchAt < 0 && dir < 0 ? 0 : this.matchAt + dir) % n + n) % n;
+    this.matchAt = (((this.matchAt < 0 && dir < 0 ? 0 : this.matchAt + dir) % n) + n) % n;
     const it = this.matches[this.matchAt];
     const tab = this.model.tables[it.t];
-    const s = tab.cols.start_us[it.i], e = s + tab.cols.duration_us[it.i];
+    const s = tab.cols.start_us[it.i],
+      e = s + tab.cols.duration_us[it.i];
     let span = this.view[1] - this.view[0];
     if (s < this.view[0] || e > this.view[1]) {
       if (span < (e - s) * 1.25) span = (e - s) * 1.25 || span;
@@ -182,30 +239,52 @@ export class Timeline {
 
   _findStatus() {
     const n = this.matches.length;
-    this.findCount.textContent = !this.query ? "" : n ? `${this.matchAt >= 0 ? `${fmtInt(this.matchAt + 1)} of ` : ""}${plural(n, "match", "matches")}` : "no match";
+    this.findCount.textContent = !this.query
+      ? ""
+      : n
+        ? `${this.matchAt >= 0 ? `${fmtInt(this.matchAt + 1)} of ` : ""}${plural(n, "match", "matches")}`
+        : "no match";
   }
 
   /** The properties pane of a slice ({ t, i }) or an idle gap ({ gap }); null hides it. */
   inspect(it) {
     this.inspected = it || null;
-    propertiesPane(this.pane, it ? sliceProperties(this.model, it, (x) => this._linked(x)) : null, () => this.inspect(null));
+    propertiesPane(this.pane, it ? sliceProperties(this.model, it, (x) => this._linked(x)) : null, () =>
+      this.inspect(null)
+    );
   }
 
-  _x2t(x) { const w = this.width - LABEL_W; return this.view[0] + ((x - LABEL_W) / w) * (this.view[1] - this.view[0]); }
-  _t2x(t) { return LABEL_W + ((t - this.view[0]) / (this.view[1] - this.view[0])) * (this.width - LABEL_W); }
+  _x2t(x) {
+    const w = this.width - LABEL_W;
+    return this.view[0] + ((x - LABEL_W) / w) * (this.view[1] - this.view[0]);
+  }
+  _t2x(t) {
+    return LABEL_W + ((t - this.view[0]) / (this.view[1] - this.view[0])) * (this.width - LABEL_W);
+  }
 
   _bind() {
     const c = this.canvas;
-    const pos = (e) => { const r = c.getBoundingClientRect(); return [e.clientX - r.left, e.clientY - r.top]; };
+    const pos = (e) => {
+      const r = c.getBoundingClientRect();
+      return [e.clientX - r.left, e.clientY - r.top];
+    };
     c.addEventListener("wheel", (e) => this._wheel(e, pos(e)[0]), { passive: false });
     const drag = this._bindDrag(pos);
-    c.addEventListener("mousemove", (e) => { if (!drag.active || !drag.active.moved) this._hover(...pos(e)); });
+    c.addEventListener("mousemove", (e) => {
+      if (!drag.active || !drag.active.moved) this._hover(...pos(e));
+    });
     c.addEventListener("mouseleave", () => {
       this.tip.style.display = "none";
-      if (this.hover) { this.hover = null; this._drawOverlay(); }
+      if (this.hover) {
+        this.hover = null;
+        this._drawOverlay();
+      }
       this._lastPos = null;
     });
-    c.addEventListener("dblclick", () => { this.view = [...this.full]; this.draw(); });
+    c.addEventListener("dblclick", () => {
+      this.view = [...this.full];
+      this.draw();
+    });
     this.wrap.addEventListener("keydown", (e) => this._key(e));
     this._lastPos = null;
     // The canvas follows its container (a sidebar toggled, the window resized, a file tab's height).
@@ -288,8 +367,11 @@ export class Timeline {
     else if (k === "a") this.pan(-0.1 * fast);
     else if (k === "d") this.pan(0.1 * fast);
     else if (k === "f" && this.selection) this.showRange(this.selection.t0, this.selection.t1, { select: false });
-    else if (k === "escape") { this.select(null); this.highlight(null); this.inspect(null); }
-    else return;
+    else if (k === "escape") {
+      this.select(null);
+      this.highlight(null);
+      this.inspect(null);
+    } else return;
     // Handled here: not a notebook shortcut (A would insert a cell, D D delete one).
     e.preventDefault();
     e.stopPropagation();
@@ -302,7 +384,9 @@ export class Timeline {
     return hitAt(this.rows, y, this._x2t(x), tol);
   }
 
-  _name(it) { return sliceName(this.model, it); }
+  _name(it) {
+    return sliceName(this.model, it);
+  }
 
   _hover(x, y) {
     this._lastPos = [x, y];
@@ -312,10 +396,16 @@ export class Timeline {
       this.hover = item;
       this._drawOverlay();
     }
-    if (!hit) { this.tip.style.display = "none"; return; }
+    if (!hit) {
+      this.tip.style.display = "none";
+      return;
+    }
     this.tip.textContent = "";
     const lines = tooltipLines(this.model, hit, (it) => this._linked(it));
-    lines.forEach((l, n) => { if (n) this.tip.append(document.createElement("br")); this.tip.append(document.createTextNode(l)); });
+    lines.forEach((l, n) => {
+      if (n) this.tip.append(document.createElement("br"));
+      this.tip.append(document.createTextNode(l));
+    });
     this.tip.style.display = "block";
     this._placeTip(x, y);
   }
@@ -323,11 +413,16 @@ export class Timeline {
   /** Put the tooltip beside the pointer, inside the timeline's box and the window: flipped
    * above the pointer on the lower lanes, left of it near the right edge. */
   _placeTip(x, y) {
-    const el = this.el.getBoundingClientRect(), cv = this.canvas.getBoundingClientRect();
-    const tw = this.tip.offsetWidth, th = this.tip.offsetHeight;
-    const px = cv.left + x, py = cv.top + y;       // the pointer, in window coordinates
-    const right = Math.min(el.right, window.innerWidth), bottom = Math.min(el.bottom, window.innerHeight);
-    const top = Math.max(el.top, 0), left = Math.max(el.left, 0);
+    const el = this.el.getBoundingClientRect(),
+      cv = this.canvas.getBoundingClientRect();
+    const tw = this.tip.offsetWidth,
+      th = this.tip.offsetHeight;
+    const px = cv.left + x,
+      py = cv.top + y; // the pointer, in window coordinates
+    const right = Math.min(el.right, window.innerWidth),
+      bottom = Math.min(el.bottom, window.innerHeight);
+    const top = Math.max(el.top, 0),
+      left = Math.max(el.left, 0);
     let cx = px + 14;
     if (cx + tw > right) cx = px - 14 - tw;
     cx = Math.max(left, Math.min(cx, right - tw));
@@ -350,7 +445,8 @@ export class Timeline {
       const r = rowAt(this.rows, y);
       if (r && r.row.kind === "lane" && r.row.lane.levels.length > 1) {
         const key = r.row.lane.key;
-        if (this.collapsed.has(key)) this.collapsed.delete(key); else this.collapsed.add(key);
+        if (this.collapsed.has(key)) this.collapsed.delete(key);
+        else this.collapsed.add(key);
         this.draw();
       }
       return;
@@ -365,21 +461,27 @@ export class Timeline {
   }
 
   /** What ran in [t0, t1] (lanes.js: summarize). */
-  summarize(t0, t1) { return summarize(this.model, this.data, t0, t1); }
+  summarize(t0, t1) {
+    return summarize(this.model, this.data, t0, t1);
+  }
 
   /** The selected range's bar under the lanes (timeline_panes.js). */
   _selBar() {
     const sel = this.selection;
-    selectionBar(this.selBar, sel, { onRange: this.onRange, zoom: () => this.showRange(sel.t0, sel.t1, { select: false }),
-      clear: () => this.select(null) });
+    selectionBar(this.selBar, sel, {
+      onRange: this.onRange,
+      zoom: () => this.showRange(sel.t0, sel.t1, { select: false }),
+      clear: () => this.select(null),
+    });
   }
 
   /** The lane height factor that fills the `fill` element's height (a file tab), 1 without it. */
   _fillScale() {
     if (!this.fill) return 1;
-    const f = this.fill.getBoundingClientRect(), w = this.wrap.getBoundingClientRect();
-    const below = [...this.el.children].filter((c) => c !== this.tip && c !== this.selBar && c !== this.pane
-      && c.getBoundingClientRect().top > w.top)
+    const f = this.fill.getBoundingClientRect(),
+      w = this.wrap.getBoundingClientRect();
+    const below = [...this.el.children]
+      .filter((c) => c !== this.tip && c !== this.selBar && c !== this.pane && c.getBoundingClientRect().top > w.top)
       .reduce((a, c) => a + c.offsetHeight, 0);
     const avail = f.bottom - w.top - below - 16;
     const base = this.rows.reduce((a, r) => a + r.levels * (r.lh / this.scale), 0) || 1;
@@ -390,7 +492,7 @@ export class Timeline {
   draw() {
     const c = this.canvas;
     const cw = this.wrap.clientWidth;
-    if (!cw && this.width) return;         // hidden (another tab): drawn when shown
+    if (!cw && this.width) return; // hidden (another tab): drawn when shown
     const width = Math.max(300, cw || 900);
     this.scale = this._fillScale();
     this._rows();
@@ -398,8 +500,10 @@ export class Timeline {
     const dpr = window.devicePixelRatio || 1;
     this.width = width;
     if (c.width !== Math.round(width * dpr) || c.height !== Math.round(height * dpr)) {
-      c.width = Math.round(width * dpr); c.height = Math.round(height * dpr);
-      c.style.width = `${width}px`; c.style.height = `${height}px`;
+      c.width = Math.round(width * dpr);
+      c.height = Math.round(height * dpr);
+      c.style.width = `${width}px`;
+      c.style.height = `${height}px`;
     }
     const ctx = c.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -420,16 +524,20 @@ export class Timeline {
 
   /** The pointer's layer: the hovered launch's link and the selected range. */
   _drawOverlay() {
-    const c = this.over, base = this.canvas;
+    const c = this.over,
+      base = this.canvas;
     if (!this.width || !this._colors) return;
     if (c.width !== base.width || c.height !== base.height) {
-      c.width = base.width; c.height = base.height;
-      c.style.width = base.style.width; c.style.height = base.style.height;
+      c.width = base.width;
+      c.height = base.height;
+      c.style.width = base.style.width;
+      c.style.height = base.style.height;
     }
     const dpr = window.devicePixelRatio || 1;
     const ctx = c.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const width = this.width, height = c.height / dpr;
+    const width = this.width,
+      height = c.height / dpr;
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px var(--jp-ui-font-family, sans-serif)";
     paintOverlay(this, ctx, width, height, this._colors);
