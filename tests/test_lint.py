@@ -1,6 +1,7 @@
 """The linters, run by the test command so that CI (which runs only ``python -m pytest``) keeps
 the code clean: ruff (rules in pyproject.toml), mypy on ``kernelscope/`` (its settings there too)
-and biome on ``js/`` (``js/biome.jsonc``). Each fails with the linter's own report."""
+and biome on ``js/`` (``js/biome.jsonc``: its linter, and its formatter as a check). Each fails
+with the linter's own report."""
 import pathlib
 import shutil
 import subprocess
@@ -42,4 +43,7 @@ def test_biome_is_clean():
         node = "npm is missing: install Node.js" if shutil.which("npm") is None else "run npm install in js/"
         pytest.fail(f"biome is not installed ({biome}): {node}")
     r = _run([str(biome), "lint", "--error-on-warnings", "."], cwd=js)
+    assert "Checked" in r.stdout + r.stderr
+    # The formatter too: code it would lay out otherwise fails (fix: biome format --write . in js/).
+    r = _run([str(biome), "format", "."], cwd=js)
     assert "Checked" in r.stdout + r.stderr

@@ -15,8 +15,12 @@ import { MIME_TYPE, fromMime } from "../view/data.js";
 // shown: JupyterLab starts without it, and a session that shows no report never loads it.
 let view = null;
 function loadView() {
-  view = view || import(/* webpackChunkName: "kernelscope-view" */ "../view/report.js")
-    .catch((err) => { view = null; throw err; });   // a failed fetch is tried again next time
+  view =
+    view
+    || import(/* webpackChunkName: "kernelscope-view" */ "../view/report.js").catch((err) => {
+      view = null;
+      throw err;
+    }); // a failed fetch is tried again next time
   return view;
 }
 
@@ -32,7 +36,7 @@ const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 const RANK = -20;
 const CMD_PROFILE = "kernelscope:profile-cell";
 const FILE_TYPE = "kernelscope-trace";
-const FILES_OPTION = "kernelscopeFiles";   // page config: the file names our server route reads
+const FILES_OPTION = "kernelscopeFiles"; // page config: the file names our server route reads
 const LOAD_EXTENSION = "get_ipython().extension_manager.load_extension('kernelscope')";
 // How long to wait for a live widget, when a kernel is there, before showing the saved report.
 const WIDGET_WAIT_MS = 4000;
@@ -72,20 +76,34 @@ class ReportRenderer extends Panel {
     const r = this._widgetRenderer(model);
     const shown = this._watch(r, () => r.widgets.length > 0);
     let timer;
-    const first = await Promise.race([shown,
-      new Promise((res) => { timer = setTimeout(() => res(null), this._hasKernel() ? WIDGET_WAIT_MS : 0); })]);
+    const first = await Promise.race([
+      shown,
+      new Promise((res) => {
+        timer = setTimeout(() => res(null), this._hasKernel() ? WIDGET_WAIT_MS : 0);
+      }),
+    ]);
     clearTimeout(timer);
-    if (first === true) { this._showLive(r, payload); return; }
+    if (first === true) {
+      this._showLive(r, payload);
+      return;
+    }
     await this._showSaved(payload);
-    if (first === false) { r.dispose(); return; }
+    if (first === false) {
+      r.dispose();
+      return;
+    }
     // Re-attach: swap in the live report once it has drawn (no "loading" flash over the saved one).
-    const drawnIn = (w) => this._watch(w, () => w.widgets.length > 0 && !!w.node.querySelector(".ks-root:not(.ks-loading)"));
+    const drawnIn = (w) =>
+      this._watch(w, () => w.widgets.length > 0 && !!w.node.querySelector(".ks-root:not(.ks-loading)"));
     let live = r;
     let drawn = drawnIn(r);
     // Before the session connects, ipywidgets' renderers have no widget manager, and it gives
     // its manager only to renderers that are direct children of an output: once it replaces its
     // renderer factory with one bound to the manager, render the widget again with that one.
-    const next = await Promise.race([drawn.then((ok) => ({ ok })), this._newFactory(rm, factory).then(() => ({ fresh: true }))]);
+    const next = await Promise.race([
+      drawn.then((ok) => ({ ok })),
+      this._newFactory(rm, factory).then(() => ({ fresh: true })),
+    ]);
     if (next.fresh && !this.isDisposed) {
       r.dispose();
       live = this._widgetRenderer(model);
@@ -123,7 +141,13 @@ class ReportRenderer extends Panel {
   _watch(r, ready) {
     return new Promise((resolve) => {
       let obs = null;
-      const done = (v) => { if (obs) { obs.disconnect(); this._watches.delete(obs); } resolve(v); };
+      const done = (v) => {
+        if (obs) {
+          obs.disconnect();
+          this._watches.delete(obs);
+        }
+        resolve(v);
+      };
       const check = () => {
         if (this.isDisposed || r.isDisposed) return done(false);
         if (ready()) return done(true);
@@ -145,12 +169,18 @@ class ReportRenderer extends Panel {
 
   /** The live widget in place of the saved report. */
   _showLive(r, payload) {
-    if (this._saved) { this._saved.dispose(); this._saved = null; }
+    if (this._saved) {
+      this._saved.dispose();
+      this._saved = null;
+    }
     r.show();
     // kernelscope closes a widget when its report is shown again elsewhere or its cell runs
     // again: an output still on screen then keeps the report, drawn from its saved data.
     const view = r.widgets[0];
-    if (view) view.disposed.connect(() => { if (!this.isDisposed && !r.isDisposed) this._showSaved(payload); });
+    if (view)
+      view.disposed.connect(() => {
+        if (!this.isDisposed && !r.isDisposed) this._showSaved(payload);
+      });
   }
 
   /** The report from the output's own data: no kernel (yet), or its live widget has been closed. */
@@ -182,8 +212,12 @@ class ReportRenderer extends Panel {
 }
 
 function rendererFactory(ctx) {
-  return { safe: true, mimeTypes: [MIME_TYPE], defaultRank: RANK,
-    createRenderer: (options) => new ReportRenderer(options, ctx) };
+  return {
+    safe: true,
+    mimeTypes: [MIME_TYPE],
+    defaultRank: RANK,
+    createRenderer: (options) => new ReportRenderer(options, ctx),
+  };
 }
 
 /** A tab showing a trace or report file, parsed by the server extension (no kernel needed). */
@@ -210,7 +244,8 @@ class TraceView extends Widget {
       const trace = isTrace ? { fetch: () => this._fetchFile(settings) } : null;
       // Another window of a trace too big for one view: the server reads it from the same file.
       const fetchWindow = async (from, until, kernel) => {
-        const q = `&window=1&from_us=${from ?? ""}&until_us=${until ?? ""}`
+        const q =
+          `&window=1&from_us=${from ?? ""}&until_us=${until ?? ""}`
           + (kernel ? `&kernel=${encodeURIComponent(kernel)}` : "");
         const r = await ServerConnection.makeRequest(url + q, {}, settings);
         const b = await r.json();
@@ -235,8 +270,12 @@ class TraceView extends Widget {
 
 // The server reads the file itself: the document context need not download it.
 class NoContentModelFactory extends TextModelFactory {
-  get name() { return "kernelscope-file"; }
-  get fileFormat() { return null; }
+  get name() {
+    return "kernelscope-file";
+  }
+  get fileFormat() {
+    return null;
+  }
 }
 
 class TraceFactory extends ABCWidgetFactory {
@@ -335,14 +374,24 @@ const filePlugin = {
     const pattern = PageConfig.getOption(FILES_OPTION);
     if (!pattern) console.warn("kernelscope: the server extension is not enabled; trace files open as text");
     app.docRegistry.addFileType({
-      name: FILE_TYPE, displayName: "kernelscope trace", extensions: [], pattern: pattern || undefined,
-      mimeTypes: ["application/json"], contentType: "file", fileFormat: "text",
+      name: FILE_TYPE,
+      displayName: "kernelscope trace",
+      extensions: [],
+      pattern: pattern || undefined,
+      mimeTypes: ["application/json"],
+      contentType: "file",
+      fileFormat: "text",
     });
     app.docRegistry.addModelFactory(new NoContentModelFactory());
-    app.docRegistry.addWidgetFactory(new TraceFactory({
-      name: "kernelscope report", modelName: "kernelscope-file", fileTypes: [FILE_TYPE],
-      defaultFor: [FILE_TYPE], readOnly: true,
-    }));
+    app.docRegistry.addWidgetFactory(
+      new TraceFactory({
+        name: "kernelscope report",
+        modelName: "kernelscope-file",
+        fileTypes: [FILE_TYPE],
+        defaultFor: [FILE_TYPE],
+        readOnly: true,
+      })
+    );
   },
 };
 

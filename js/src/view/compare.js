@@ -1,4 +1,4 @@
-// The comparison view (ks.compare; payload: kernelscope/render/compare_view.py): the two runs by
+// The comparison view (ks.compare; payload: kernelscope/view/compare.py): the two runs by
 // name, the overall change, and every kernel with its time on each side, sortable and filterable.
 // Every number and word comes formatted from Python ("–" where a kernel did not run on a side);
 // the raw numbers beside the text only order the rows.
@@ -12,30 +12,68 @@ export function renderCompare(el, model, _opts = {}) {
   const [lb, la] = hd.labels || ["before", "after"];
   const root = h("div", { class: "ks-root ks-compare", "data-kernelscope-version": String(hd.version) });
   el.append(root);
-  root.append(h("div", { class: "ks-title" },
-    h("span", { class: "ks-brand", text: "kernelscope comparison" }),
-    h("span", { class: "ks-compare-side", "data-side": "before", text: lb, title: lb }),
-    h("span", { class: "ks-compare-arrow", text: "→" }),
-    h("span", { class: "ks-compare-side", "data-side": "after", text: la, title: la }),
-    hd.runs_note ? h("span", { class: "ks-note", text: ` (${hd.runs_note})` }) : null));
+  root.append(
+    h(
+      "div",
+      { class: "ks-title" },
+      h("span", { class: "ks-brand", text: "kernelscope comparison" }),
+      h("span", { class: "ks-compare-side", "data-side": "before", text: lb, title: lb }),
+      h("span", { class: "ks-compare-arrow", text: "→" }),
+      h("span", { class: "ks-compare-side", "data-side": "after", text: la, title: la }),
+      hd.runs_note ? h("span", { class: "ks-note", text: ` (${hd.runs_note})` }) : null
+    )
+  );
   if (hd.warning) root.append(h("div", { class: "ks-compare-warning", role: "alert", text: hd.warning }));
   root.append(overallTable(hd, lb, la));
   const notes = [hd.noise_note, ...(hd.notes || []).filter((n) => n !== hd.warning)].filter(Boolean);
-  if (notes.length) root.append(h("ul", { class: "ks-notes" }, notes.map((n) => h("li", { text: n }))));
+  if (notes.length)
+    root.append(
+      h(
+        "ul",
+        { class: "ks-notes" },
+        notes.map((n) => h("li", { text: n }))
+      )
+    );
   const table = new CompareTable(hd, lb, la);
   root.append(table.el, legend(hd), backendTable(hd, lb, la));
   return { root, table, setFilter: (q) => table.setFilter(q), sortBy: (k) => table.sortBy(k), setSelection() {} };
 }
 
 function overallTable(hd, lb, la) {
-  return h("table", { class: "ks-static-table ks-compare-overall" },
-    h("thead", {}, h("tr", {}, h("th", { text: "" }), h("th", { class: "ks-num", text: lb, title: lb }),
-      h("th", { class: "ks-num", text: la, title: la }), h("th", { class: "ks-num", text: "change" }),
-      h("th", { class: "ks-num", text: "ratio" }), h("th", { text: "" }))),
-    h("tbody", {}, (hd.overall || []).map((r) => h("tr", { "data-metric": r.metric },
-      h("td", { text: r.label }), h("td", { class: "ks-num", text: r.before_text }),
-      h("td", { class: "ks-num", text: r.after_text }), h("td", { class: "ks-num", text: r.change_text }),
-      h("td", { class: "ks-num", text: r.ratio_text }), h("td", { class: "ks-note", text: r.noise_text || "" })))));
+  return h(
+    "table",
+    { class: "ks-static-table ks-compare-overall" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { text: "" }),
+        h("th", { class: "ks-num", text: lb, title: lb }),
+        h("th", { class: "ks-num", text: la, title: la }),
+        h("th", { class: "ks-num", text: "change" }),
+        h("th", { class: "ks-num", text: "ratio" }),
+        h("th", { text: "" })
+      )
+    ),
+    h(
+      "tbody",
+      {},
+      (hd.overall || []).map((r) =>
+        h(
+          "tr",
+          { "data-metric": r.metric },
+          h("td", { text: r.label }),
+          h("td", { class: "ks-num", text: r.before_text }),
+          h("td", { class: "ks-num", text: r.after_text }),
+          h("td", { class: "ks-num", text: r.change_text }),
+          h("td", { class: "ks-num", text: r.ratio_text }),
+          h("td", { class: "ks-note", text: r.noise_text || "" })
+        )
+      )
+    )
+  );
 }
 
 // Columns: how each sorts (its raw value) and what it shows (the text Python formatted).
@@ -44,11 +82,34 @@ function columns(lb, la) {
   return [
     { key: "kernel", label: "Kernel", left: true, sort: (r) => r.short_name.toLowerCase() },
     { key: "backend", label: "Backend", left: true, sort: (r) => r.backend.toLowerCase() },
-    { key: "launches", label: "Launches", title: `launches per run, ${lb} → ${la}`,
-      sort: (r) => orNone(r.launches_after ?? r.launches_before), text: (r) => r.launches_text },
-    { key: "before", label: lb, title: `kernel time per run in ${lb} (CUPTI)`, sort: (r) => orNone(r.total_before_us), text: (r) => r.before_text },
-    { key: "after", label: la, title: `kernel time per run in ${la} (CUPTI)`, sort: (r) => orNone(r.total_after_us), text: (r) => r.after_text },
-    { key: "change", label: "Change", title: `${la} minus ${lb}`, sort: (r) => r.change_us, text: (r) => r.change_text },
+    {
+      key: "launches",
+      label: "Launches",
+      title: `launches per run, ${lb} → ${la}`,
+      sort: (r) => orNone(r.launches_after ?? r.launches_before),
+      text: (r) => r.launches_text,
+    },
+    {
+      key: "before",
+      label: lb,
+      title: `kernel time per run in ${lb} (CUPTI)`,
+      sort: (r) => orNone(r.total_before_us),
+      text: (r) => r.before_text,
+    },
+    {
+      key: "after",
+      label: la,
+      title: `kernel time per run in ${la} (CUPTI)`,
+      sort: (r) => orNone(r.total_after_us),
+      text: (r) => r.after_text,
+    },
+    {
+      key: "change",
+      label: "Change",
+      title: `${la} minus ${lb}`,
+      sort: (r) => r.change_us,
+      text: (r) => r.change_text,
+    },
     { key: "ratio", label: "Ratio", title: `${la} / ${lb}`, sort: (r) => orNone(r.ratio), text: (r) => r.ratio_text },
     { key: "status", label: "Status", left: true, sort: (r) => r.status },
     { key: "bar", label: "faster ← → slower", nosort: true },
@@ -63,48 +124,90 @@ class CompareTable {
     // null: the order Python sent (largest change first, either way).
     this.state = { sort: null, desc: true, filter: "", status: "" };
     const statuses = [...new Set(this.rows.map((r) => r.status))];
-    this.filterInput = h("input", { class: "ks-filter", type: "search", placeholder: "filter kernels, backends…",
-      "aria-label": "filter kernels" });
-    this.filterInput.addEventListener("input", () => { this.state.filter = this.filterInput.value; this.refresh(); });
-    this.statusSelect = h("select", { class: "ks-status-filter", "aria-label": "status" },
+    this.filterInput = h("input", {
+      class: "ks-filter",
+      type: "search",
+      placeholder: "filter kernels, backends…",
+      "aria-label": "filter kernels",
+    });
+    this.filterInput.addEventListener("input", () => {
+      this.state.filter = this.filterInput.value;
+      this.refresh();
+    });
+    this.statusSelect = h(
+      "select",
+      { class: "ks-status-filter", "aria-label": "status" },
       h("option", { value: "", text: "every status" }),
-      statuses.map((s) => h("option", { value: s, text: s, title: (hd.statuses || {})[s] || null })));
-    this.statusSelect.addEventListener("change", () => { this.state.status = this.statusSelect.value; this.refresh(); });
-    this.head = h("tr", {}, this.cols.map((c) => {
-      const th = h("th", { class: `ks-cmp-h ${c.left ? "ks-left" : "ks-num"}`, "data-col": c.key, text: c.label,
-        title: [c.title, c.nosort ? null : "click to sort"].filter(Boolean).join(" · ") || null });
-      if (!c.nosort) th.addEventListener("click", () => this.sortBy(c.key));
-      return th;
-    }));
+      statuses.map((s) => h("option", { value: s, text: s, title: (hd.statuses || {})[s] || null }))
+    );
+    this.statusSelect.addEventListener("change", () => {
+      this.state.status = this.statusSelect.value;
+      this.refresh();
+    });
+    this.head = h(
+      "tr",
+      {},
+      this.cols.map((c) => {
+        const th = h("th", {
+          class: `ks-cmp-h ${c.left ? "ks-left" : "ks-num"}`,
+          "data-col": c.key,
+          text: c.label,
+          title: [c.title, c.nosort ? null : "click to sort"].filter(Boolean).join(" · ") || null,
+        });
+        if (!c.nosort) th.addEventListener("click", () => this.sortBy(c.key));
+        return th;
+      })
+    );
     this.body = h("tbody", {});
     this.status = h("div", { class: "ks-table-status" });
     this.scale = Math.max(0, ...this.rows.map((r) => Math.abs(r.change_us || 0)));
-    this.el = h("div", { class: "ks-compare-kernels" },
+    this.el = h(
+      "div",
+      { class: "ks-compare-kernels" },
       h("div", { class: "ks-toolbar" }, this.filterInput, this.statusSelect),
-      h("div", { class: "ks-compare-scroll" }, h("table", { class: "ks-compare-table" }, h("thead", {}, this.head), this.body)),
-      this.status);
+      h(
+        "div",
+        { class: "ks-compare-scroll" },
+        h("table", { class: "ks-compare-table" }, h("thead", {}, this.head), this.body)
+      ),
+      this.status
+    );
     this.refresh();
   }
 
-  setFilter(q) { this.filterInput.value = q; this.state.filter = q; this.refresh(); }
+  setFilter(q) {
+    this.filterInput.value = q;
+    this.state.filter = q;
+    this.refresh();
+  }
 
   sortBy(key) {
     if (this.state.sort === key) this.state.desc = !this.state.desc;
-    else { this.state.sort = key; this.state.desc = !["kernel", "backend", "status"].includes(key); }
+    else {
+      this.state.sort = key;
+      this.state.desc = !["kernel", "backend", "status"].includes(key);
+    }
     this.refresh();
   }
 
   refresh() {
     const { sort, desc, filter, status } = this.state;
     const q = filter.trim().toLowerCase();
-    let rows = this.rows.filter((r) => (!status || r.status === status) && (!q
-      || r.short_name.toLowerCase().includes(q) || r.backend.toLowerCase().includes(q)
-      || r.names.some((n) => n.toLowerCase().includes(q))));
+    let rows = this.rows.filter(
+      (r) =>
+        (!status || r.status === status)
+        && (!q
+          || r.short_name.toLowerCase().includes(q)
+          || r.backend.toLowerCase().includes(q)
+          || r.names.some((n) => n.toLowerCase().includes(q)))
+    );
     const col = this.cols.find((c) => c.key === sort);
     if (col) {
       const sign = desc ? -1 : 1;
-      rows = rows.map((r, i) => [col.sort(r), i, r])
-        .sort((x, y) => (x[0] < y[0] ? -sign : x[0] > y[0] ? sign : x[1] - y[1])).map((x) => x[2]);
+      rows = rows
+        .map((r, i) => [col.sort(r), i, r])
+        .sort((x, y) => (x[0] < y[0] ? -sign : x[0] > y[0] ? sign : x[1] - y[1]))
+        .map((x) => x[2]);
     }
     for (const th of this.head.children) {
       const key = th.getAttribute("data-col");
@@ -122,16 +225,27 @@ class CompareTable {
 
   _row(r) {
     const hd = this.hd;
-    const badge = r.match === "short_name+backend"
-      ? h("span", { class: "ks-cmp-badge", text: "≈", title: (hd.matches || {})[r.match] || null }) : null;
+    const badge =
+      r.match === "short_name+backend"
+        ? h("span", { class: "ks-cmp-badge", text: "≈", title: (hd.matches || {})[r.match] || null })
+        : null;
     const cells = this.cols.map((c) => {
       if (c.key === "kernel") {
-        return h("td", { class: "ks-left ks-cmp-name", title: r.names.join("\n") }, r.short_name, badge ? " " : null, badge);
+        return h(
+          "td",
+          { class: "ks-left ks-cmp-name", title: r.names.join("\n") },
+          r.short_name,
+          badge ? " " : null,
+          badge
+        );
       }
       if (c.key === "backend") return h("td", { class: "ks-left", text: r.backend });
       if (c.key === "status") {
-        return h("td", { class: `ks-left ks-cmp-status ks-cmp-${r.status.replace(/\s+/g, "-")}`, text: r.status,
-          title: (hd.statuses || {})[r.status] || null });
+        return h("td", {
+          class: `ks-left ks-cmp-status ks-cmp-${r.status.replace(/\s+/g, "-")}`,
+          text: r.status,
+          title: (hd.statuses || {})[r.status] || null,
+        });
       }
       if (c.key === "bar") return h("td", {}, bar(r, this.scale, hd.bar_colors || {}));
       const text = c.text(r);
@@ -148,27 +262,66 @@ function bar(r, scale, colors) {
   const w = Math.min(50, (Math.abs(r.change_us) / scale) * 50);
   const quiet = r.status === "within noise" || r.status === "same";
   const color = quiet ? colors.neutral : r.change_us > 0 ? colors.slower : colors.faster;
-  box.append(h("div", { class: "ks-cmp-fill",
-    style: `left:${r.change_us < 0 ? 50 - w : 50}%;width:${w}%;background:${safeColor(color)}` }));
+  box.append(
+    h("div", {
+      class: "ks-cmp-fill",
+      style: `left:${r.change_us < 0 ? 50 - w : 50}%;width:${w}%;background:${safeColor(color)}`,
+    })
+  );
   return box;
 }
 
 function legend(hd) {
   const m = hd.matches || {};
   const s = hd.statuses || {};
-  return h("div", { class: "ks-compare-legend ks-note" },
-    h("span", { class: "ks-cmp-badge", text: "≈" }), ` ${m["short_name+backend"] || ""}`, h("br"),
-    `${hd.absent || "–"}: the kernel did not run on that side (new: ${s.new || ""}; gone: ${s.gone || ""}).`);
+  return h(
+    "div",
+    { class: "ks-compare-legend ks-note" },
+    h("span", { class: "ks-cmp-badge", text: "≈" }),
+    ` ${m["short_name+backend"] || ""}`,
+    h("br"),
+    `${hd.absent || "–"}: the kernel did not run on that side (new: ${s.new || ""}; gone: ${s.gone || ""}).`
+  );
 }
 
 function backendTable(hd, lb, la) {
   const rows = hd.backends || [];
   if (!rows.length) return null;
-  return h("details", { class: "ks-compare-backends" }, h("summary", { text: "By backend" }),
-    h("table", { class: "ks-static-table" },
-      h("thead", {}, h("tr", {}, h("th", { text: "backend" }), h("th", { class: "ks-num", text: lb }),
-        h("th", { class: "ks-num", text: la }), h("th", { class: "ks-num", text: "change" }), h("th", { class: "ks-num", text: "ratio" }))),
-      h("tbody", {}, rows.map((r) => h("tr", {}, h("td", { text: r.backend }), h("td", { class: "ks-num", text: r.before_text }),
-        h("td", { class: "ks-num", text: r.after_text }), h("td", { class: "ks-num", text: r.change_text }),
-        h("td", { class: "ks-num", text: r.ratio_text }))))));
+  return h(
+    "details",
+    { class: "ks-compare-backends" },
+    h("summary", { text: "By backend" }),
+    h(
+      "table",
+      { class: "ks-static-table" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { text: "backend" }),
+          h("th", { class: "ks-num", text: lb }),
+          h("th", { class: "ks-num", text: la }),
+          h("th", { class: "ks-num", text: "change" }),
+          h("th", { class: "ks-num", text: "ratio" })
+        )
+      ),
+      h(
+        "tbody",
+        {},
+        rows.map((r) =>
+          h(
+            "tr",
+            {},
+            h("td", { text: r.backend }),
+            h("td", { class: "ks-num", text: r.before_text }),
+            h("td", { class: "ks-num", text: r.after_text }),
+            h("td", { class: "ks-num", text: r.change_text }),
+            h("td", { class: "ks-num", text: r.ratio_text })
+          )
+        )
+      )
+    )
+  );
 }

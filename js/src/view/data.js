@@ -1,21 +1,24 @@
-// Decoding the view model (kernelscope/render/view.py): a JSON header plus one buffer of
+// Decoding the view model (kernelscope/view/codec.py): a JSON header plus one buffer of
 // little-endian typed-array columns, packed together and gzipped. Columns are zero-copy views
 // into the inflated buffer.
 
 export const MIME_TYPE = "application/vnd.kernelscope.report.v1+json";
-// The MIME entry's layout (kernelscope.render.view.PAYLOAD_FORMAT); entries without a format
+// The MIME entry's layout (kernelscope.view.codec.PAYLOAD_FORMAT); entries without a format
 // are the first layout, which notebooks saved before still hold.
 const PAYLOAD_FORMAT = 2;
 
 const ARRAYS = { f64: Float64Array, f32: Float32Array, i32: Int32Array };
 
-/** Times sent as int32 nanoseconds (kernelscope.render.view._encode_time) back to microseconds:
+/** Times sent as int32 nanoseconds (kernelscope.view.codec._encode_time) back to microseconds:
  * "t32" holds each row's step from the one before (from c.base_ns), "q32" the values. */
 function nanoseconds(q, c) {
   const out = new Float64Array(q.length);
   if (c.type === "t32") {
-    let acc = c.base_ns || 0;   // integer ns: exact up to 2**53 (104 days)
-    for (let i = 0; i < q.length; i++) { acc += q[i]; out[i] = acc / 1000; }
+    let acc = c.base_ns || 0; // integer ns: exact up to 2**53 (104 days)
+    for (let i = 0; i < q.length; i++) {
+      acc += q[i];
+      out[i] = acc / 1000;
+    }
   } else {
     for (let i = 0; i < q.length; i++) out[i] = q[i] / 1000;
   }
@@ -42,7 +45,8 @@ export function decodeBuffer(header, buffer, base = 0) {
   }
   // Notebooks saved before the launch shape was called a shape name it "config".
   if (!header.shapes && header.configs) header.shapes = header.configs.map((c) => ({ ...c, shape: c.config }));
-  if (tables.kernels && !tables.kernels.cols.shape && tables.kernels.cols.config) tables.kernels.cols.shape = tables.kernels.cols.config;
+  if (tables.kernels && !tables.kernels.cols.shape && tables.kernels.cols.config)
+    tables.kernels.cols.shape = tables.kernels.cols.config;
   return { header, tables };
 }
 
@@ -68,7 +72,7 @@ function fromBase64(text) {
 }
 
 /**
- * From a packed blob (kernelscope.render.view.pack: gzip of u32 header length, header JSON,
+ * From a packed blob (kernelscope.view.codec.pack: gzip of u32 header length, header JSON,
  * padding to 8, columns), as the widget's `data` trait (a DataView) or the MIME entry holds it.
  */
 export async function fromPacked(bytes) {
@@ -84,7 +88,9 @@ export async function fromPacked(bytes) {
 export async function fromMime(payload) {
   if (payload && payload.format === PAYLOAD_FORMAT) return fromPacked(fromBase64(payload.data));
   if (payload && payload.format !== undefined) {
-    throw new Error(`report payload format ${payload.format} is newer than this kernelscope reads; upgrade kernelscope`);
+    throw new Error(
+      `report payload format ${payload.format} is newer than this kernelscope reads; upgrade kernelscope`
+    );
   }
   if (!payload || !payload.header) throw new Error("not a kernelscope report payload");
   // The first layout: a plain JSON header beside the gzipped column buffer.

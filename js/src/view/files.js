@@ -1,6 +1,8 @@
 // Handing data to the user from the view: a file download (CSV export, the raw trace for
 // Perfetto) and the clipboard (a kernel's full name). Both work on a plain page, in the widget
-// and in JupyterLab's renderer, with no server round trip.
+// and in JupyterLab's renderer, with no server round trip. The raw trace's bytes come from the
+// host (kernelscope/view/widget.py: raw_trace_bytes, or the JupyterLab server); the CSV rows from
+// table_stats.js.
 
 /** Save `data` (string, ArrayBuffer, typed array or Blob) as a file named `name`. */
 export function download(name, data, type = "application/octet-stream") {
@@ -35,7 +37,11 @@ export async function copyText(text) {
   document.body.append(ta);
   ta.select();
   let ok = false;
-  try { ok = document.execCommand("copy"); } catch { ok = false; }
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
   ta.remove();
   return ok;
 }

@@ -1,6 +1,8 @@
 // Details-panel blocks for what the hardware measured while the run went: PM-sampled counters
 // (time-weighted over the selected launches) and warp-stall shares. Every label, meaning and
-// source comes from the payload header; nothing about counters or stalls is decided here.
+// source comes from the payload header (kernelscope/view/report.py: _counter_header, _stalls_header;
+// the figures: kernelscope/analysis/counters.py, kernelscope/analysis/stalls.py); nothing about
+// counters or stalls is decided here.
 import { h, fmtInt } from "./format.js";
 
 const COUNTER_ROWS = [
@@ -19,28 +21,55 @@ export function counterBlock(model, idx) {
   const mean = (col) => {
     const a = k.cols[col];
     if (!a) return null;
-    let s = 0, w = 0;
-    for (const i of idx) { const v = a[i]; if (!Number.isNaN(v)) { s += v * dur[i]; w += dur[i]; } }
+    let s = 0,
+      w = 0;
+    for (const i of idx) {
+      const v = a[i];
+      if (!Number.isNaN(v)) {
+        s += v * dur[i];
+        w += dur[i];
+      }
+    }
     return w > 0 ? s / w : null;
   };
-  const samples = idx.map((i) => k.cols.counter_samples ? k.cols.counter_samples[i] : NaN).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  const samples = idx
+    .map((i) => (k.cols.counter_samples ? k.cols.counter_samples[i] : NaN))
+    .filter((v) => !Number.isNaN(v))
+    .sort((a, b) => a - b);
   const med = samples.length ? samples[samples.length >> 1] : null;
   const meaning = Object.fromEntries((hd.tracks || []).map((t) => [t.column, t.meaning]));
   const rows = COUNTER_ROWS.map(([label, col, unit]) => {
     const v = mean(col);
-    const bar = unit === "%" && v !== null
-      ? h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(Math.min(100, v) * 0.8))}px;background:var(--ks-accent)` }) : null;
-    return h("tr", { "data-metric": col, title: meaning[col] || null }, h("th", { text: label }),
-      h("td", {}, bar, ` ${v === null ? "-" : unit === "%" ? `${v.toFixed(1)}%` : `${v.toFixed(0)} ${unit}`}`));
+    const bar =
+      unit === "%" && v !== null
+        ? h("span", {
+            class: "ks-bar",
+            style: `width:${Math.max(1, Math.round(Math.min(100, v) * 0.8))}px;background:var(--ks-accent)`,
+          })
+        : null;
+    return h(
+      "tr",
+      { "data-metric": col, title: meaning[col] || null },
+      h("th", { text: label }),
+      h("td", {}, bar, ` ${v === null ? "-" : unit === "%" ? `${v.toFixed(1)}%` : `${v.toFixed(0)} ${unit}`}`)
+    );
   });
   const few = med !== null && med < 4;
-  return h("div", { class: "ks-detail-block ks-counters" },
-    h("h4", { text: `Hardware counters (measured by ${hd.source}${idx.length > 1 ? `, ${idx.length} launches time-weighted` : ""})` }),
+  return h(
+    "div",
+    { class: "ks-detail-block ks-counters" },
+    h("h4", {
+      text: `Hardware counters (measured by ${hd.source}${idx.length > 1 ? `, ${idx.length} launches time-weighted` : ""})`,
+    }),
     h("table", { class: "ks-kv" }, h("tbody", {}, rows)),
-    h("p", { class: few ? "ks-note ks-warn" : "ks-note",
-      text: `${med === null ? "No samples" : `${fmtInt(med)} sample${med === 1 ? "" : "s"} per launch (median)`}`
+    h("p", {
+      class: few ? "ks-note ks-warn" : "ks-note",
+      text:
+        `${med === null ? "No samples" : `${fmtInt(med)} sample${med === 1 ? "" : "s"} per launch (median)`}`
         + (few ? ": shorter than a few samples, so these values mix with what ran next to it." : ".")
-        + " GPU-wide values: work on other streams at the same time counts too." }));
+        + " GPU-wide values: work on other streams at the same time counts too.",
+    })
+  );
 }
 
 /** Warp-stall shares of the selected kernel names (rep.stalls), with what each reason means. */
@@ -57,17 +86,45 @@ export function stallBlock(model, names) {
     w += n;
     for (const [reason, s] of Object.entries(r.shares || {})) tot[reason] = (tot[reason] || 0) + s * n;
   }
-  const shares = Object.entries(tot).map(([r, v]) => [r, w > 0 ? v / w : 0]).sort((a, b) => b[1] - a[1]).slice(0, 6);
+  const shares = Object.entries(tot)
+    .map(([r, v]) => [r, w > 0 ? v / w : 0])
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6);
   const reasons = st.reasons || {};
   const top = shares.length ? reasons[shares[0][0]] : null;
   const source = [...new Set(rows.map((r) => r.source))].join(", ");
-  return h("div", { class: "ks-detail-block ks-stalls" },
+  return h(
+    "div",
+    { class: "ks-detail-block ks-stalls" },
     h("h4", { text: `Warp stalls (${source}, ${fmtInt(w)} stall samples)` }),
     // Reasons by the one vocabulary's name (analysis/stalls.py), as Nsight Compute's deep dive,
     // the kernel table and the text name them; its words beside.
-    h("table", { class: "ks-kv" }, h("tbody", {}, shares.map(([r, s]) => h("tr", { "data-reason": r, title: (reasons[r] || {}).meaning || null },
-      h("th", { text: r }),
-      h("td", {}, h("span", { class: "ks-bar", style: `width:${Math.max(1, Math.round(s * 100))}px;background:var(--ks-accent)` }),
-        ` ${(s * 100).toFixed(0)}% ${(reasons[r] || {}).title || ""}`))))),
-    top ? h("p", { class: "ks-note", text: `Most stalls: ${top.title} (${top.meaning}). Usually helps: ${top.fix}.` }) : null);
+    h(
+      "table",
+      { class: "ks-kv" },
+      h(
+        "tbody",
+        {},
+        shares.map(([r, s]) =>
+          h(
+            "tr",
+            { "data-reason": r, title: (reasons[r] || {}).meaning || null },
+            h("th", { text: r }),
+            h(
+              "td",
+              {},
+              h("span", {
+                class: "ks-bar",
+                style: `width:${Math.max(1, Math.round(s * 100))}px;background:var(--ks-accent)`,
+              }),
+              ` ${(s * 100).toFixed(0)}% ${(reasons[r] || {}).title || ""}`
+            )
+          )
+        )
+      )
+    ),
+    top
+      ? h("p", { class: "ks-note", text: `Most stalls: ${top.title} (${top.meaning}). Usually helps: ${top.fix}.` })
+      : null
+  );
 }

@@ -16,16 +16,25 @@ function cellText(key, v) {
 
 function columns(spec, extra = {}, cells = {}) {
   return spec.map(([key, label, title]) => ({
-    key, label, title, num: !["config", "occupancy_limiter", "note", "config_source", "resources_source"].includes(key),
-    search: key === "config", text: (r) => (extra[key] ? extra[key](r) : cellText(key, r[key])), cell: cells[key],
+    key,
+    label,
+    title,
+    num: !["config", "occupancy_limiter", "note", "config_source", "resources_source"].includes(key),
+    search: key === "config",
+    text: (r) => (extra[key] ? extra[key](r) : cellText(key, r[key])),
+    cell: cells[key],
   }));
 }
 
 /** The tunings of the selected kernels: by kernel name, or (Inductor) by the CPU op they chose for
  * or the compiled kernel that runs their winner. */
 function tuningsOf(t, names, ops) {
-  return (t.tunings || []).filter((x) => names.includes(x.kernel) || (x.match_op && ops.has(x.match_op))
-    || (x.match_kernels || []).some((n) => names.includes(n)));
+  return (t.tunings || []).filter(
+    (x) =>
+      names.includes(x.kernel)
+      || (x.match_op && ops.has(x.match_op))
+      || (x.match_kernels || []).some((n) => names.includes(n))
+  );
 }
 
 /** tuningBlock(model, names, ops, { showLaunches(rows, label, kernel) }): a candidate's launch
@@ -38,29 +47,70 @@ export function tuningBlock(model, names, ops, opts = {}) {
   if (!known.length && !tunings.length) return null;
   const block = h("div", { class: "ks-detail-block ks-tuning" }, h("h4", { text: "Tuning" }));
   for (const [name, v] of known) {
-    const facts = [["produced by", v.producer], ["fused ops", v.source_ops], ["kernel source", v.kernel_source],
-      ["from its name", v.decoded], ...(v.facts || [])].filter(([, x]) => x);
-    block.append(h("table", { class: "ks-kv" }, h("tbody", {}, facts.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b }))))));
+    const facts = [
+      ["produced by", v.producer],
+      ["fused ops", v.source_ops],
+      ["kernel source", v.kernel_source],
+      ["from its name", v.decoded],
+      ...(v.facts || []),
+    ].filter(([, x]) => x);
+    block.append(
+      h(
+        "table",
+        { class: "ks-kv" },
+        h(
+          "tbody",
+          {},
+          facts.map(([a, b]) => h("tr", {}, h("th", { text: a }), h("td", { text: b })))
+        )
+      )
+    );
     const knobs = (v.knobs || []).filter((r) => r.config !== null || r.num_warps !== null || r.config_source !== null);
     if (knobs.length) {
-      block.append(h("p", { class: "ks-note", text: names.length > 1 ? `${name}: knobs of its launches` : "knobs of its launches"
-        + (v.knob_sets > knobs.length ? ` (${knobs.length} of ${v.knob_sets} sets)` : "") }),
-      sortTable(knobs, columns(t.columns.knobs), { sort: "launches", desc: true, cls: "ks-knobs" }).el);
+      block.append(
+        h("p", {
+          class: "ks-note",
+          text:
+            names.length > 1
+              ? `${name}: knobs of its launches`
+              : "knobs of its launches"
+                + (v.knob_sets > knobs.length ? ` (${knobs.length} of ${v.knob_sets} sets)` : ""),
+        }),
+        sortTable(knobs, columns(t.columns.knobs), { sort: "launches", desc: true, cls: "ks-knobs" }).el
+      );
     }
   }
   for (const x of tunings) {
     const title = `${x.tuner}: ${x.kernel}${x.shape_key ? ` at ${x.shape_key}` : ""}`;
-    const note = `${fmtInt(x.candidates)} candidates${x.shown < x.candidates ? `, the ${x.shown} fastest shown (rep.autotune has all)` : ""}`
+    const note =
+      `${fmtInt(x.candidates)} candidates${x.shown < x.candidates ? `, the ${x.shown} fastest shown (rep.autotune has all)` : ""}`
       + (x.cached ? " · measured before this region (a cache hit)" : "");
-    const launches = (r) => (r.launch_rows && r.launch_rows.length && opts.showLaunches
-      ? h("button", { class: "ks-link ks-candidate-launches", text: cellText("launches", r.launches), title: `show the launches ${r.launch_label}`,
-        onclick: () => opts.showLaunches(r.launch_rows, r.launch_label, x.kernel) })
-      : cellText("launches", r.launches));
-    const table = sortTable(x.rows, columns(t.columns.candidates, {
-      config: (r) => `${r.winner ? "★ " : ""}${r.config ?? "-"}`,
-    }, { launches }), { sort: "p50_ms", desc: false, cls: "ks-candidates", filter: x.rows.length > 8 ? "filter configs" : null });
+    const launches = (r) =>
+      r.launch_rows && r.launch_rows.length && opts.showLaunches
+        ? h("button", {
+            class: "ks-link ks-candidate-launches",
+            text: cellText("launches", r.launches),
+            title: `show the launches ${r.launch_label}`,
+            onclick: () => opts.showLaunches(r.launch_rows, r.launch_label, x.kernel),
+          })
+        : cellText("launches", r.launches);
+    const table = sortTable(
+      x.rows,
+      columns(
+        t.columns.candidates,
+        {
+          config: (r) => `${r.winner ? "★ " : ""}${r.config ?? "-"}`,
+        },
+        { launches }
+      ),
+      { sort: "p50_ms", desc: false, cls: "ks-candidates", filter: x.rows.length > 8 ? "filter configs" : null }
+    );
     table.table.setAttribute("data-tuning", String(x.tuning));
-    block.append(h("p", { class: "ks-note ks-tuning-title", text: title }), h("p", { class: "ks-note", text: note }), table.el);
+    block.append(
+      h("p", { class: "ks-note ks-tuning-title", text: title }),
+      h("p", { class: "ks-note", text: note }),
+      table.el
+    );
   }
   return block;
 }

@@ -1,16 +1,21 @@
 // The utilization strip: hardware-counter samples (CUPTI PM sampling) drawn under the timeline,
 // one row per track (SM active, tensor pipe, DRAM ...), on the timeline's own time axis. Canvas,
 // redrawn whenever the timeline redraws (its onDraw hook). Labels, units, colours and the
-// provenance note come from the payload header (kernelscope.render.view._counter_header).
+// provenance note come from the payload header (kernelscope.view.report._counter_header).
 import { h, fmtUs, fmtInt, fmtNum, safeColor } from "./format.js";
 import { str } from "./data.js";
-import { LABEL_W } from "./timeline.js";
+import { LABEL_W } from "./lanes.js";
 
 const ROW_H = 30;
 
 function lowerBound(a, x) {
-  let lo = 0, hi = a.length;
-  while (lo < hi) { const m = (lo + hi) >> 1; if (a[m] < x) lo = m + 1; else hi = m; }
+  let lo = 0,
+    hi = a.length;
+  while (lo < hi) {
+    const m = (lo + hi) >> 1;
+    if (a[m] < x) lo = m + 1;
+    else hi = m;
+  }
   return lo;
 }
 
@@ -25,22 +30,39 @@ export class UtilizationStrip {
     this.rows = [];
     if (this.t) for (let i = 0; i < this.t.rows; i++) if (str(this.t, "device", i) === dev0) this.rows.push(i);
     this.starts = Float64Array.from(this.rows, (i) => this.t.cols.start_us[i]);
-    this.tracks = tracks.filter((tr) => this.t && this.t.cols[tr.column]).map((tr) => {
-      let max = tr.max;
-      if (!max) { max = 0; for (const i of this.rows) { const v = this.t.cols[tr.column][i]; if (v > max) max = v; } max = max || 1; }
-      return { ...tr, scaleMax: max };
-    });
+    this.tracks = tracks
+      .filter((tr) => this.t && this.t.cols[tr.column])
+      .map((tr) => {
+        let max = tr.max;
+        if (!max) {
+          max = 0;
+          for (const i of this.rows) {
+            const v = this.t.cols[tr.column][i];
+            if (v > max) max = v;
+          }
+          max = max || 1;
+        }
+        return { ...tr, scaleMax: max };
+      });
     this.device = dev0;
     this.canvas = h("canvas", { class: "ks-util-canvas" });
     this.tip = h("div", { class: "ks-tip", style: "display:none" });
-    this.el = h("div", { class: "ks-util", "data-samples": String(this.rows.length) },
+    this.el = h(
+      "div",
+      { class: "ks-util", "data-samples": String(this.rows.length) },
       h("div", { class: "ks-util-wrap" }, this.canvas, this.tip),
-      h("div", { class: "ks-legend ks-util-note", text: `${dev0 || ""} hardware counters: ${this.hd ? this.hd.note : ""}` }));
+      h("div", {
+        class: "ks-legend ks-util-note",
+        text: `${dev0 || ""} hardware counters: ${this.hd ? this.hd.note : ""}`,
+      })
+    );
     this.canvas.addEventListener("mousemove", (e) => {
       const r = this.canvas.getBoundingClientRect();
       this._hover(e.clientX - r.left, e.clientY - r.top);
     });
-    this.canvas.addEventListener("mouseleave", () => { this.tip.style.display = "none"; });
+    this.canvas.addEventListener("mouseleave", () => {
+      this.tip.style.display = "none";
+    });
     this.view = [0, 1];
     this.width = 900;
   }
@@ -61,15 +83,27 @@ export class UtilizationStrip {
 
   _hover(x, y) {
     const [a, b] = this.view;
-    if (x < LABEL_W) { this.tip.style.display = "none"; return; }
+    if (x < LABEL_W) {
+      this.tip.style.display = "none";
+      return;
+    }
     const t = a + ((x - LABEL_W) / (this.width - LABEL_W)) * (b - a);
     const i = this._sampleAt(t);
-    if (i < 0) { this.tip.style.display = "none"; return; }
+    if (i < 0) {
+      this.tip.style.display = "none";
+      return;
+    }
     this.tip.textContent = "";
     const c = this.t.cols;
-    const lines = [`sample at ${fmtUs(c.start_us[i])} (${fmtUs(c.duration_us[i])})`,
-      ...this.tracks.map((tr) => `${tr.label}: ${fmtVal(c[tr.column][i], tr.unit)}`), "measured by CUPTI PM sampling"];
-    lines.forEach((l, n) => { if (n) this.tip.append(document.createElement("br")); this.tip.append(document.createTextNode(l)); });
+    const lines = [
+      `sample at ${fmtUs(c.start_us[i])} (${fmtUs(c.duration_us[i])})`,
+      ...this.tracks.map((tr) => `${tr.label}: ${fmtVal(c[tr.column][i], tr.unit)}`),
+      "measured by CUPTI PM sampling",
+    ];
+    lines.forEach((l, n) => {
+      if (n) this.tip.append(document.createElement("br"));
+      this.tip.append(document.createTextNode(l));
+    });
     this.tip.style.display = "block";
     this.tip.style.left = `${Math.min(x + 12, this.width - 220)}px`;
     this.tip.style.top = `${y + 12}px`;
@@ -81,8 +115,10 @@ export class UtilizationStrip {
     const height = this.tracks.length * ROW_H + 2;
     const dpr = window.devicePixelRatio || 1;
     if (c.width !== width * dpr || c.height !== height * dpr) {
-      c.width = width * dpr; c.height = height * dpr;
-      c.style.width = `${width}px`; c.style.height = `${height}px`;
+      c.width = width * dpr;
+      c.height = height * dpr;
+      c.style.width = `${width}px`;
+      c.style.height = `${height}px`;
     }
     const ctx = c.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -100,7 +136,8 @@ export class UtilizationStrip {
     const cols = this.t ? this.t.cols : {};
     let drawn = 0;
     this.tracks.forEach((tr, r) => {
-      const y0 = r * ROW_H + 1, hgt = ROW_H - 6;
+      const y0 = r * ROW_H + 1,
+        hgt = ROW_H - 6;
       ctx.fillStyle = fg;
       ctx.fillText(tr.label, 4, y0 + 12);
       ctx.fillStyle = fg2;
@@ -110,7 +147,8 @@ export class UtilizationStrip {
       ctx.fillStyle = safeColor(tr.color);
       const vals = cols[tr.column];
       // Several samples in one pixel column: draw their maximum once.
-      let px = -1, best = 0;
+      let px = -1,
+        best = 0;
       const flush = () => {
         if (px < 0) return;
         const hh = Math.max(0, Math.min(1, best / tr.scaleMax)) * hgt;
@@ -119,20 +157,28 @@ export class UtilizationStrip {
       };
       for (let j = j0; j < this.rows.length; j++) {
         const i = this.rows[j];
-        const s = cols.start_us[i], e = s + cols.duration_us[i];
+        const s = cols.start_us[i],
+          e = s + cols.duration_us[i];
         if (s > b) break;
         if (e < a) continue;
         const v = vals[i];
         if (Number.isNaN(v)) continue;
-        const x0 = LABEL_W + Math.max(0, (s - a) * sx), x1 = LABEL_W + Math.min(w, (e - a) * sx);
+        const x0 = LABEL_W + Math.max(0, (s - a) * sx),
+          x1 = LABEL_W + Math.min(w, (e - a) * sx);
         if (x1 - x0 >= 2) {
-          flush(); px = -1; best = 0;
+          flush();
+          px = -1;
+          best = 0;
           const hh = Math.max(0, Math.min(1, v / tr.scaleMax)) * hgt;
           ctx.fillRect(x0, y0 + hgt - hh, x1 - x0, hh);
           drawn++;
         } else {
           const p = Math.floor(x0);
-          if (p !== px) { flush(); px = p; best = v; } else if (v > best) best = v;
+          if (p !== px) {
+            flush();
+            px = p;
+            best = v;
+          } else if (v > best) best = v;
         }
       }
       flush();

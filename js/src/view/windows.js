@@ -19,41 +19,74 @@ export function windowChooser(hd, opts = {}) {
   const w = hd.window;
   const ov = w && w.overview;
   if (!ov) return null;
-  const { fetchWindow, onModel } = opts;
   const t0 = ov.start_us;
   const span = Math.max(ov.end_us - t0, 1e-9);
   const from = w.from_us ?? t0;
   const until = Math.min(w.until_us, ov.end_us);
-  const frac = (t) => Math.min(1, Math.max(0, (t - t0) / span));
+  const g = { ov, t0, span, from, until, frac: (t) => Math.min(1, Math.max(0, (t - t0) / span)) };
   const status = h("span", { class: "ks-win-status" });
-  const canvas = h("canvas", { class: "ks-win-canvas", height: String(STRIP_H) });
-  const current = h("div", { class: "ks-win-current", title: "the window this view holds",
-    style: `left:${100 * frac(from)}%;width:${Math.max(0.2, 100 * (frac(until) - frac(from)))}%` });
-  const brush = h("div", { class: "ks-win-brush", style: "display:none" });
-  const marks = (ov.gaps || []).map((g) => h("div", { class: "ks-win-gap", title: g.label,
-    style: `left:${100 * frac(g.start_us)}%;width:${Math.max(0.3, 100 * (frac(g.start_us + g.duration_us) - frac(g.start_us)))}%` }));
-  const strip = h("div", { class: "ks-win-strip", title: "the whole trace: GPU busy (top), CPU ops and runtime calls (bottom); drag a range, or click, to look at that part" },
-    canvas, ...marks, current, brush);
   const el = h("div", { class: "ks-window", "data-from-us": String(from), "data-until-us": String(until) });
   const buttons = [];
-  const choose = (a, b, kernel) => {
+  const choose = chooser(opts, el, status, buttons);
+  const { strip, canvas } = overviewStrip(g, choose);
+  const { prev, next, gapPick, kernelNext } = stepButtons(g, choose, status, buttons, opts);
+  el.append(
+    h(
+      "div",
+      { class: "ks-win-head" },
+      h("b", { text: "Window " }),
+      h("span", { class: "ks-win-range", text: `${fmtUs(from - t0)} – ${fmtUs(until - t0)} of ${fmtUs(span)}` }),
+      h("span", {
+        class: "ks-note",
+        text:
+          ` · ${fmtInt(w.launches)} of ${fmtInt(w.of_launches)} launches, `
+          + `${fmtInt(w.host_spans)} of ${fmtInt(w.of_host_spans)} CPU ops and runtime calls`,
+      }),
+      " ",
+      prev,
+      " ",
+      next,
+      " ",
+      gapPick,
+      " ",
+      kernelNext,
+      " ",
+      status
+    ),
+    strip
+  );
+  requestAnimationFrame(() => draw(canvas, ov));
+  return el;
+}
+
+/** choose(from_us, until_us, kernel): fetch that window and show it (opts.onModel), the chooser's
+ * `buttons` off meanwhile; `status` says what happens, or why it cannot. */
+function chooser({ fetchWindow, onModel }, el, status, buttons) {
+  return (a, b, kernel) => {
     if (!fetchWindow) {
-      status.textContent = "This saved view keeps the window it was saved with: another window needs the live kernel "
+      status.textContent =
+        "This saved view keeps the window it was saved with: another window needs the live kernel "
         + "(run the cell again) or the trace file (open it in JupyterLab).";
       return;
     }
     status.textContent = "loading the window…";
     el.classList.add("ks-win-loading");
     for (const b2 of buttons) b2.disabled = true;
-    fetchWindow(a, b, kernel).then((model) => {
-      if (!model) throw new Error("no data came back");
-      onModel(model);
-    }).catch((err) => {
-      el.classList.remove("ks-win-loading");
-      for (const b2 of buttons) b2.disabled = false;
-      status.textContent = `cannot get that window (${err && err.message})`;
-    });
+    fetchWindow(a, b, kernel)
+      .then((model) => {
+        if (!model) throw new Error("no data came back");
+        onModel(model);
+      })
+      .catch((err) => {
+        el.classList.remove("ks-win-loading");
+        for (const b2 of buttons) b2.disabled = false;
+        status.textContent = `cannot get that window (${err && err.message})`;
+      });
   };
+}
+
+/** The buttons: the previous / next window, the longest idle gaps, the selected kernel's next launch. */
+function stepButtons({ ov, t0, from, until }, choose, status, buttons, opts) {
   const width = until - from;
   const button = (cls, text, title, onclick, disabled) => {
     const b = h("button", { class: `ks-btn ${cls}`, text, title, onclick });
@@ -61,31 +94,83 @@ export function windowChooser(hd, opts = {}) {
     buttons.push(b);
     return b;
   };
-  const prev = button("ks-win-prev", "◀ earlier", "the window before this one", () => choose(Math.max(t0, from - width), from), from <= t0);
-  const next = button("ks-win-next", "later ▶", "the window after this one", () => choose(until, null), until >= ov.end_us);
+  const prev = button(
+    "ks-win-prev",
+    "◀ earlier",
+    "the window before this one",
+    () => choose(Math.max(t0, from - width), from),
+    from <= t0
+  );
+  const next = button(
+    "ks-win-next",
+    "later ▶",
+    "the window after this one",
+    () => choose(until, null),
+    until >= ov.end_us
+  );
   const gaps = ov.gaps || [];
-  const gapPick = gaps.length ? h("select", { class: "ks-win-gaps", title: "the longest idle gaps of the whole trace",
-    onchange: (e) => {
-      const g = gaps[Number(e.target.value)];
-      if (g) choose(Math.max(t0, g.start_us - 0.1 * width), null);
-    } }, h("option", { value: "", text: "longest idle gaps…" }), gaps.map((g, i) => h("option", { value: String(i), text: g.label })))
+  const gapPick = gaps.length
+    ? h(
+        "select",
+        {
+          class: "ks-win-gaps",
+          title: "the longest idle gaps of the whole trace",
+          onchange: (e) => {
+            const g = gaps[Number(e.target.value)];
+            if (g) choose(Math.max(t0, g.start_us - 0.1 * width), null);
+          },
+        },
+        h("option", { value: "", text: "longest idle gaps…" }),
+        gaps.map((g, i) => h("option", { value: String(i), text: g.label }))
+      )
     : null;
   if (gapPick) buttons.push(gapPick);
   // The next launch of the kernel selected in the table, after this window's start.
-  const kernelNext = button("ks-win-kernel", "selected kernel ▶", "the window from the next launch of the kernel selected in the table", () => {
-    const names = opts.selected ? opts.selected() : [];
-    if (names.length !== 1) { status.textContent = "select one kernel in the table first"; return; }
-    choose(from, null, names[0]);
+  const kernelNext = button(
+    "ks-win-kernel",
+    "selected kernel ▶",
+    "the window from the next launch of the kernel selected in the table",
+    () => {
+      const names = opts.selected ? opts.selected() : [];
+      if (names.length !== 1) {
+        status.textContent = "select one kernel in the table first";
+        return;
+      }
+      choose(from, null, names[0]);
+    }
+  );
+  return { prev, next, gapPick, kernelNext };
+}
+
+/** The overview strip of the whole trace, this window and the longest gaps marked on it: drag a
+ * range (or click a point) on it to choose that part. */
+function overviewStrip({ ov, t0, span, from, until, frac }, choose) {
+  const canvas = h("canvas", { class: "ks-win-canvas", height: String(STRIP_H) });
+  const current = h("div", {
+    class: "ks-win-current",
+    title: "the window this view holds",
+    style: `left:${100 * frac(from)}%;width:${Math.max(0.2, 100 * (frac(until) - frac(from)))}%`,
   });
-  el.append(
-    h("div", { class: "ks-win-head" },
-      h("b", { text: "Window " }),
-      h("span", { class: "ks-win-range", text: `${fmtUs(from - t0)} – ${fmtUs(until - t0)} of ${fmtUs(span)}` }),
-      h("span", { class: "ks-note", text: ` · ${fmtInt(w.launches)} of ${fmtInt(w.of_launches)} launches, `
-        + `${fmtInt(w.host_spans)} of ${fmtInt(w.of_host_spans)} CPU ops and runtime calls` }),
-      " ", prev, " ", next, " ", gapPick, " ", kernelNext, " ", status),
-    strip);
-  // Drag a range (or click a point) on the strip.
+  const brush = h("div", { class: "ks-win-brush", style: "display:none" });
+  const marks = (ov.gaps || []).map((g) =>
+    h("div", {
+      class: "ks-win-gap",
+      title: g.label,
+      style: `left:${100 * frac(g.start_us)}%;width:${Math.max(0.3, 100 * (frac(g.start_us + g.duration_us) - frac(g.start_us)))}%`,
+    })
+  );
+  const strip = h(
+    "div",
+    {
+      class: "ks-win-strip",
+      title:
+        "the whole trace: GPU busy (top), CPU ops and runtime calls (bottom); drag a range, or click, to look at that part",
+    },
+    canvas,
+    ...marks,
+    current,
+    brush
+  );
   let down = null;
   const at = (e) => {
     const r = strip.getBoundingClientRect();
@@ -107,7 +192,8 @@ export function windowChooser(hd, opts = {}) {
   const up = (e) => {
     if (down === null) return;
     const x = at(e);
-    const a = Math.min(x, down), b = Math.max(x, down);
+    const a = Math.min(x, down),
+      b = Math.max(x, down);
     down = null;
     brush.style.display = "none";
     const px = (b - a) * strip.getBoundingClientRect().width;
@@ -115,9 +201,10 @@ export function windowChooser(hd, opts = {}) {
     else choose(t0 + a * span, t0 + b * span);
   };
   strip.addEventListener("mouseup", up);
-  strip.addEventListener("mouseleave", (e) => { if (down !== null) up(e); });
-  requestAnimationFrame(() => draw(canvas, ov));
-  return el;
+  strip.addEventListener("mouseleave", (e) => {
+    if (down !== null) up(e);
+  });
+  return { strip, canvas };
 }
 
 /** GPU busy share per bin on top, the density of host spans under it. */
@@ -132,15 +219,23 @@ function draw(canvas, ov) {
   const style = getComputedStyle(canvas);
   const accent = style.getPropertyValue("--ks-accent").trim() || "#4c78a8";
   const fg2 = style.getPropertyValue("--ks-fg2").trim() || "#888";
-  const busy = ov.busy || [], host = ov.host_spans || [];
+  const busy = ov.busy || [],
+    host = ov.host_spans || [];
   const n = Math.max(busy.length, host.length, 1);
   const bw = cssW / n;
-  const gpuH = STRIP_H * 0.68, hostH = STRIP_H - gpuH - 2;
+  const gpuH = STRIP_H * 0.68,
+    hostH = STRIP_H - gpuH - 2;
   const hostMax = Math.max(1, ...host);
   ctx.fillStyle = accent;
-  busy.forEach((v, i) => { const y = Math.max(v > 0 ? 1 : 0, v * gpuH); ctx.fillRect(i * bw, gpuH - y, Math.max(bw, 1), y); });
+  busy.forEach((v, i) => {
+    const y = Math.max(v > 0 ? 1 : 0, v * gpuH);
+    ctx.fillRect(i * bw, gpuH - y, Math.max(bw, 1), y);
+  });
   ctx.globalAlpha = 0.6;
   ctx.fillStyle = fg2;
-  host.forEach((v, i) => { const y = Math.max(v > 0 ? 1 : 0, (v / hostMax) * hostH); ctx.fillRect(i * bw, STRIP_H - y, Math.max(bw, 1), y); });
+  host.forEach((v, i) => {
+    const y = Math.max(v > 0 ? 1 : 0, (v / hostMax) * hostH);
+    ctx.fillRect(i * bw, STRIP_H - y, Math.max(bw, 1), y);
+  });
   ctx.globalAlpha = 1;
 }
