@@ -40,21 +40,30 @@ export function makeChannel(model, { timeoutMs = 30_000 } = {}) {
   };
   const onMsg = (msg, buffers) => {
     const w = msg && typeof msg === "object" ? take(msg.id) : null;
-    if (!w) return;   // another view's reply, or a late one to a request that timed out
-    if (msg.error != null) w.reject(new ChannelError(String(msg.error), { kind: w.kind, id: msg.id, reason: "error", reply: msg }));
+    if (!w) return; // another view's reply, or a late one to a request that timed out
+    if (msg.error != null)
+      w.reject(new ChannelError(String(msg.error), { kind: w.kind, id: msg.id, reason: "error", reply: msg }));
     else w.resolve({ msg, buffers: buffers || [] });
   };
   model.on("msg:custom", onMsg);
 
   function request(kind, body = {}, opts = {}) {
     const id = `${prefix}-${++asked}`;
-    if (closed) return Promise.reject(new ChannelError(`the "${kind}" request was not sent: the view is closed`, { kind, id, reason: "closed" }));
+    if (closed)
+      return Promise.reject(
+        new ChannelError(`the "${kind}" request was not sent: the view is closed`, { kind, id, reason: "closed" })
+      );
     const ms = opts.timeoutMs ?? timeoutMs;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         take(id);
-        reject(new ChannelError(`no reply from the Python kernel to the "${kind}" request (${id}) within ${seconds(ms)}: `
-          + "the kernel is busy or has gone", { kind, id, reason: "timeout" }));
+        reject(
+          new ChannelError(
+            `no reply from the Python kernel to the "${kind}" request (${id}) within ${seconds(ms)}: `
+              + "the kernel is busy or has gone",
+            { kind, id, reason: "timeout" }
+          )
+        );
       }, ms);
       waiting.set(id, { resolve, reject, timer, kind });
       try {
@@ -72,7 +81,13 @@ export function makeChannel(model, { timeoutMs = 30_000 } = {}) {
     model.off("msg:custom", onMsg);
     for (const [id, w] of [...waiting]) {
       take(id);
-      w.reject(new ChannelError(`the "${w.kind}" request (${id}) was dropped: the view is closed`, { kind: w.kind, id, reason: "closed" }));
+      w.reject(
+        new ChannelError(`the "${w.kind}" request (${id}) was dropped: the view is closed`, {
+          kind: w.kind,
+          id,
+          reason: "closed",
+        })
+      );
     }
   }
 

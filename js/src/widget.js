@@ -28,7 +28,9 @@ function reportOf(model, ask) {
   if (!got) {
     got = ask("data").then(({ buffers }) => fromPacked(buffers[0]));
     reports.set(model, got);
-    got.catch(() => { if (reports.get(model) === got) reports.delete(model); });
+    got.catch(() => {
+      if (reports.get(model) === got) reports.delete(model);
+    });
   }
   return got;
 }
@@ -39,19 +41,30 @@ const bytesOf = (data) => new Uint8Array(data.buffer, data.byteOffset, data.byte
 function requests(ask) {
   return {
     // A launch shape's occupancy curves -> its entry, or null (the details keep the breakdown).
-    requestCurves: (shape) => ask("curves", { shape }).then(({ msg }) => msg.entry, () => null),
+    requestCurves: (shape) =>
+      ask("curves", { shape }).then(
+        ({ msg }) => msg.entry,
+        () => null
+      ),
     // One rank's full report -> its model, or null (the rank view says it could not be opened).
-    requestRank: (rank) => ask("rank", { rank }).then(({ buffers }) => fromPacked(buffers[0])).catch(() => null),
+    requestRank: (rank) =>
+      ask("rank", { rank })
+        .then(({ buffers }) => fromPacked(buffers[0]))
+        .catch(() => null),
     // Another window of a report too big for one view -> its model; rejects saying why not.
-    fetchWindow: (from_us, until_us, kernel) => ask("window", { from_us, until_us, kernel: kernel ?? null })
-      .then(({ buffers }) => {
+    fetchWindow: (from_us, until_us, kernel) =>
+      ask("window", { from_us, until_us, kernel: kernel ?? null }).then(({ buffers }) => {
         if (!buffers[0]) throw new Error("no data came back");
         return fromPacked(buffers[0]);
       }),
     // "Perfetto": the file the report was read from -> { name, error, bytes } (bytes null: error says why).
-    trace: { fetch: () => ask("trace").then(
-      ({ msg, buffers }) => ({ name: msg.name, error: null, bytes: buffers[0] ? bytesOf(buffers[0]) : null }),
-      (err) => ({ name: (err.reply && err.reply.name) || null, error: err.message, bytes: null })) },
+    trace: {
+      fetch: () =>
+        ask("trace").then(
+          ({ msg, buffers }) => ({ name: msg.name, error: null, bytes: buffers[0] ? bytesOf(buffers[0]) : null }),
+          (err) => ({ name: (err.reply && err.reply.name) || null, error: err.message, bytes: null })
+        ),
+    },
   };
 }
 
@@ -62,6 +75,19 @@ function addStyle() {
   style.id = "kernelscope-style";
   style.textContent = css;
   document.head.append(style);
+}
+
+/** The report's data did not come: why, and a button that asks again. */
+function showLoadError(el, err, again) {
+  el.textContent = "";
+  el.append(
+    h(
+      "div",
+      { class: "ks-load-error" },
+      `kernelscope: cannot read the report (${err && err.message}) `,
+      h("button", { class: "ks-btn ks-ask-again", text: "ask again", onclick: again })
+    )
+  );
 }
 
 function render({ model, el }) {
@@ -76,7 +102,8 @@ function render({ model, el }) {
   el.append(loading());
   const slow = setTimeout(() => {
     if (!ctl && !gone) {
-      el.firstChild.textContent = "kernelscope: waiting for the report's data from the Python kernel. If the kernel "
+      el.firstChild.textContent =
+        "kernelscope: waiting for the report's data from the Python kernel. If the kernel "
         + "has gone, run the cell again; JupyterLab and Notebook 7 with kernelscope installed show a saved "
         + "report from the notebook's own output, with no kernel.";
     }
@@ -93,20 +120,19 @@ function render({ model, el }) {
     });
     if (ctl.setSelection) ctl.setSelection(model.get("selection") || []);
   };
-  const load = () => reportOf(model, ask).then(show, (err) => {
-    if (gone) return undefined;
-    // Another view of this model asked first and went away before the reply: ask on ours.
-    if (err && err.reason === "closed") return load();
-    clearTimeout(slow);
-    el.textContent = "";
-    el.append(h("div", { class: "ks-load-error" }, `kernelscope: cannot read the report (${err && err.message}) `,
-      h("button", { class: "ks-btn ks-ask-again", text: "ask again", onclick: () => {
+  const load = () =>
+    reportOf(model, ask).then(show, (err) => {
+      if (gone) return undefined;
+      // Another view of this model asked first and went away before the reply: ask on ours.
+      if (err && err.reason === "closed") return load();
+      clearTimeout(slow);
+      showLoadError(el, err, () => {
         el.textContent = "";
         el.append(loading());
         load();
-      } })));
-    return undefined;
-  });
+      });
+      return undefined;
+    });
   load();
   const onSel = () => ctl && ctl.setSelection && ctl.setSelection(model.get("selection") || []);
   model.on("change:selection", onSel);
@@ -114,7 +140,7 @@ function render({ model, el }) {
     gone = true;
     clearTimeout(slow);
     model.off("change:selection", onSel);
-    channel.close();   // its listener goes; what still waits rejects (nothing is drawn for it)
+    channel.close(); // its listener goes; what still waits rejects (nothing is drawn for it)
   };
 }
 

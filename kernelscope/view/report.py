@@ -99,18 +99,7 @@ def view_model(rep, window: tuple | None = None, *, options: dict | None = None)
     p = _whole(rep)
     k_all, copies_all = p.kernels, p.copies
     span = window_span(p.launch_starts, p.host_starts, window, (VIEW_LAUNCHES, VIEW_HOST_SPANS))
-    where = None       # the view's kernel row of each rep.kernels row (a window's are fewer)
-    if span is None:
-        k, copies = k_all.reset_index(drop=True), copies_all.reset_index(drop=True)
-        host = host_spans(rep.ops, rep.runtime, p.depth)
-    else:
-        lo, until = span
-        keep = in_window(k_all, lo, until) if len(k_all) and "start_us" in k_all.columns else None
-        k, copies = within(k_all, lo, until, keep=keep), within(copies_all, lo, until)
-        where = window_rows(k_all, lo, until, keep)
-        host = host_spans(rep.ops, rep.runtime, p.depth, lo, until)
-    if "shape" not in k.columns:     # the launch shape's code: its row of rep.shapes
-        k = k.assign(shape=0)
+    k, copies, host, where = _launch_rows(rep, p, span)
     ncu_cols = [c for c in k.columns if c.startswith("ncu_") and is_numeric(k[c])]
     counters = p.counters
     problems = p.problems
@@ -175,6 +164,25 @@ def _whole(rep) -> Panels:
                  "backends", "roofline", "stalls", "shapes", "kernel_detail", "depth", "ops", "overview"):
         getattr(p, part)
     return p
+
+
+def _launch_rows(rep, p: Panels, span) -> tuple:
+    """(kernels, copies, host spans) the view holds: all, or those of the window ``span``;
+    and ``where``, the view's kernel row of each rep.kernels row (None: all of them)."""
+    k_all, copies_all = p.kernels, p.copies
+    where = None
+    if span is None:
+        k, copies = k_all.reset_index(drop=True), copies_all.reset_index(drop=True)
+        host = host_spans(rep.ops, rep.runtime, p.depth)
+    else:
+        lo, until = span
+        keep = in_window(k_all, lo, until) if len(k_all) and "start_us" in k_all.columns else None
+        k, copies = within(k_all, lo, until, keep=keep), within(copies_all, lo, until)
+        where = window_rows(k_all, lo, until, keep)
+        host = host_spans(rep.ops, rep.runtime, p.depth, lo, until)
+    if "shape" not in k.columns:     # the launch shape's code: its row of rep.shapes
+        k = k.assign(shape=0)
+    return k, copies, host, where
 
 
 def _parts(k, copies, gaps, host, counters, ncu_cols) -> list:

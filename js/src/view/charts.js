@@ -4,7 +4,7 @@
 // Colours of data come from the caller (the payload's vocabulary); text, axes and grid follow
 // the notebook theme through CSS (style.css, .ks-svg), so dark themes get no bright grid.
 // What they draw: the payload's backends, roofline (kernelscope/analysis/roofline.py, sent by
-// kernelscope/view/report.py) and occupancy curves (kernelscope/render/occupancy.py); where our
+// kernelscope/view/report.py) and occupancy curves (kernelscope/panels/shapes.py); where our
 // front end does not run, kernelscope/render/charts.py draws backends and occupancy with altair.
 //
 // Building blocks, for new charts:

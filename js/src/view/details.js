@@ -1,7 +1,7 @@
 // The details panel of the selected kernels (the Kernels tab, under the table): what they are,
 // their launches summed (total / mean, min / max) and launch-shape ranges (table_stats.js), the
 // tuning block (tuning.js), the Nsight Compute deep dive (kernel.js), the occupancy breakdown and
-// curves of the first launch's shape (kernelscope/render/occupancy.py: occupancy_entries), the
+// curves of the first launch's shape (kernelscope/panels/shapes.py: occupancy_entries), the
 // measured counters and stalls (measured.js) and the Nsight Compute metrics beside ours
 // (kernelscope/trace/ncu/export.py: COMPARED_METRICS). The payload: kernelscope/view/report.py.
 import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, vocab } from "./format.js";

@@ -1,7 +1,7 @@
 // A small sortable, filterable HTML table for the report's list panels (CPU ops, backends):
 // click a header to sort (again to reverse), type to filter by the text columns. The kernel
 // table (table.js) is its own, virtualised, component; these lists hold a few hundred rows, as
-// the payload sends them (kernelscope/view/report.py: backends, ops; kernelscope/view/tuning.py).
+// the payload sends them (kernelscope/view/report.py: backends, ops; kernelscope/panels/tuning.py).
 //
 //   sortTable(rows, columns, { filter: "placeholder", sort: key, desc: true, cls, empty })
 //   columns: [{ key, label, title, num (right-aligned, sorts descending first),

@@ -1,6 +1,6 @@
 // The "Tuning" block of a kernel's details: what produced it, the knobs its launches ran with,
 // and each autotuning of it (every candidate, fastest first, the winner marked). Everything it
-// shows, column labels included, comes from the payload's `tuning` (kernelscope/view/tuning.py).
+// shows, column labels included, comes from the payload's `tuning` (kernelscope/panels/tuning.py).
 import { h, fmtInt, fmtNum, fmtPct, fmtBytes } from "./format.js";
 import { sortTable } from "./sorttable.js";
 

@@ -1,7 +1,7 @@
 // The utilization strip: hardware-counter samples (CUPTI PM sampling) drawn under the timeline,
 // one row per track (SM active, tensor pipe, DRAM ...), on the timeline's own time axis. Canvas,
 // redrawn whenever the timeline redraws (its onDraw hook). Labels, units, colours and the
-// provenance note come from the payload header (kernelscope.view.report._counter_header).
+// provenance note come from the payload header (kernelscope.panels.measured.counter_panel).
 import { h, fmtUs, fmtInt, fmtNum, safeColor } from "./format.js";
 import { str } from "./data.js";
 import { LABEL_W } from "./lanes.js";
