@@ -14,7 +14,7 @@ from kernelscope.analysis.backend_rules import BACKENDS, COPY_COLORS, RULES
 from kernelscope.analysis.occupancy import LIMITERS
 from kernelscope.analysis.timeline import CAUSES
 from kernelscope.trace.ncu.export import COMPARED_METRICS
-from kernelscope.units import fmt_bytes, fmt_us
+from kernelscope.units import fmt_bytes, fmt_pct, fmt_us
 from kernelscope.view.bundle import mime_payload
 from kernelscope.view.codec import read_payload
 from kernelscope.view.vocabulary import HOST_COLORS, vocabulary
@@ -59,16 +59,23 @@ def test_the_js_holds_no_copy_of_the_vocabulary():
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_js_formats_numbers_as_python_does():
-    """format.js's fmtUs/fmtBytes format the view's raw columns the way kernelscope.units does."""
-    us = [0.0, 1.5, 999.94, 1000.0, 2500, 3_200_000, -4.0, 12_345_678.9]
+    """format.js's fmtUs/fmtBytes/fmtPct format the view's raw columns the way kernelscope.units does."""
+    us = [0.0, 1.5, 999.94, 1000.0, 2500, 3_200_000, -4.0, 12_345_678.9, 2.25, 0.75, 1002.5, 1_002_500]
     sizes = [0, 1, 512, 1023, 1024, 67584, 4_194_304, 5 << 30, 123_456_789]
-    script = (f"import {{ fmtUs, fmtBytes }} from '{(JS / 'view' / 'format.js').as_uri()}';"
-              f"console.log(JSON.stringify([{json.dumps(us)}.map(fmtUs), {json.dumps(sizes)}.map(fmtBytes)]));")
+    shares = [0.0, 0.004, 0.0995, 0.1234, 0.5, 1.0, 0.98765, 0.00125, 0.125]
+    percents = [0.0, 2.4, 9.96, 12.5, 13.5, 87.4, 100.0, 99.95]
+    script = (f"import {{ fmtUs, fmtBytes, fmtPct }} from '{(JS / 'view' / 'format.js').as_uri()}';"
+              f"console.log(JSON.stringify([{json.dumps(us)}.map(fmtUs), {json.dumps(sizes)}.map(fmtBytes),"
+              f" {json.dumps(shares)}.map((x) => fmtPct(x)), {json.dumps(percents)}.map((x) => fmtPct(x, 0, 100)),"
+              f" [null, NaN, Infinity].map((x) => fmtPct(x))]));")
     out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
                          timeout=60, check=True).stdout
-    js_us, js_sizes = json.loads(out)
+    js_us, js_sizes, js_shares, js_percents, js_missing = json.loads(out)
     assert js_us == [fmt_us(x) for x in us]
     assert js_sizes == [fmt_bytes(x) for x in sizes]
+    assert js_shares == [fmt_pct(x) for x in shares]
+    assert js_percents == [fmt_pct(x, 0, scale=100) for x in percents]
+    assert js_missing == [fmt_pct(None), fmt_pct(float("nan")), fmt_pct(float("inf"))] == ["-"] * 3
 
 
 def test_a_colour_names_one_thing():

@@ -46,7 +46,8 @@ def counter_panel(rep, counters) -> dict | None:
     from kernelscope.trace.counters import DERIVED
     meta = rep.meta.get("counters") if isinstance(rep.meta.get("counters"), dict) else {}
     have = {c for c, _ in counters[1]}
-    tracks = [{"column": d.column, "label": d.label, "unit": d.unit, "meaning": d.meaning, "color": d.color,
+    tracks = [{"column": d.column, "label": d.label, "short": d.short, "unit": d.unit, "meaning": d.meaning,
+               "color": d.color,
                # percentages share one 0-100 scale; bandwidth scales to its own maximum
                "max": 100.0 if d.unit == "%" else None}
               for d in DERIVED if d.column in have]

@@ -258,7 +258,7 @@ function curveCharts(cfg) {
 /** An ncu metric in its unit (the column name's suffix says which). */
 function fmtNcu(col, v) {
   if (v === null || Number.isNaN(v)) return "-";
-  if (col.endsWith("_pct")) return `${v.toFixed(1)}%`;
+  if (col.endsWith("_pct")) return fmtPct(v, 1, 100);
   if (col.endsWith("_ns")) return fmtUs(v / 1000);
   if (col.endsWith("_bytes")) return fmtBytes(v);
   if (col.endsWith("_hz")) return `${(v / 1e9).toFixed(2)} GHz`;

@@ -1,17 +1,28 @@
 // Number formatting shared by every panel (mirrors kernelscope.units: fmt_us, fmt_bytes), and
 // the vocabulary the view draws with.
 
+/** `x` with `digits` decimals as Python's format() writes it: an exact half rounds to even
+ * (12.5 -> "12"), where toFixed rounds it up ("13"). */
+export function toFixedEven(x, digits) {
+  const m = 10 ** digits;
+  const y = x * m;
+  if (Math.abs(y % 1) !== 0.5) return x.toFixed(digits);
+  const lo = Math.floor(y);
+  return ((lo % 2 === 0 ? lo : lo + 1) / m).toFixed(digits);
+}
+
 export function fmtUs(us) {
   if (us === null || us === undefined || Number.isNaN(us)) return "-";
   const a = Math.abs(us);
-  if (a >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
-  if (a >= 1e3) return `${(us / 1e3).toFixed(2)} ms`;
-  return `${us.toFixed(1)} us`;
+  if (a >= 1e6) return `${toFixedEven(us / 1e6, 2)} s`;
+  if (a >= 1e3) return `${toFixedEven(us / 1e3, 2)} ms`;
+  return `${toFixedEven(us, 1)} us`;
 }
 
-export function fmtPct(x, digits = 1) {
-  if (x === null || x === undefined || Number.isNaN(x)) return "-";
-  return `${(x * 100).toFixed(digits)}%`;
+/** A share (0..1) as a percent; `scale` 100 for a value already in percent (kernelscope.units.fmt_pct). */
+export function fmtPct(x, digits = 1, scale = 1) {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "-";
+  return `${toFixedEven(scale === 1 ? x * 100 : x * (100 / scale), digits)}%`;
 }
 
 export function fmtBytes(b) {

@@ -19,7 +19,6 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
-const pct100 = (v, d = 1) => (v === null || v === undefined ? "-" : `${v.toFixed(d)}%`);
 const rate = (v, unit) => {
   if (v === null || v === undefined) return "-";
   const a = Math.abs(v);
@@ -85,7 +84,7 @@ function pctBars(rows, { width = 260 } = {}) {
         x: labelW + width + 6,
         y: y + bar - 3,
         class: "ks-kd-val",
-        text: v === null || v === undefined ? "-" : `${v.toFixed(1)}%`,
+        text: fmtPct(v, 1, 100),
       })
     );
     svg.append(g);
@@ -333,7 +332,7 @@ function memoryBlock(e, levels) {
           "tr",
           {},
           h("th", { text: "L1 / L2 hit rate" }),
-          h("td", { text: `${pct100(mem.l1_hit_pct)} / ${pct100(mem.l2_hit_pct)}` })
+          h("td", { text: `${fmtPct(mem.l1_hit_pct, 1, 100)} / ${fmtPct(mem.l2_hit_pct, 1, 100)}` })
         ),
         h(
           "tr",

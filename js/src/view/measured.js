@@ -1,16 +1,20 @@
 // Details-panel blocks for what the hardware measured while the run went: PM-sampled counters
 // (time-weighted over the selected launches) and warp-stall shares. Every label, meaning and
-// source comes from the payload header (kernelscope/view/report.py: _counter_header, _stalls_header;
-// the figures: kernelscope/analysis/counters.py, kernelscope/analysis/stalls.py); nothing about
-// counters or stalls is decided here.
-import { h, fmtInt } from "./format.js";
+// source comes from the payload header (kernelscope/panels/measured.py: counter_panel, stalls_panel;
+// the labels: kernelscope/trace/counters.py DERIVED; the figures: kernelscope/analysis/counters.py,
+// kernelscope/analysis/stalls.py); nothing about counters or stalls is decided here.
+import { h, fmtInt, fmtNum, fmtPct } from "./format.js";
 
-const COUNTER_ROWS = [
-  ["SM active", "sm_active_pct", "%"],
-  ["tensor pipe", "tensor_pct", "%"],
-  ["DRAM throughput", "dram_pct", "%"],
-  ["DRAM bandwidth", "dram_gbps", "GB/s"],
-];
+/** The counter tracks the report has (header.counters.tracks): column, label, short, unit, meaning. */
+export function counterTracks(model) {
+  return (model.header.counters && model.header.counters.tracks) || [];
+}
+
+/** A counter's value in its unit: "87%", "1523 GB/s". */
+export function counterText(track, v, digits = 0) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  return track.unit === "%" ? fmtPct(v, digits, 100) : `${fmtNum(v, digits)} ${track.unit}`;
+}
 
 /** Counter columns of the selected launches, weighted by launch time (as kernel_counters does). */
 export function counterBlock(model, idx) {
@@ -37,11 +41,11 @@ export function counterBlock(model, idx) {
     .filter((v) => !Number.isNaN(v))
     .sort((a, b) => a - b);
   const med = samples.length ? samples[samples.length >> 1] : null;
-  const meaning = Object.fromEntries((hd.tracks || []).map((t) => [t.column, t.meaning]));
-  const rows = COUNTER_ROWS.map(([label, col, unit]) => {
+  const rows = counterTracks(model).map((track) => {
+    const col = track.column;
     const v = mean(col);
     const bar =
-      unit === "%" && v !== null
+      track.unit === "%" && v !== null
         ? h("span", {
             class: "ks-bar",
             style: `width:${Math.max(1, Math.round(Math.min(100, v) * 0.8))}px;background:var(--ks-accent)`,
@@ -49,9 +53,9 @@ export function counterBlock(model, idx) {
         : null;
     return h(
       "tr",
-      { "data-metric": col, title: meaning[col] || null },
-      h("th", { text: label }),
-      h("td", {}, bar, ` ${v === null ? "-" : unit === "%" ? `${v.toFixed(1)}%` : `${v.toFixed(0)} ${unit}`}`)
+      { "data-metric": col, title: track.meaning || null },
+      h("th", { text: track.label }),
+      h("td", {}, bar, ` ${counterText(track, v, track.unit === "%" ? 1 : 0)}`)
     );
   });
   const few = med !== null && med < 4;

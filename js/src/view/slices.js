@@ -6,6 +6,7 @@ import { fmtUs, fmtBytes, fmtInt, fmtPct, fmtNum, vocab } from "./format.js";
 import { str, int } from "./data.js";
 import { dims } from "./table_stats.js";
 import { callStack, sliceName } from "./lanes.js";
+import { counterTracks, counterText } from "./measured.js";
 
 /** The properties pane of a slice ({ t, i }) or an idle gap ({ gap }): { title, rows: [[key, text]] }. */
 export function sliceProperties(model, it, linked) {
@@ -82,7 +83,6 @@ function kernelProperties(model, it, call, base, num) {
     i = it.i;
   const occ = num("theoretical_occupancy", (v) => v);
   const lim = str(t, "occupancy_limiter", i);
-  const pct = (c) => num(c, (v) => `${fmtNum(v, 0)}%`);
   return {
     title: sliceName(model, it),
     rows: [
@@ -112,10 +112,11 @@ function kernelProperties(model, it, call, base, num) {
       ["CPU op", str(t, "op", i)],
       ["call stack", call === undefined ? null : callStack(model, str(ht, "tid", call), ht.cols.start_us[call], call)],
       ["source", str(t, "source", i)],
-      ["SMs active", pct("sm_active_pct")],
-      ["tensor pipes", pct("tensor_pct")],
-      ["DRAM", pct("dram_pct")],
-      ["DRAM bandwidth", num("dram_gbps", (v) => `${fmtNum(v, 1)} GB/s`)],
+      // PM-sampled counters, labelled as the payload names them (trace/counters.py: DERIVED).
+      ...counterTracks(model).map((tr) => [
+        tr.label,
+        num(tr.column, (v) => counterText(tr, v, tr.unit === "%" ? 0 : 1)),
+      ]),
       ["top stall", t.cols.top_stall ? str(t, "top_stall", i) : null],
     ],
   };
@@ -135,9 +136,11 @@ export function tooltipLines(model, hit, linked) {
             str(t, "name", it.i) || "copy",
             `${fmtBytes(t.cols.bytes[it.i])} · ${fmtUs(t.cols.duration_us[it.i])} · ${fmtNum(t.cols.bandwidth_gbps[it.i], 1)} GB/s`,
           ];
-  if (t.cols.sm_active_pct && !Number.isNaN(t.cols.sm_active_pct[it.i])) {
-    const p = (c) => (t.cols[c] && !Number.isNaN(t.cols[c][it.i]) ? `${fmtNum(t.cols[c][it.i], 0)}%` : "-");
-    lines.push(`PM sampling: SMs ${p("sm_active_pct")} · tensor ${p("tensor_pct")} · DRAM ${p("dram_pct")}`);
+  const pcts = counterTracks(model).filter((tr) => tr.unit === "%" && t.cols[tr.column]);
+  if (pcts.length && pcts.some((tr) => !Number.isNaN(t.cols[tr.column][it.i]))) {
+    lines.push(
+      `PM sampling: ${pcts.map((tr) => `${tr.short} ${counterText(tr, t.cols[tr.column][it.i])}`).join(" · ")}`
+    );
   }
   return lines;
 }

@@ -26,10 +26,17 @@ import { h, fmtUs, fmtPct, fmtInt } from "./format.js";
 import { download, copyText, toCSV, fileStem } from "./files.js";
 import { aggregate, filterRows, flatRows, csvRows } from "./table_stats.js";
 import { groupRow, kernelRow, launchRow } from "./table_rows.js";
+import { counterTracks } from "./measured.js";
 
 export const ROW_H = 24;
 
 // Widths fit each header label with its sort arrow (no cut headers at 12px bold).
+/** A PM-sampled counter's column, labelled as the payload names it (trace/counters.py: DERIVED). */
+function counterColumn(c, track) {
+  const label = track.short.charAt(0).toUpperCase() + track.short.slice(1);
+  return { ...c, label, title: `${track.label}: ${track.meaning} (time-weighted over the launches)` };
+}
+
 export const COLUMNS = [
   { key: "expand", label: "", width: 22, sortable: false },
   {
@@ -175,9 +182,10 @@ export class KernelTable {
   /** The columns shown now (the launch-shape ones only behind their toggle). */
   get columns() {
     const cols = this.model.tables.kernels.cols;
+    const tracks = Object.fromEntries(counterTracks(this.model).map((tr) => [tr.column, tr]));
     return COLUMNS.filter(
       (c) => (!c.shape || this.state.shapes) && (!c.stats || this.state.stats) && (!c.measured || cols[c.measured])
-    );
+    ).map((c) => (tracks[c.measured] ? counterColumn(c, tracks[c.measured]) : c));
   }
 
   _template() {
@@ -420,7 +428,7 @@ export class KernelTable {
       const col = c.getAttribute("data-col");
       c.classList.toggle("ks-sorted", col === sort);
       c.setAttribute("aria-sort", col === sort ? (desc ? "descending" : "ascending") : "none");
-      const def = COLUMNS.find((x) => x.key === col);
+      const def = this.columns.find((x) => x.key === col);
       c.querySelector(".ks-h-label").textContent = def.label + (col === sort ? (desc ? " ▼" : " ▲") : "");
     }
   }

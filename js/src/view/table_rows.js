@@ -4,7 +4,7 @@
 // collapsed groups, selection, columns shown) they read and whose clicks they report.
 import { h, fmtUs, fmtPct, fmtInt, fmtNum, backendColor } from "./format.js";
 import { str, int, num } from "./data.js";
-import { shapeCells, dims, shortLimiter, fmtOpt, pct100, smemText } from "./table_stats.js";
+import { shapeCells, dims, shortLimiter, fmtOpt, smemText } from "./table_stats.js";
 
 /** A group's header row: its kernels, launches, time and share; a click folds or unfolds it. */
 export function groupRow(table, row, style) {
@@ -93,9 +93,9 @@ function kernelCells(m, a, open, name) {
     min: h("div", { class: "ks-cell", text: fmtUs(a.min) }),
     max: h("div", { class: "ks-cell", text: fmtUs(a.max) }),
     std: h("div", { class: "ks-cell", text: fmtUs(a.std) }),
-    sm_active: h("div", { class: "ks-cell", text: pct100(a.sm_active) }),
-    tensor: h("div", { class: "ks-cell", text: pct100(a.tensor) }),
-    dram: h("div", { class: "ks-cell", text: pct100(a.dram) }),
+    sm_active: h("div", { class: "ks-cell", text: fmtPct(a.sm_active, 0, 100) }),
+    tensor: h("div", { class: "ks-cell", text: fmtPct(a.tensor, 0, 100) }),
+    dram: h("div", { class: "ks-cell", text: fmtPct(a.dram, 0, 100) }),
     stall: h("div", {
       class: "ks-cell ks-left",
       text: a.stall || "-",
@@ -159,9 +159,9 @@ function launchCells(model, row, aggTotal) {
     min: h("div", { class: "ks-cell" }),
     max: h("div", { class: "ks-cell" }),
     std: h("div", { class: "ks-cell" }),
-    sm_active: h("div", { class: "ks-cell", text: pct100(num(k, "sm_active_pct", i)) }),
-    tensor: h("div", { class: "ks-cell", text: pct100(num(k, "tensor_pct", i)) }),
-    dram: h("div", { class: "ks-cell", text: pct100(num(k, "dram_pct", i)) }),
+    sm_active: h("div", { class: "ks-cell", text: fmtPct(num(k, "sm_active_pct", i), 0, 100) }),
+    tensor: h("div", { class: "ks-cell", text: fmtPct(num(k, "tensor_pct", i), 0, 100) }),
+    dram: h("div", { class: "ks-cell", text: fmtPct(num(k, "dram_pct", i), 0, 100) }),
     stall: h("div", { class: "ks-cell ks-left", text: str(k, "top_stall", i) || "" }),
     grid: h("div", { class: "ks-cell", text: dims(k, "grid", i) }),
     block: h("div", { class: "ks-cell", text: dims(k, "block", i) }),

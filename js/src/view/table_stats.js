@@ -289,10 +289,6 @@ export function fmtOpt(v) {
   return v === null ? "-" : String(v);
 }
 
-export function pct100(v) {
-  return v === null || v === undefined || Number.isNaN(v) ? "-" : `${v.toFixed(0)}%`;
-}
-
 export function smemText(b) {
   if (b === null) return "-";
   return b === 0 ? "0 B" : fmtBytes(b);
