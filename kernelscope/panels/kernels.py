@@ -12,6 +12,12 @@ from kernelscope.analysis.distinct import first_rows, texts_in_order
 from kernelscope.trace.counters import DERIVED
 
 
+# The kernel table's statistics, as rep.summary() names them and every output heads them: the
+# durations' total, mean, median, min, max and (sample) standard deviation, in us.
+STATISTICS = (("total_us", "total"), ("mean_us", "mean"), ("median_us", "median"), ("min_us", "min"),
+              ("max_us", "max"), ("std_us", "std dev"))
+
+
 @dataclass(frozen=True)
 class KernelTable:
     """One row per kernel name, costliest first, with what each launch of it shares.

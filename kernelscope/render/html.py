@@ -10,7 +10,7 @@ from html import escape
 
 from kernelscope.panels import Panels, report_panels
 from kernelscope.panels.fixes import fixes_heading
-from kernelscope.panels.kernels import backend_color
+from kernelscope.panels.kernels import STATISTICS, backend_color
 from kernelscope.units import fmt_pct, fmt_us
 
 # Kernels listed when no display option says how many.
@@ -69,7 +69,7 @@ def _kernels(p: Panels, top: int) -> str:
     s = t.top(top)
     rows = [_kernel_row(t, r) for r in s.to_dict("records")]
     head = "".join(f"<th style='{_CELL}text-align:left'>{h}</th>" for h in
-                   ("kernel", "backend", "launches", "total", "mean", "median", "min", "max", "std dev", "share",
+                   ("kernel", "backend", "launches", *[label for _, label in STATISTICS], "share",
                     "occupancy", *[d.short for d in t.counter_tracks if d.unit == "%"],
                     *(["top stall"] if t.stall_source else [])))
     table = (f"<table style='{_TABLE}margin:6px 0'><thead>{_TR}{head}</tr></thead>"
@@ -93,8 +93,7 @@ def _kernel_row(t, r: dict) -> str:
            f"background:{backend_color(r['backend'])}'></span>")
     return (f"{_TR}<td style='{_CELL}' title='{_e(r['name'])}'>{_e(r['short_name'])}</td>"
             f"<td style='{_CELL}'>{_e(r['backend'])}</td><td style='{_NUM}'>{r['launches']:,}</td>"
-            + "".join(f"<td style='{_NUM}'>{fmt_us(r[c])}</td>"
-                      for c in ("total_us", "mean_us", "median_us", "min_us", "max_us", "std_us"))
+            + "".join(f"<td style='{_NUM}'>{fmt_us(r[c])}</td>" for c, _ in STATISTICS)
             + f"<td style='{_NUM}'>{bar} {fmt_pct(r['share'])}</td>"
             f"<td style='{_NUM}' title='{_e(lim)}'>{occ}</td>"
             + "".join(f"<td style='{_NUM}'>{fmt_pct(t.counter(r['name'], d.column), 0, scale=100)}</td>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from kernelscope.panels import Panels, report_panels
+from kernelscope.panels.kernels import STATISTICS
 from kernelscope.units import fmt_pct, fmt_us
 
 __all__ = ["fmt_us", "printable", "report_text"]
@@ -60,12 +61,11 @@ def _kernel_lines(p: Panels, top: int) -> list:
         return []
     s = t.top(top)
     # The columns of rep.summary() and of the view's kernel table (its "statistics" columns).
-    lines = ["", f"  {'kernel':<48} {'backend':<10} {'launches':>8} {'total':>10} {'mean':>10} {'median':>10} "
-                 f"{'min':>10} {'max':>10} {'std dev':>10} {'share':>6}"]
-    for r in s.itertuples():
-        lines.append(f"  {clip(r.short_name, 48):<48} {clip(r.backend, 10):<10} {r.launches:>8,} "
-                     f"{fmt_us(r.total_us):>10} {fmt_us(r.mean_us):>10} {fmt_us(r.median_us):>10} "
-                     f"{fmt_us(r.min_us):>10} {fmt_us(r.max_us):>10} {fmt_us(r.std_us):>10} {fmt_pct(r.share):>6}")
+    lines = ["", f"  {'kernel':<48} {'backend':<10} {'launches':>8} "
+                 + "".join(f"{label:>10} " for _, label in STATISTICS) + f"{'share':>6}"]
+    for r in s.to_dict("records"):
+        lines.append(f"  {clip(r['short_name'], 48):<48} {clip(r['backend'], 10):<10} {r['launches']:>8,} "
+                     + "".join(f"{fmt_us(r[c]):>10} " for c, _ in STATISTICS) + f"{fmt_pct(r['share']):>6}")
     if t.distinct > len(s):
         lines.append(f"  … and {t.distinct - len(s)} more kernels (rep.summary() has them all)")
     return lines + _measured_lines(t, s["name"].tolist()[:5])
