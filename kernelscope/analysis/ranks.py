@@ -29,8 +29,8 @@ import pandas as pd
 
 from kernelscope.analysis.collectives import collectives
 from kernelscope.analysis.findings.base import Finding, severity_for
+from kernelscope.analysis.intervals import covered_length, intersection_length, merge_intervals, union_length
 from kernelscope.analysis.peaks import peer_link_gbps
-from kernelscope.analysis.timeline import covered_length, intersection_length, merge_intervals, union_length
 from kernelscope.units import fmt_us
 
 # A step is a torch.profiler step (ProfilerStep#N, from its schedule or a record_function of

@@ -20,9 +20,9 @@ from kernelscope.analysis.findings.base import (
     severity_for,
     span_link,
 )
+from kernelscope.analysis.intervals import covered_length, merge_intervals, union_length
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.analysis.summary import kernel_summary
-from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_bytes, fmt_us
 
