@@ -201,7 +201,37 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
     n = len(k)
     names = k["name"].astype(object).to_numpy()
     backend = k["backend"].astype(object).to_numpy() if "backend" in k.columns else np.full(n, None, object)
-    ops = trace.ops
+    op_name, op_kwargs, op_warps, op_stages = _op_knobs(k, trace.ops)
+    # An Inductor launch event is the op named as the kernel it launches.
+    name_codes, name_uniques = factorize(names, use_na_sentinel=True)   # by identity first: long names
+    op_codes = pd.Index(name_uniques).get_indexer(op_name) if n else np.zeros(0, np.int64)
+    ind = (op_codes == name_codes) & (name_codes >= 0)
+    by_name, tuned = _variants_by_name(trace), _candidates_by_kernel(trace)
+    bx = _ints(k, "block_x")
+    threads = bx * _ints(k, "block_y", 1) * _ints(k, "block_z", 1)
+    regs, smem = _ints(k, "registers_per_thread"), _ints(k, "shared_mem_bytes")
+    # One answer per distinct (name, launch shape, launching op's knobs): a trace has millions
+    # of launches of a few hundred such keys.
+    kw_codes = pd.factorize(op_kwargs, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    back_codes = pd.factorize(backend, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    codes = _key_codes(name_codes, back_codes, kw_codes, op_warps, op_stages, ind, threads, regs, smem)
+    firsts = np.unique(codes, return_index=True)[1]
+
+    def opt(v):
+        return None if v < 0 else int(v)
+    answers = [_one(names[i], backend[i], bool(ind[i]), opt(op_warps[i]), opt(op_stages[i]), op_kwargs[i],
+                    threads[i], regs[i], smem[i], by_name.get(names[i]), tuned.get(names[i])) for i in firsts.tolist()]
+    _put_answers(k, answers, codes)
+    layers = getattr(trace, "tensorrt_layers", None)
+    if layers is not None and len(layers):
+        _annotate_layers(k, names, layers)
+    return k
+
+
+def _op_knobs(k, ops) -> tuple:
+    """Per launch of ``k``, its launching op's name, ``kernel_kwargs`` (None where there is no op
+    or no value), ``num_warps`` and ``num_stages`` (-1 there): Inductor's launch events carry them."""
+    n = len(k)
     # The launching op's knobs (Inductor's launch events), by the kernel's op row.
     rows = k["op_index"].to_numpy(dtype="float64", na_value=np.nan) if "op_index" in k.columns else np.full(n, np.nan)
     ok = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
@@ -221,30 +251,37 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
             vals = ops[col].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
             out[ok] = vals[idx[ok]]
         return out
-    op_name, op_kwargs = from_op("name"), from_op("kernel_kwargs")
-    op_warps, op_stages = int_from_op("num_warps"), int_from_op("num_stages")
-    # An Inductor launch event is the op named as the kernel it launches.
-    name_codes, name_uniques = factorize(names, use_na_sentinel=True)   # by identity first: long names
-    op_codes = pd.Index(name_uniques).get_indexer(op_name) if n else np.zeros(0, np.int64)
-    ind = (op_codes == name_codes) & (name_codes >= 0)
+    return from_op("name"), from_op("kernel_kwargs"), int_from_op("num_warps"), int_from_op("num_stages")
+
+
+def _variants_by_name(trace) -> dict:
+    """``{kernel name: [compiled variant]}`` of ``trace.variants``, each variant a dict with None
+    for a missing value."""
     variants = getattr(trace, "variants", None)
-    by_name = {}
+    by_name: dict = {}
     if variants is not None and len(variants):
         for v in variants.to_dict("records"):
             by_name.setdefault(v["name"], []).append({c: (None if x is pd.NA or (isinstance(x, float) and np.isnan(x)) else x)
                                                       for c, x in v.items()})
-    tuned = {}
+    return by_name
+
+
+def _candidates_by_kernel(trace) -> dict:
+    """``{kernel name: [autotuning candidate]}`` of ``trace.autotune`` (config, warps, registers)."""
+    tuned: dict = {}
     at = getattr(trace, "autotune", None)
     if at is not None and len(at):
         for r in at[["kernel", "config", "num_warps", "registers"]].to_dict("records"):
             tuned.setdefault(r["kernel"], []).append(r)
-    bx = _ints(k, "block_x")
-    threads = bx * _ints(k, "block_y", 1) * _ints(k, "block_z", 1)
-    regs, smem = _ints(k, "registers_per_thread"), _ints(k, "shared_mem_bytes")
-    # One answer per distinct (name, launch shape, launching op's knobs): a trace has millions
-    # of launches of a few hundred such keys.
-    kw_codes = pd.factorize(op_kwargs, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
-    back_codes = pd.factorize(backend, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    return tuned
+
+
+def _key_codes(name_codes, back_codes, kw_codes, op_warps, op_stages, ind, threads, regs, smem) -> np.ndarray:
+    """A code per launch, equal for launches of one (name, backend, launching op's knobs,
+    launch shape): the launches that get one answer."""
+    if not len(name_codes):
+        return np.zeros(0, np.int64)
+
     # Three int64 keys, each packing several small fields (clipped: a damaged trace's absurd
     # values only share an answer with each other): fewer columns to group by is most of the speed.
     def field(v, bits):
@@ -253,30 +290,23 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
         "who": (field(name_codes, 40) << 20) | field(back_codes, 20),
         "op": (field(kw_codes, 40) << 21) | (field(op_warps, 10) << 11) | (field(op_stages, 10) << 1) | ind,
         "shape": (field(threads, 21) << 42) | (field(regs, 10) << 32) | field(smem, 32)})
-    codes = keys.groupby(["who", "op", "shape"], sort=False).ngroup().to_numpy() if n else np.zeros(0, np.int64)
-    firsts = np.unique(codes, return_index=True)[1]
+    return keys.groupby(["who", "op", "shape"], sort=False).ngroup().to_numpy()
 
-    def opt(v):
-        return None if v < 0 else int(v)
-    answers = [_one(names[i], backend[i], bool(ind[i]), opt(op_warps[i]), opt(op_stages[i]), op_kwargs[i],
-                    threads[i], regs[i], smem[i], by_name.get(names[i]), tuned.get(names[i])) for i in firsts.tolist()]
-    cols = {}
+
+def _put_answers(k, answers, codes) -> None:
+    """Each answer's columns (:func:`_one`) written to the launches of its code, in place:
+    knobs as nullable integers, the rest as objects."""
+    n = len(k)
     for c in ("producer", "num_warps", "num_stages", "num_ctas", "config", "config_source", "spills",
               "source_ops", "kernel_source", "decoded"):
-        per = np.empty(len(answers), dtype=object)
-        per[:] = [a[c] for a in answers]
-        cols[c] = per[codes] if n else np.empty(0, dtype=object)
-    for c, v in cols.items():
         if c in ("num_warps", "num_stages", "num_ctas", "spills"):
             per = np.array([-1 if a[c] is None or a[c] is pd.NA else int(a[c]) for a in answers], dtype=np.int64)
             vals = per[codes] if n else np.empty(0, np.int64)
             k[c] = pd.arrays.IntegerArray(np.maximum(vals, 0), vals < 0)
         else:
-            k[c] = pd.Series(v, dtype=object, index=k.index)
-    layers = getattr(trace, "tensorrt_layers", None)
-    if layers is not None and len(layers):
-        _annotate_layers(k, names, layers)
-    return k
+            per = np.empty(len(answers), dtype=object)
+            per[:] = [a[c] for a in answers]
+            k[c] = pd.Series(per[codes] if n else np.empty(0, dtype=object), dtype=object, index=k.index)
 
 
 def tactic_layers(names, layers) -> dict:
