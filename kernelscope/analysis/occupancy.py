@@ -137,7 +137,7 @@ class Occupancy:
         # calculator: the occupancy they give is what the step promises.
         changes = {}
         if "registers" in self.limiters:
-            changes["registers_per_thread"] = _max_regs_for_blocks(a, self.warps_per_block, b, self._regs_per_sm())
+            changes["registers_per_thread"] = _max_regs_for_blocks(a, self.warps_per_block, b, a.regs_per_sm)
         if "shared_mem" in self.limiters:
             s = (self.shared_mem_config_bytes // b) // a.smem_alloc_unit * a.smem_alloc_unit
             changes["shared_mem_per_block"] = max(s - a.smem_reserved_per_block, 0)
@@ -192,9 +192,6 @@ class Occupancy:
             step["text"] = text
             out.append(step)
         return out
-
-    def _regs_per_sm(self) -> int:
-        return self._arch.regs_per_sm
 
     def _changed(self, **launch) -> Occupancy | None:
         """This launch with some of threads_per_block/registers_per_thread/shared_mem_per_block
@@ -391,6 +388,8 @@ def driver_carveout_estimate(o: Occupancy) -> int:
     100
     """
     a = o._arch
+    if a is None:
+        raise ValueError("an Occupancy made by occupancy() is needed (it holds the architecture's carveouts)")
     need = o.active_blocks_per_sm * o.allocated_shared_mem_per_block
     want = min(2 * need, max(need, 132 * KB))
     c = _carveout_at_least(a, want)

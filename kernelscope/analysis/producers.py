@@ -361,7 +361,8 @@ def _annotate_layers(k, names, layers) -> None:
     known = as_text.isin(list(found))
     layer = as_text.map(one).astype(object).where(known, None)
     ltype = as_text.map(kind).astype(object).where(known, None)
-    source = pd.Series(np.where(layer.notna(), BY_TACTIC, None), dtype=object, index=k.index)
+    # (np.array(None): None as numpy's type stubs take it; an object array either way)
+    source = pd.Series(np.where(layer.notna(), BY_TACTIC, np.array(None)), dtype=object, index=k.index)
     for i, row in _by_engine_order(k, names, found, layers).items():
         if pd.isna(layer.iat[i]):       # a unique tactic's layer is already known by name
             layer.iat[i], ltype.iat[i], source.iat[i] = row["name"], row["layer_type"], BY_ORDER

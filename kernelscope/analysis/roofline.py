@@ -97,7 +97,7 @@ def op_counts(name: str, dims, types, trace_flops=None):
         batch = math.prod(a[:-2]) if len(a) > 2 else 1
         m, k, n = a[-2], a[-1], b[-1]
         flops = 2.0 * batch * m * n * k
-        t = types[i] if i < len(types) else None
+        t = types[i] if i < len(types) else ""     # no type recorded: the defaults below
         precision = _MM_PRECISION.get(t)
         nbytes += batch * m * n * DTYPE_BYTES.get(t, 4)
     elif base == "copy_" and len(tensors) == 2:

@@ -347,8 +347,9 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
                                               np.where(stream[nxt] != stream[prev], 3, 4)))
     cause = _GAP_CAUSES[code]
     sync = code == 1
-    call = np.where(sync, call, None)
-    call_op = np.where(sync, call_op, None)
+    # (np.array(None): None as numpy's type stubs take it; an object array either way)
+    call = np.where(sync, call, np.array(None))
+    call_op = np.where(sync, call_op, np.array(None))
     names = d["name"].to_numpy(object)
     streams = d["stream"].to_numpy(object)     # once (Python ints made per row) for both sides
 
