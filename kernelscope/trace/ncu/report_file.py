@@ -138,7 +138,11 @@ def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
 
 def report_head(name: str) -> bytes:
     """The first bytes of the report file ``name`` (a regular file: no pipe or device), by which
-    :func:`readable_path` tells its kind."""
+    :func:`readable_path` tells its kind.
+
+    >>> report_head("ncu_rep/triton_kernels.ncu-rep.xz")[:6]     # xz
+    b'\\xfd7zXZ\\x00'
+    """
     _stat_regular(name)
     with open(name, "rb") as f:
         return f.read(64)
@@ -148,7 +152,12 @@ def readable_path(name: str, head: bytes, tmp: str) -> str:
     """The path NVIDIA's reader can open for the report ``name`` (``head``: its first bytes, from
     :func:`report_head`): the file itself, or, for a compressed report or one not named
     ``.ncu-rep``, an unpacked copy or an alias in the folder ``tmp``. A file that is not a whole
-    report raises a TraceError that says what it looks like instead."""
+    report raises a TraceError that says what it looks like instead.
+
+    >>> name = "ncu_rep/triton_kernels.ncu-rep.xz"
+    >>> readable_path(name, report_head(name), str(tmp)) == str(tmp / "report.ncu-rep")
+    True
+    """
     real = name
     if head.startswith((_GZIP, _XZ)):
         real = _decompressed_copy(name, head, tmp)
