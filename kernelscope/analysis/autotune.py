@@ -14,7 +14,7 @@ import pandas as pd
 
 from kernelscope.trace.model import float_values
 
-# The profiler range the tuning watch (capture/tuning.py) puts around each config Triton's
+# The profiler range the tuning watch (kernelscope.capture.tuning) puts around each config Triton's
 # autotuner times: "triton.autotune benchmark: <kernel> [<config>]". Launches inside one are the
 # tuner's own; the others used the config it chose.
 BENCH_RANGE = "triton.autotune benchmark"
@@ -34,7 +34,7 @@ AUTOTUNE_VIEW_COLUMNS = (
     "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
     "shared_mem_bytes", "resources_source", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
     "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "compiled_kernel", "benchmark_range", "note")
-# Where a Triton candidate's registers, spills and shared memory came from (capture/tuning.py).
+# Where a Triton candidate's registers, spills and shared memory came from (kernelscope.capture.tuning).
 FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
 
 
