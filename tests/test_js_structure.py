@@ -17,28 +17,6 @@ PKG = ROOT / "kernelscope"
 MAX_FILE = 600
 MAX_FUNCTION = 80
 
-# Python files and functions over the limits today, that other parts of issue 40 are splitting:
-# the list only shrinks (the lead empties it once those are merged); anything new over a limit fails.
-PY_ALLOWED = {
-    "kernelscope/analysis/findings/timeline.py::copy_findings",              # 107 lines
-    "kernelscope/analysis/findings/timeline.py::host_findings",              # 180 lines
-    "kernelscope/analysis/occupancy.py::occupancy",                          # 110 lines
-    "kernelscope/analysis/producers.py",                                     # 657 lines
-    "kernelscope/analysis/producers.py::annotate_producers",                 # 89 lines
-    "kernelscope/analysis/roofline.py::_counted_roofline",                   # 119 lines
-    "kernelscope/analysis/timeline.py",                                      # 614 lines
-    "kernelscope/jupyter/cell_deps.py::_Flow.stmt",                          # 94 lines
-    "kernelscope/trace/ncu/report.py",                                       # 687 lines
-    "kernelscope/trace/perfetto.py::read_jax_perfetto",                      # 114 lines
-    "kernelscope/trace/split.py::_read_parts",                               # 92 lines
-}
-
-# Python names a js/src file cites that no longer exist, in files this change may not edit (the
-# widget's message channel is being rewritten elsewhere): the list only shrinks.
-JS_STALE_ALLOWED: set = set()
-# JS functions over the limit in files this change may not edit: the list only shrinks.
-JS_ALLOWED: set = set()
-
 _KEYWORDS_BEFORE_REGEX = {"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case",
                           "do", "else", "yield", "await"}
 _AFTER_PARAMS = re.compile(r"\s*(=>\s*)?")
@@ -302,20 +280,14 @@ def test_the_scanner_reads_every_js_file():
 
 def test_js_files_and_functions_are_small():
     over = js_over_limits()
-    new = {k: v for k, v in over.items() if k not in JS_ALLOWED}
-    assert not new, (f"over {MAX_FILE} lines a file or {MAX_FUNCTION} a function (split it into named pieces):\n"
-                     + "\n".join(f"{k}: {v}" for k, v in new.items()))
-    gone = sorted(JS_ALLOWED - set(over))
-    assert not gone, f"within the limits now: take them off JS_ALLOWED in {Path(__file__).name}: {gone}"
+    assert not over, (f"over {MAX_FILE} lines a file or {MAX_FUNCTION} a function (split it into named pieces):\n"
+                      + "\n".join(f"{k}: {v}" for k, v in over.items()))
 
 
 def test_python_files_and_functions_are_small():
     over = py_over_limits()
-    new = {k: v for k, v in over.items() if k not in PY_ALLOWED}
-    assert not new, (f"over {MAX_FILE} lines a file or {MAX_FUNCTION} a function (split it into named pieces):\n"
-                     + "\n".join(f"{k}: {v}" for k, v in new.items()))
-    gone = sorted(set(PY_ALLOWED) - set(over))
-    assert not gone, f"within the limits now: take them off PY_ALLOWED in {Path(__file__).name}: {gone}"
+    assert not over, (f"over {MAX_FILE} lines a file or {MAX_FUNCTION} a function (split it into named pieces):\n"
+                      + "\n".join(f"{k}: {v}" for k, v in over.items()))
 
 
 # A Python file named by its path ("kernelscope/view/report.py", "analysis/stalls.py": from the
@@ -377,7 +349,4 @@ def test_every_view_module_names_its_python_partner():
 
 def test_every_python_name_in_js_exists():
     stale = {(_rel(p), ref) for p in js_files() for ref in python_refs(p.read_text()) if not python_exists(ref)}
-    new = sorted(stale - JS_STALE_ALLOWED)
-    assert not new, f"js/src names Python modules or names that do not exist (moved? renamed?): {new}"
-    gone = sorted(JS_STALE_ALLOWED - stale)
-    assert not gone, f"fixed now: take them off JS_STALE_ALLOWED in {Path(__file__).name}: {gone}"
+    assert not stale, f"js/src names Python modules or names that do not exist (moved? renamed?): {sorted(stale)}"

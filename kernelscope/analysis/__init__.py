@@ -36,9 +36,10 @@ def analyze_kernels(trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     k = annotate_occupancy(k, trace.devices, shapes=(codes, shapes))
     if "reported_occupancy" in k.columns:
         # A profiler's own theoretical occupancy (XLA's) fills in where ours cannot be computed.
+        # (np.array(None): None as numpy's type stubs take it; an object array either way)
         ours = k["theoretical_occupancy"].notna()
         k["occupancy_source"] = np.where(ours, "kernelscope", np.where(
-            k["reported_occupancy"].notna(), "XLA profiler (CUDA occupancy API on the recording GPU)", None))
+            k["reported_occupancy"].notna(), "XLA profiler (CUDA occupancy API on the recording GPU)", np.array(None)))
         k["theoretical_occupancy"] = k["theoretical_occupancy"].fillna(k["reported_occupancy"])
     counters = getattr(trace, "counters", None)
     if counters is not None and len(counters):

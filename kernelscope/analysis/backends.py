@@ -132,6 +132,7 @@ def distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
             # re-factorize after each step so the combined code stays below n * n (no overflow)
             combined = pd.factorize(combined * len(c_uniq) + c_codes)[0].astype(np.int64, copy=False)
             firsts = None
+    assert combined is not None      # the first column always sets it
     return combined, _firsts(combined) if firsts is None else firsts
 
 

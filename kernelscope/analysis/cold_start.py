@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.distinct import by_distinct, factorize, stable_order
-from kernelscope.analysis.timeline import covered_length, merge_intervals, union_length
+from kernelscope.analysis.intervals import covered_length, merge_intervals, union_length
 from kernelscope.trace.model import SYNC_CALLS
 from kernelscope.units import fmt_us as _us
 

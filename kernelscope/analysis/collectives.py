@@ -196,6 +196,7 @@ def _kernel_rows(k, ops, group_size) -> pd.DataFrame:
     for name, start, dur, launch, stream, comm, op_index in zip(
             k["name"], k["start_us"], k["duration_us"], k["launch_start_us"], k["stream"], k["comm"], k["op_index"]):
         parsed = parse_nccl_kernel(name)
+        assert parsed is not None    # collectives() picked these rows by it
         if not isinstance(comm, dict) and op_comm is not None and op_index is not pd.NA:
             c = op_comm[int(op_index)] if 0 <= int(op_index) < len(op_comm) else None
             comm = c if isinstance(c, dict) else None
@@ -214,7 +215,9 @@ def _host_rows(host, group_size) -> pd.DataFrame:
     for name, start, dur, tid, dims, types, comm in zip(
             host["name"], host["start_us"], host["duration_us"], host["tid"], host["input_dims"],
             host["input_types"], host["comm"]):
-        backend, call = _HOST_CALL.match(name).groups()
+        m = _HOST_CALL.match(name)
+        assert m is not None         # collectives() picked these rows by it
+        backend, call = m.groups()
         kind = collective_kind(call) or call
         comm = comm if isinstance(comm, dict) else {}
         n = comm.get("group_size") or group_size

@@ -152,7 +152,7 @@ def region_means(counters: pd.DataFrame) -> dict:
         return out
     for d, g in counters.groupby("device_index", sort=True):
         w = g["duration_us"].to_numpy(dtype=float)
-        r = {"samples": int(len(g)), "covered_us": float(w.sum())}
+        r: dict[str, float | None] = {"samples": int(len(g)), "covered_us": float(w.sum())}
         for c in DERIVED_COLUMNS:
             if c in g.columns:
                 v = g[c].to_numpy(dtype=float)

@@ -247,6 +247,7 @@ def _match(b: pd.DataFrame, a: pd.DataFrame, rb, ra) -> pd.DataFrame:
             parts = [("new", (g["name"].iloc[0] if len(g) == 1 else s), s, None, g)
                      for s, g in y.groupby("short_name", sort=False)]
         else:
+            assert x is not None         # every key is one side's at least
             parts = [("gone", (g["name"].iloc[0] if len(g) == 1 else s), s, g, None)
                      for s, g in x.groupby("short_name", sort=False)]
         for match, name, short, x, y in parts:

@@ -56,7 +56,8 @@ def kernel_detail(rep) -> dict | None:
         entry["sol"] = {k: v if k in ("verdict", "bound") else _n(v) for k, v in sol.items()}
         entry["sol"]["metrics"] = {k: metric_of(c) for k, c in _SOL_COLUMNS.items()}
         entry["roofline"] = _roofline(rl[rl["id"] == lid], PRECISION_LABELS, sol)
-        entry["occupancy"] = _occupancy(r, devices.get(whole(r.get("device"))))
+        dev = whole(r.get("device"))
+        entry["occupancy"] = _occupancy(r, devices.get(dev) if dev is not None else None)
         entry["memory"] = _memory(r, mem.loc[lid] if mem is not None and lid in mem.index else None)
         entry["stalls"] = {"bars": stall_bars(rep.stalls, lid), "samples": _stall_samples(rep.stalls, lid),
                            "source": f"{MEASURED} (warp-state PC samples)"}
@@ -131,7 +132,10 @@ def _occupancy(r: dict, dev) -> dict:
     try:
         from kernelscope.analysis.occupancy import occupancy
         cc = tuple(int(x) for x in str(r.get("cc")).split("."))
-        smem = whole(r.get("static_shared_memory_per_block_bytes")) + whole(r.get("dynamic_shared_memory_per_block_bytes"))
+        static, dynamic = whole(r.get("static_shared_memory_per_block_bytes")), whole(r.get("dynamic_shared_memory_per_block_bytes"))
+        if static is None or dynamic is None:
+            return out
+        smem = static + dynamic
         o = occupancy(cc, whole(r.get("block_size")), whole(r.get("registers_per_thread")), smem,
                       shared_mem_config_bytes=whole(r.get("shared_memory_configuration_size_bytes")) or None,
                       device=dev)

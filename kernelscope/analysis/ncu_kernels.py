@@ -104,7 +104,7 @@ def measured_roofline(launches: pd.DataFrame) -> pd.DataFrame:
         work = {p: v for p, v in work.items() if v == v and v > 0}
         if not work:
             continue
-        top = max(work, key=work.get)
+        top = max(work, key=lambda p: work[p])
         for p, flops in work.items():
             peak = dev_peaks.get(f"{p}_peak_flops_per_s", np.nan)
             for level in LEVELS:
@@ -325,7 +325,7 @@ def roofline_verdict(sol: dict, dot: dict | None, label: str = "") -> str | None
     bound, model = sol.get("bound"), dot.get("bound")
     units = {"DRAM": sol.get("dram_pct"), "L2": sol.get("l2_pct"), "L1/TEX": sol.get("l1_pct")}
     units = {k: v for k, v in units.items() if v is not None and v == v}
-    busiest = max(units, key=units.get) if units else None
+    busiest = max(units, key=lambda u: units[u]) if units else None
     if bound == "memory" and busiest:
         head = (f"memory-bound (speed of light: memory at {sol.get('memory_pct', float('nan')):.0f}% of peak, "
                 f"{busiest} the busiest at {units[busiest]:.0f}%)")
@@ -368,7 +368,7 @@ def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
             "text"]
     if samples is None or not len(samples):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-    text = {}
+    text: dict[tuple, str] = {}      # (launch, file, line): a key of no file or line finds nothing
     if sources is not None and len(sources):
         text = {(int(i), f, int(ln)): t for i, f, ln, t in sources[["id", "file", "line", "text"]].itertuples(index=False)}
     out = []
@@ -390,7 +390,7 @@ def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
         ranked = sorted(agg.items(), key=lambda kv: -kv[1]["samples"])[:n]
         for rank, (key, a) in enumerate(ranked, 1):
             stall = {r: c for r, c in a["reasons"].items() if r not in NOT_STALLS}
-            top = max(stall, key=stall.get) if stall else None
+            top = max(stall, key=lambda r: stall[r]) if stall else None
             f, ln = (key if by_line else (None, None))
             loc = f"{os.path.basename(str(f))}:{ln}" if by_line else f"PC 0x{int(a['pc']):x}"
             out.append({"id": int(lid), "rank": rank, "location": loc, "file": f, "line": ln,

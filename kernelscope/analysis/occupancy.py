@@ -137,7 +137,7 @@ class Occupancy:
         # calculator: the occupancy they give is what the step promises.
         changes = {}
         if "registers" in self.limiters:
-            changes["registers_per_thread"] = _max_regs_for_blocks(a, self.warps_per_block, b, self._regs_per_sm())
+            changes["registers_per_thread"] = _max_regs_for_blocks(a, self.warps_per_block, b, a.regs_per_sm)
         if "shared_mem" in self.limiters:
             s = (self.shared_mem_config_bytes // b) // a.smem_alloc_unit * a.smem_alloc_unit
             changes["shared_mem_per_block"] = max(s - a.smem_reserved_per_block, 0)
@@ -192,9 +192,6 @@ class Occupancy:
             step["text"] = text
             out.append(step)
         return out
-
-    def _regs_per_sm(self) -> int:
-        return self._arch.regs_per_sm
 
     def _changed(self, **launch) -> Occupancy | None:
         """This launch with some of threads_per_block/registers_per_thread/shared_mem_per_block
@@ -254,6 +251,63 @@ def _carveout_at_least(a: Arch, nbytes: int) -> int | None:
     return None
 
 
+def _warps_limit(a: Arch, threads: int, warps: int, reasons: list) -> int:
+    """The block limit of the SM's warps; a block of no threads or too many gives 0 and its
+    reason (appended to ``reasons``)."""
+    if threads == 0:
+        reasons.append(("warps", "a block needs at least one thread"))
+        return 0
+    if threads > a.max_threads_per_block:
+        reasons.append(("warps", f"a block of {threads} threads exceeds the maximum of "
+                                 f"{a.max_threads_per_block} threads per block"))
+        return 0
+    return a.max_warps_per_sm // warps
+
+
+def _smem_limit(a: Arch, smem: int, config_bytes, carveout_percent, reasons: list) -> tuple[int, int, int, str]:
+    """(block limit, allocated bytes per block, the carveout, where the carveout came from) of
+    shared memory: the carveout given (``config_bytes``), or the one the calculator picks for a
+    carveout preference (``carveout_percent``), else the largest. A block over the opt-in
+    maximum gives 0 and its reason (appended to ``reasons``)."""
+    alloc = _round_up(smem + a.smem_reserved_per_block, a.smem_alloc_unit)
+    limit_block = a.smem_per_block_optin + a.smem_reserved_per_block
+    if alloc > limit_block:
+        reasons.append(("shared_mem", f"{smem} B shared memory per block exceed the opt-in maximum of "
+                                      f"{a.smem_per_block_optin} B"))
+        return 0, alloc, a.smem_per_sm, "calculator"
+    if config_bytes is not None:
+        config, source = int(config_bytes), "given"
+    else:
+        if carveout_percent is None or carveout_percent < 0:
+            pref = a.smem_per_sm
+            source = "calculator"
+        else:
+            pref = _ceil_div(int(carveout_percent) * a.smem_per_sm, 100)
+            source = "preference"
+        config = _carveout_at_least(a, pref)
+        if config is None:
+            config = a.smem_per_sm
+        if config < alloc:   # a preference too small for one block is overridden
+            config = _carveout_at_least(a, alloc) or a.smem_per_sm
+    return (config // alloc if alloc > 0 else UNLIMITED), alloc, config, source
+
+
+def _barriers_limit(a: Arch, barriers_per_block) -> tuple[int | None, int]:
+    """(block limit of the SM's block barriers, capped at the block limit, or None where the
+    architecture has none to count; the same uncapped).
+
+    Barriers (9.0+): the SM holds barrier_factor x max-blocks block barriers; a block uses
+    __syncthreads' one plus each named barrier. Kineto does not record the count, so the
+    calculator's default of 1 applies unless given (ncu's "Block Limit Barriers" caps at the
+    block limit, and so do we)."""
+    if not a.barrier_factor:
+        return None, UNLIMITED
+    lim_blocks = a.max_blocks_per_sm
+    nb = 1 if barriers_per_block is None else _nonneg_int(barriers_per_block, "barriers_per_block")
+    bar_uncapped = a.barrier_factor * lim_blocks // nb if nb else UNLIMITED
+    return min(bar_uncapped, lim_blocks), bar_uncapped
+
+
 def occupancy(compute_capability, threads_per_block, registers_per_thread, shared_mem_per_block=0, *,
               grid_blocks=None, num_sms=None, shared_mem_config_bytes=None, carveout_percent=None,
               barriers_per_block=None, device=None) -> Occupancy:
@@ -283,61 +337,14 @@ def occupancy(compute_capability, threads_per_block, registers_per_thread, share
     smem = _nonneg_int(shared_mem_per_block, "shared_mem_per_block")
     warps = _ceil_div(threads, a.warp_size)
     max_warps = a.max_warps_per_sm
-    reasons = []
-
-    # warps
-    if threads == 0:
-        lim_warps = 0
-        reasons.append(("warps", "a block needs at least one thread"))
-    elif threads > a.max_threads_per_block:
-        lim_warps = 0
-        reasons.append(("warps", f"a block of {threads} threads exceeds the maximum of "
-                                 f"{a.max_threads_per_block} threads per block"))
-    else:
-        lim_warps = max_warps // warps
-
-    # registers
+    reasons: list[tuple[str, str]] = []
+    lim_warps = _warps_limit(a, threads, warps, reasons)
     lim_regs, regs_alloc, why = _regs_limit(a, max(warps, 1), regs, a.regs_per_sm)
     if why:
         reasons.append(("registers", why))
-
-    # shared memory
-    alloc = _round_up(smem + a.smem_reserved_per_block, a.smem_alloc_unit)
-    limit_block = a.smem_per_block_optin + a.smem_reserved_per_block
-    if alloc > limit_block:
-        lim_smem = 0
-        config = a.smem_per_sm
-        source = "calculator"
-        reasons.append(("shared_mem", f"{smem} B shared memory per block exceed the opt-in maximum of "
-                                      f"{a.smem_per_block_optin} B"))
-    else:
-        if shared_mem_config_bytes is not None:
-            config, source = int(shared_mem_config_bytes), "given"
-        else:
-            if carveout_percent is None or carveout_percent < 0:
-                pref = a.smem_per_sm
-                source = "calculator"
-            else:
-                pref = _ceil_div(int(carveout_percent) * a.smem_per_sm, 100)
-                source = "preference"
-            config = _carveout_at_least(a, pref)
-            if config is None:
-                config = a.smem_per_sm
-            if config < alloc:   # a preference too small for one block is overridden
-                config = _carveout_at_least(a, alloc) or a.smem_per_sm
-        lim_smem = config // alloc if alloc > 0 else UNLIMITED
-
+    lim_smem, alloc, config, source = _smem_limit(a, smem, shared_mem_config_bytes, carveout_percent, reasons)
     lim_blocks = a.max_blocks_per_sm
-    # Barriers (9.0+): the SM holds barrier_factor x max-blocks block barriers; a block uses
-    # __syncthreads' one plus each named barrier. Kineto does not record the count, so the
-    # calculator's default of 1 applies unless given (ncu's "Block Limit Barriers" caps at the
-    # block limit, and so do we).
-    lim_bar, bar_uncapped = None, UNLIMITED
-    if a.barrier_factor:
-        nb = 1 if barriers_per_block is None else _nonneg_int(barriers_per_block, "barriers_per_block")
-        bar_uncapped = a.barrier_factor * lim_blocks // nb if nb else UNLIMITED
-        lim_bar = min(bar_uncapped, lim_blocks)
-
+    lim_bar, bar_uncapped = _barriers_limit(a, barriers_per_block)
     limits = {"registers": lim_regs, "shared_mem": lim_smem, "warps": lim_warps, "blocks": lim_blocks}
     active = min(*limits.values(), bar_uncapped)
     if bar_uncapped <= active:
@@ -381,6 +388,8 @@ def driver_carveout_estimate(o: Occupancy) -> int:
     100
     """
     a = o._arch
+    if a is None:
+        raise ValueError("an Occupancy made by occupancy() is needed (it holds the architecture's carveouts)")
     need = o.active_blocks_per_sm * o.allocated_shared_mem_per_block
     want = min(2 * need, max(need, 132 * KB))
     c = _carveout_at_least(a, want)

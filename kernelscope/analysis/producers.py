@@ -1,4 +1,4 @@
-"""What produced each kernel, with which knobs, and what else its tuner tried.
+"""What produced each kernel, and with which knobs.
 
 ``producer`` is the rung a user changes to change the kernel: ``Inductor`` (torch.compile's
 generated Triton), ``Triton`` (a user's ``@triton.jit``), ``Helion``, ``CUTLASS`` (a kernel built
@@ -18,8 +18,8 @@ Where each knob comes from (``config_source``):
   (``decoded``; CUTLASS 3's procedural names are documented, the rest are labelled "decoded
   from the kernel name").
 
-``autotune_table`` adds theoretical occupancy and its limiter to each autotuning candidate
-(the calculator of :mod:`kernelscope.analysis.occupancy`, exact against Nsight Compute).
+What else its tuner tried (the autotuning candidates, ``rep.autotune``):
+:mod:`kernelscope.analysis.autotune`.
 """
 from __future__ import annotations
 
@@ -28,8 +28,14 @@ import re
 import numpy as np
 import pandas as pd
 
+# The autotuning candidates' table moved to its own module; importers of these names here
+# (the tuning watch, the Report) keep working.
+from kernelscope.analysis.autotune import BENCH_RANGE as BENCH_RANGE
+from kernelscope.analysis.autotune import FROM_VARIANT as FROM_VARIANT
+from kernelscope.analysis.autotune import INDUCTOR_BENCH_RANGE as INDUCTOR_BENCH_RANGE
+from kernelscope.analysis.autotune import NOT_BENCHMARKED as NOT_BENCHMARKED
+from kernelscope.analysis.autotune import autotune_table as autotune_table
 from kernelscope.analysis.distinct import factorize
-from kernelscope.trace.model import float_values
 
 # Inductor's kernel names: triton_<kind>_fused_<ops>_<n> (pointwise, reduction, persistent
 # reduction, template, foreach, split scan, ...).
@@ -49,20 +55,6 @@ FROM_PROCESS = "process (compiled variant)"
 FROM_TUNER = "process (its tuner's candidate with this launch's warps)"
 AMBIGUOUS = "not identified: several compiled variants match this launch"
 NO_MATCH = "not identified: no compiled variant matches this launch"
-# The profiler range the tuning watch (capture/tuning/triton.py) puts around each config Triton's
-# autotuner times: "triton.autotune benchmark: <kernel> [<config>]". Launches inside one are the
-# tuner's own; the others used the config it chose.
-BENCH_RANGE = "triton.autotune benchmark"
-# The range around each choice Inductor's max-autotune times in the process:
-# "inductor max-autotune benchmark #<n>: <choice>" (the candidate's ``benchmark_range``).
-INDUCTOR_BENCH_RANGE = "inductor max-autotune benchmark"
-# Kernels a benchmark harness launches around the timed call: the L2 flush (``cache.zero_()``)
-# and the zeroed output. Inside a choice's range, but not the choice's own work.
-HARNESS_OPS = ("aten::zero_", "aten::fill_")
-NOT_BENCHMARKED = ("not timed in this region's process (Inductor's autotune cache, or a benchmark subprocess): "
-                   "no benchmark launches to link")
-UNMARKED_INDUCTOR = ("not linked to launches: this recording does not mark max-autotune's benchmarks "
-                     "(made before the watch put a range around each choice)")
 
 _TYPES = r"(?:f16|bf16|f32|tf32|f64|s8|u8|s4|u4|e4m3|e5m2|s32|void|c\d+|z\d+|\w+?)"
 _CUTLASS3 = re.compile(
@@ -209,7 +201,37 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
     n = len(k)
     names = k["name"].astype(object).to_numpy()
     backend = k["backend"].astype(object).to_numpy() if "backend" in k.columns else np.full(n, None, object)
-    ops = trace.ops
+    op_name, op_kwargs, op_warps, op_stages = _op_knobs(k, trace.ops)
+    # An Inductor launch event is the op named as the kernel it launches.
+    name_codes, name_uniques = factorize(names, use_na_sentinel=True)   # by identity first: long names
+    op_codes = pd.Index(name_uniques).get_indexer(op_name) if n else np.zeros(0, np.int64)
+    ind = (op_codes == name_codes) & (name_codes >= 0)
+    by_name, tuned = _variants_by_name(trace), _candidates_by_kernel(trace)
+    bx = _ints(k, "block_x")
+    threads = bx * _ints(k, "block_y", 1) * _ints(k, "block_z", 1)
+    regs, smem = _ints(k, "registers_per_thread"), _ints(k, "shared_mem_bytes")
+    # One answer per distinct (name, launch shape, launching op's knobs): a trace has millions
+    # of launches of a few hundred such keys.
+    kw_codes = pd.factorize(op_kwargs, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    back_codes = pd.factorize(backend, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    codes = _key_codes(name_codes, back_codes, kw_codes, op_warps, op_stages, ind, threads, regs, smem)
+    firsts = np.unique(codes, return_index=True)[1]
+
+    def opt(v):
+        return None if v < 0 else int(v)
+    answers = [_one(names[i], backend[i], bool(ind[i]), opt(op_warps[i]), opt(op_stages[i]), op_kwargs[i],
+                    threads[i], regs[i], smem[i], by_name.get(names[i]), tuned.get(names[i])) for i in firsts.tolist()]
+    _put_answers(k, answers, codes)
+    layers = getattr(trace, "tensorrt_layers", None)
+    if layers is not None and len(layers):
+        _annotate_layers(k, names, layers)
+    return k
+
+
+def _op_knobs(k, ops) -> tuple:
+    """Per launch of ``k``, its launching op's name, ``kernel_kwargs`` (None where there is no op
+    or no value), ``num_warps`` and ``num_stages`` (-1 there): Inductor's launch events carry them."""
+    n = len(k)
     # The launching op's knobs (Inductor's launch events), by the kernel's op row.
     rows = k["op_index"].to_numpy(dtype="float64", na_value=np.nan) if "op_index" in k.columns else np.full(n, np.nan)
     ok = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
@@ -229,30 +251,37 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
             vals = ops[col].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
             out[ok] = vals[idx[ok]]
         return out
-    op_name, op_kwargs = from_op("name"), from_op("kernel_kwargs")
-    op_warps, op_stages = int_from_op("num_warps"), int_from_op("num_stages")
-    # An Inductor launch event is the op named as the kernel it launches.
-    name_codes, name_uniques = factorize(names, use_na_sentinel=True)   # by identity first: long names
-    op_codes = pd.Index(name_uniques).get_indexer(op_name) if n else np.zeros(0, np.int64)
-    ind = (op_codes == name_codes) & (name_codes >= 0)
+    return from_op("name"), from_op("kernel_kwargs"), int_from_op("num_warps"), int_from_op("num_stages")
+
+
+def _variants_by_name(trace) -> dict:
+    """``{kernel name: [compiled variant]}`` of ``trace.variants``, each variant a dict with None
+    for a missing value."""
     variants = getattr(trace, "variants", None)
-    by_name = {}
+    by_name: dict = {}
     if variants is not None and len(variants):
         for v in variants.to_dict("records"):
             by_name.setdefault(v["name"], []).append({c: (None if x is pd.NA or (isinstance(x, float) and np.isnan(x)) else x)
                                                       for c, x in v.items()})
-    tuned = {}
+    return by_name
+
+
+def _candidates_by_kernel(trace) -> dict:
+    """``{kernel name: [autotuning candidate]}`` of ``trace.autotune`` (config, warps, registers)."""
+    tuned: dict = {}
     at = getattr(trace, "autotune", None)
     if at is not None and len(at):
         for r in at[["kernel", "config", "num_warps", "registers"]].to_dict("records"):
             tuned.setdefault(r["kernel"], []).append(r)
-    bx = _ints(k, "block_x")
-    threads = bx * _ints(k, "block_y", 1) * _ints(k, "block_z", 1)
-    regs, smem = _ints(k, "registers_per_thread"), _ints(k, "shared_mem_bytes")
-    # One answer per distinct (name, launch shape, launching op's knobs): a trace has millions
-    # of launches of a few hundred such keys.
-    kw_codes = pd.factorize(op_kwargs, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
-    back_codes = pd.factorize(backend, use_na_sentinel=True)[0] if n else np.zeros(0, np.int64)
+    return tuned
+
+
+def _key_codes(name_codes, back_codes, kw_codes, op_warps, op_stages, ind, threads, regs, smem) -> np.ndarray:
+    """A code per launch, equal for launches of one (name, backend, launching op's knobs,
+    launch shape): the launches that get one answer."""
+    if not len(name_codes):
+        return np.zeros(0, np.int64)
+
     # Three int64 keys, each packing several small fields (clipped: a damaged trace's absurd
     # values only share an answer with each other): fewer columns to group by is most of the speed.
     def field(v, bits):
@@ -261,30 +290,23 @@ def annotate_producers(kernels: pd.DataFrame, trace) -> pd.DataFrame:
         "who": (field(name_codes, 40) << 20) | field(back_codes, 20),
         "op": (field(kw_codes, 40) << 21) | (field(op_warps, 10) << 11) | (field(op_stages, 10) << 1) | ind,
         "shape": (field(threads, 21) << 42) | (field(regs, 10) << 32) | field(smem, 32)})
-    codes = keys.groupby(["who", "op", "shape"], sort=False).ngroup().to_numpy() if n else np.zeros(0, np.int64)
-    firsts = np.unique(codes, return_index=True)[1]
+    return keys.groupby(["who", "op", "shape"], sort=False).ngroup().to_numpy()
 
-    def opt(v):
-        return None if v < 0 else int(v)
-    answers = [_one(names[i], backend[i], bool(ind[i]), opt(op_warps[i]), opt(op_stages[i]), op_kwargs[i],
-                    threads[i], regs[i], smem[i], by_name.get(names[i]), tuned.get(names[i])) for i in firsts.tolist()]
-    cols = {}
+
+def _put_answers(k, answers, codes) -> None:
+    """Each answer's columns (:func:`_one`) written to the launches of its code, in place:
+    knobs as nullable integers, the rest as objects."""
+    n = len(k)
     for c in ("producer", "num_warps", "num_stages", "num_ctas", "config", "config_source", "spills",
               "source_ops", "kernel_source", "decoded"):
-        per = np.empty(len(answers), dtype=object)
-        per[:] = [a[c] for a in answers]
-        cols[c] = per[codes] if n else np.empty(0, dtype=object)
-    for c, v in cols.items():
         if c in ("num_warps", "num_stages", "num_ctas", "spills"):
             per = np.array([-1 if a[c] is None or a[c] is pd.NA else int(a[c]) for a in answers], dtype=np.int64)
             vals = per[codes] if n else np.empty(0, np.int64)
             k[c] = pd.arrays.IntegerArray(np.maximum(vals, 0), vals < 0)
         else:
-            k[c] = pd.Series(v, dtype=object, index=k.index)
-    layers = getattr(trace, "tensorrt_layers", None)
-    if layers is not None and len(layers):
-        _annotate_layers(k, names, layers)
-    return k
+            per = np.empty(len(answers), dtype=object)
+            per[:] = [a[c] for a in answers]
+            k[c] = pd.Series(per[codes] if n else np.empty(0, dtype=object), dtype=object, index=k.index)
 
 
 def tactic_layers(names, layers) -> dict:
@@ -339,7 +361,8 @@ def _annotate_layers(k, names, layers) -> None:
     known = as_text.isin(list(found))
     layer = as_text.map(one).astype(object).where(known, None)
     ltype = as_text.map(kind).astype(object).where(known, None)
-    source = pd.Series(np.where(layer.notna(), BY_TACTIC, None), dtype=object, index=k.index)
+    # (np.array(None): None as numpy's type stubs take it; an object array either way)
+    source = pd.Series(np.where(layer.notna(), BY_TACTIC, np.array(None)), dtype=object, index=k.index)
     for i, row in _by_engine_order(k, names, found, layers).items():
         if pd.isna(layer.iat[i]):       # a unique tactic's layer is already known by name
             layer.iat[i], ltype.iat[i], source.iat[i] = row["name"], row["layer_type"], BY_ORDER
@@ -468,190 +491,3 @@ def _variant_of(variants, threads, regs, smem):
     if len(configs) > 1:
         return None, AMBIGUOUS
     return hits[0], None
-
-
-# -- autotuning candidates ----------------------------------------------------------------------
-AUTOTUNE_VIEW_COLUMNS = (
-    "kernel", "producer", "tuner", "tuning", "op", "shape_key", "choice", "config", "num_warps", "num_stages",
-    "num_ctas", "p50_ms", "p20_ms", "p80_ms", "vs_best", "spread_pct", "registers", "spills",
-    "shared_mem_bytes", "resources_source", "threads_per_block", "theoretical_occupancy", "occupancy_limiter", "winner",
-    "cached", "rank", "launches", "benchmark_launches", "kernel_rows", "compiled_kernel", "benchmark_range", "note")
-# Where a Triton candidate's registers, spills and shared memory came from (capture/tuning/triton.py).
-FROM_VARIANT = "Triton's compiled variant (ptxas, as Triton reports it)"
-
-
-def autotune_table(trace, kernels=None) -> pd.DataFrame:
-    """One row per autotuning candidate (``trace.autotune``) with ``threads_per_block``,
-    ``theoretical_occupancy`` and ``occupancy_limiter`` (our calculator, on the recording's
-    device), ``vs_best`` (p50 over the winner's), ``spread_pct`` ((p80 - p20) / p50) and
-    ``rank`` (1 = fastest of its tuning); each tuning's candidates fastest first, tunings in
-    the order they ran. With ``kernels`` (``rep.kernels``, its producer columns), the launches
-    that ran each candidate (see :func:`candidate_launches`).
-
-    >>> autotune_table(ks.load("tuned.ksreport.json.gz").trace).head()    # doctest: +SKIP
-    """
-    from kernelscope.analysis.occupancy import occupancy
-    from kernelscope.analysis.shapes import modelled_devices
-    a = getattr(trace, "autotune", None)
-    if a is None or not len(a):
-        return pd.DataFrame({c: pd.Series([], dtype=object) for c in AUTOTUNE_VIEW_COLUMNS})
-    a = a.copy()
-    # Tuners run on the device they compile for; the recording's first modelled device.
-    devs = modelled_devices(trace.devices)
-    cc, dev, _ = devs[min(devs)] if devs else (None, None, None)
-    warps = a["num_warps"].astype("Int64")
-    a["threads_per_block"] = warps * 32
-    occ, lim = [], []
-    memo: dict = {}
-    for t, r, s in zip(a["threads_per_block"].tolist(), a["registers"].tolist(), a["shared_mem_bytes"].tolist()):
-        key = (t, r, s)
-        if key not in memo:
-            memo[key] = (None, None)
-            if cc is not None and t is not pd.NA and r is not pd.NA and t is not None and r is not None:
-                try:
-                    o = occupancy(cc, int(t), int(r), 0 if s is pd.NA or s is None else int(s), device=dev)
-                    memo[key] = (o.occupancy, o.limiter)
-                except (ValueError, TypeError):
-                    pass
-        occ.append(memo[key][0])
-        lim.append(memo[key][1])
-    a["theoretical_occupancy"] = pd.array([np.nan if x is None else x for x in occ], dtype="float64")
-    a["occupancy_limiter"] = pd.Series(lim, dtype=object, index=a.index)
-    p50 = a["p50_ms"].astype("float64")
-    best = p50.groupby(a["tuning"]).transform("min")
-    a["vs_best"] = p50 / best
-    a["spread_pct"] = (a["p80_ms"].astype("float64") - a["p20_ms"].astype("float64")) / p50 * 100.0
-    a["rank"] = p50.groupby(a["tuning"]).rank(method="min").astype("Int64")
-    if "resources_source" not in a.columns:
-        a["resources_source"] = pd.Series([None] * len(a), dtype=object, index=a.index)
-    # Recordings from before the column: a Triton candidate's registers were only ever read from
-    # its compiled variant.
-    a.loc[a["resources_source"].isna() & a["registers"].notna() & (a["tuner"] == "triton.autotune"),
-          "resources_source"] = FROM_VARIANT
-    launches, bench, rows = candidate_launches(a, kernels, getattr(trace, "ops", None))
-    a["launches"], a["benchmark_launches"] = launches, bench
-    a["kernel_rows"] = pd.Series(rows, dtype=object, index=a.index)
-    # A recording made before the watch's ranges: its Inductor choices cannot be linked (said so).
-    unmarked = a["tuner"] == "inductor max-autotune"
-    marked = "benchmark_range" in a.columns and bool(
-        (a["benchmark_range"].notna() | a["compiled_kernel"].notna()
-         | a["note"].astype(str).str.contains(NOT_BENCHMARKED, regex=False)).any())
-    if not marked and unmarked.any() and kernels is not None:
-        note = a["note"].astype(object)
-        a["note"] = note.where(~unmarked, [UNMARKED_INDUCTOR if not isinstance(x, str) or not x else
-                                           f"{x}; {UNMARKED_INDUCTOR}" for x in note])
-    a = a.sort_values(["tuning", "rank"], kind="stable", na_position="last").reset_index(drop=True)
-    return a[[c for c in AUTOTUNE_VIEW_COLUMNS if c in a.columns]]
-
-
-def candidate_launches(a: pd.DataFrame, kernels, ops=None) -> tuple:
-    """For each candidate of ``a`` (``trace.autotune``), the launches of ``kernels`` that ran it:
-    (count, how many of them were the tuner's own benchmark, their row positions in ``kernels``).
-
-    A Triton or Helion candidate ran where a launch of its kernel was identified as its config
-    (``config``, from the compiled variant its registers and shared memory match) with its warps.
-    The tuner's own launches are those inside the watch's :data:`BENCH_RANGE` ranges (their op,
-    or their launch call within one of ``ops`` on its thread); a recording without them (made
-    before the watch set them), and Helion's search, cannot tell those apart (None).
-    An Inductor choice's benchmark is the launches inside its ``benchmark_range`` (its template
-    runs there under a placeholder name, an extern as a cuBLAS kernel), less the harness's
-    (:data:`HARNESS_OPS`); a winning template also ran where its ``compiled_kernel`` ran. Older
-    recordings without the ranges: empty.
-
-    >>> candidate_launches(pd.DataFrame({"kernel": [], "tuner": [], "config": [], "num_warps": []}), None)[0].tolist()
-    []
-    """
-    n = len(a)
-    count = pd.array([pd.NA] * n, dtype="Int64")
-    bench = pd.array([pd.NA] * n, dtype="Int64")
-    rows: list = [None] * n
-    if kernels is None or not len(kernels) or not n:
-        return count, bench, rows
-    _tuner_launches(a, kernels, ops, count, bench, rows)
-    if "benchmark_range" in a.columns and (a["tuner"] == "inductor max-autotune").any():
-        _inductor_launches(a, kernels, ops, count, bench, rows)
-    return count, bench, rows
-
-
-def _range_of_launch(k, pos, ranges) -> np.ndarray:
-    """For the launches ``pos`` of ``k``, the row (in ``ranges``, a frame of non-overlapping
-    ops) of the range their launch call falls in on its thread; -1 outside every one."""
-    out = np.full(len(pos), -1, dtype=np.int64)
-    if ranges is None or not len(ranges) or not {"launch_start_us", "launch_tid"} <= set(k.columns):
-        return out
-    at = float_values(k["launch_start_us"])[pos]
-    tid = k["launch_tid"].astype(str).to_numpy()[pos]
-    ranges = ranges.reset_index(drop=True)
-    for t, r in ranges.groupby(ranges["tid"].astype(str)):
-        lo = r["start_us"].to_numpy(dtype=float)
-        hi = lo + r["duration_us"].to_numpy(dtype=float)
-        order = np.argsort(lo, kind="stable")
-        lo, hi, idx = lo[order], hi[order], r.index.to_numpy()[order]
-        mine = np.flatnonzero(tid == t)
-        j = np.searchsorted(lo, at[mine], side="right") - 1
-        inside = (j >= 0) & (at[mine] <= hi[np.maximum(j, 0)])
-        out[mine[inside]] = idx[j[inside]]
-    return out
-
-
-def _tuner_launches(a, k, ops, count, bench, rows) -> None:
-    """Triton's and Helion's candidates (see :func:`candidate_launches`), filled in place."""
-    if "config" not in k.columns:
-        return
-    ok = k["config"].notna().to_numpy()
-    if not ok.any():
-        return
-    pos = np.flatnonzero(ok)
-    op = k["op"].to_numpy(dtype=object)[pos] if "op" in k.columns else np.full(len(pos), None, dtype=object)
-    in_bench = np.array([isinstance(o, str) and o.startswith(BENCH_RANGE) for o in op], dtype=bool)
-    marked = bool(in_bench.any())
-    ranges = ops[ops["name"].astype(str).str.startswith(BENCH_RANGE)] if ops is not None and len(ops) else None
-    if ranges is not None and len(ranges):
-        marked = True
-        in_bench |= _range_of_launch(k, pos, ranges) >= 0
-    warps = k["num_warps"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)[pos]
-    groups: dict = {}
-    for i, (nm, cfg, w) in enumerate(zip(k["name"].to_numpy(dtype=object)[pos], k["config"].to_numpy(dtype=object)[pos], warps)):
-        groups.setdefault((str(nm), str(cfg), int(w)), []).append(i)
-    cw = a["num_warps"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-    for j, (kern, tuner, cfg) in enumerate(zip(a["kernel"].tolist(), a["tuner"].tolist(), a["config"].tolist())):
-        if tuner not in ("triton.autotune", "helion autotune") or not isinstance(cfg, str) or not cfg:
-            continue
-        hit = groups.get((str(kern), cfg, int(cw[j])), [])
-        count[j] = len(hit)
-        if hit:
-            rows[j] = [int(x) for x in pos[hit]]
-        # Only Triton's autotuner times its configs inside the watch's ranges (Helion's search: not).
-        bench[j] = int(in_bench[hit].sum()) if marked and tuner == "triton.autotune" else pd.NA
-
-
-def _inductor_launches(a, k, ops, count, bench, rows) -> None:
-    """Inductor's choices (see :func:`candidate_launches`), filled in place."""
-    by_range: dict = {}
-    if ops is not None and len(ops):
-        ranges = ops[ops["name"].astype(str).str.startswith(INDUCTOR_BENCH_RANGE)]
-        if len(ranges):
-            pos = np.arange(len(k))
-            if "op" in k.columns:     # the harness's own kernels inside the range are not the choice's
-                pos = pos[~k["op"].isin(HARNESS_OPS).to_numpy()]
-            where = _range_of_launch(k, pos, ranges)
-            names = ranges["name"].astype(str).to_numpy()
-            inside = where >= 0
-            for r, p in zip(where[inside].tolist(), pos[inside].tolist()):     # in row order
-                by_range.setdefault(names[r], []).append(p)
-    kernel_names = k["name"].astype(object).to_numpy()
-    compiled = {}
-    for j, (tuner, rng, ck) in enumerate(zip(a["tuner"].tolist(), a["benchmark_range"].tolist(),
-                                             a["compiled_kernel"].tolist())):
-        if tuner != "inductor max-autotune" or not (isinstance(rng, str) or isinstance(ck, str)):
-            continue
-        mine = by_range.get(rng, []) if isinstance(rng, str) else []
-        ran = []
-        for name in (ck.split(", ") if isinstance(ck, str) and ck else []):
-            if name not in compiled:
-                compiled[name] = np.flatnonzero(kernel_names == name).tolist()
-            ran.extend(compiled[name])
-        count[j] = len(mine) + len(ran)
-        bench[j] = len(mine) if isinstance(rng, str) else pd.NA
-        if mine or ran:
-            rows[j] = sorted(set(mine) | set(ran))

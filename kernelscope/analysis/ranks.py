@@ -29,8 +29,8 @@ import pandas as pd
 
 from kernelscope.analysis.collectives import collectives
 from kernelscope.analysis.findings.base import Finding, severity_for
+from kernelscope.analysis.intervals import covered_length, intersection_length, merge_intervals, union_length
 from kernelscope.analysis.peaks import peer_link_gbps
-from kernelscope.analysis.timeline import covered_length, intersection_length, merge_intervals, union_length
 from kernelscope.units import fmt_pct, fmt_us
 
 # A step is a torch.profiler step (ProfilerStep#N, from its schedule or a record_function of
@@ -81,10 +81,17 @@ def step_windows(ops: pd.DataFrame) -> pd.DataFrame:
     m = names.str.match(_STEP.pattern).to_numpy(dtype=bool)
     s = ops[m].drop_duplicates("name")
     out = pd.DataFrame({"step": s["name"].astype(str).to_numpy(),
-                        "index": [int(_STEP.match(n).group(1)) for n in s["name"].astype(str)],
+                        "index": [_step_index(n) for n in s["name"].astype(str)],
                         "start_us": s["start_us"].astype(float).to_numpy(),
                         "end_us": (s["start_us"] + s["duration_us"]).astype(float).to_numpy()})
     return out.sort_values("start_us", kind="stable").reset_index(drop=True)
+
+
+def _step_index(name: str) -> int:
+    """The number of a step marker's name (``ProfilerStep#3`` -> 3)."""
+    m = _STEP.match(name)
+    assert m is not None         # step_windows picked the rows by it
+    return int(m.group(1))
 
 
 def rank_summary(rep, *, source=None) -> RankSummary:

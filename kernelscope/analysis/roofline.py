@@ -97,7 +97,7 @@ def op_counts(name: str, dims, types, trace_flops=None):
         batch = math.prod(a[:-2]) if len(a) > 2 else 1
         m, k, n = a[-2], a[-1], b[-1]
         flops = 2.0 * batch * m * n * k
-        t = types[i] if i < len(types) else None
+        t = types[i] if i < len(types) else ""     # no type recorded: the defaults below
         precision = _MM_PRECISION.get(t)
         nbytes += batch * m * n * DTYPE_BYTES.get(t, 4)
     elif base == "copy_" and len(tensors) == 2:
@@ -147,6 +147,8 @@ def roofline(report) -> pd.DataFrame:
 
 
 def _counted_roofline(report) -> pd.DataFrame:
+    """The counted part of :func:`roofline`: a row per CPU op instance whose work
+    :func:`op_counts` can count, with its kernels' time."""
     from kernelscope.analysis.backends import distinct_rows
     k = report.kernels
     ops = report.ops
@@ -171,6 +173,39 @@ def _counted_roofline(report) -> pd.DataFrame:
         return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
     i_sel = i_all[sel].astype(np.int64)
     name_sel = ops["name"].to_numpy(object)[i_sel]
+    per, codes, first = _distinct_counts(ops, i_sel, name_sel)
+    counted = np.array([c is not None for c in per], dtype=bool)[codes]
+    if not counted.any():
+        return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
+    per = [c if c is not None else (None, 0.0, None, None) for c in per]
+    codes = codes[counted]
+    rows = sel[counted]
+    kname = tops["name"].to_numpy(object)[rows]
+    # Devices as codes (their objects only where a peak is looked up).
+    dev_codes, dev_uniq = pd.factorize(tops["device_index"], use_na_sentinel=False)
+    dev_codes = dev_codes[rows]
+    dev_uniq = np.asarray(dev_uniq.astype(object))
+    precision, prec_code = _precisions(per, codes, first, name_sel, kname)
+    # Peaks per distinct (device, precision).
+    pk_codes, pk_first = distinct_rows([dev_codes, prec_code])
+    got = []
+    for j in pk_first.tolist():
+        pk, p = peaks_of.get(dev_uniq[dev_codes[j]]), precision[j]
+        got.append((pk.peak_tflops(p) if pk and p else None, pk.memory_gbps if pk else None,
+                    pk.source if pk else None))
+    t_short = tops["short_name"] if "short_name" in tops.columns else tops["name"]
+    t_label = tops["device"] if "device" in tops.columns else tops["device_index"]
+    cols = {"op": _as_rows(name_sel[counted]), "op_index": i_sel[counted], "kernel": pd.Series(kname, dtype=object),
+            "short_name": pd.Series(t_short.to_numpy(object)[rows], dtype=object),
+            "device": _as_rows(t_label.to_numpy(object)[rows]), "precision": _as_rows(precision),
+            "kernels": agg["size"].to_numpy()[rows].astype(np.int64)}
+    return _roofline_frame(cols, per, codes, got, pk_codes, dur_all[rows])
+
+
+def _distinct_counts(ops, i_sel, name_sel) -> tuple[list, np.ndarray, np.ndarray]:
+    """(:func:`op_counts` of each distinct op of the rows ``i_sel`` of ``ops``, each row's code
+    into them, the first row of each)."""
+    from kernelscope.analysis.backends import distinct_rows
     dims_sel = ops["input_dims"].to_numpy(object)[i_sel]
     types_sel = ops["input_types"].to_numpy(object)[i_sel]
     # Count each distinct op (name, shapes, dtypes, FLOPs) once: the same ops repeat every step.
@@ -184,31 +219,19 @@ def _counted_roofline(report) -> pd.DataFrame:
         fl_sel = ops["flops"].to_numpy(object)[i_sel]
         fl_key = np.array([None if f != f else f for f in fl_sel.tolist()], dtype=object)
     codes, first = distinct_rows([
-        name_sel, np.fromiter(map(id, dims_sel), np.int64, len(sel)),
-        np.fromiter(map(id, types_sel), np.int64, len(sel)), fl_key])
+        name_sel, np.fromiter(map(id, dims_sel), np.int64, len(i_sel)),
+        np.fromiter(map(id, types_sel), np.int64, len(i_sel)), fl_key])
     # FLOPs as Python floats where read as floats (what the objects held).
     per = [op_counts(name_sel[j], dims_sel[j], types_sel[j], float(fl_sel[j]) if floats else fl_sel[j])
            for j in first.tolist()]
-    del dims_sel, types_sel, fl_sel, fl_key
-    counted = np.array([c is not None for c in per], dtype=bool)[codes]
-    if not counted.any():
-        return pd.DataFrame([], columns=ROOFLINE_COLUMNS)
-    per = [c if c is not None else (None, 0.0, None, None) for c in per]
-    codes = codes[counted]
-    rows = sel[counted]
-    idx = i_sel[counted]
+    return per, codes, first
 
-    flops_col = _as_values([c[0] for c in per], codes)                    # float, or None where unknown
-    flops = np.array([np.nan if c[0] is None else c[0] for c in per], dtype=float)[codes]
-    nbytes = np.array([c[1] for c in per], dtype=float)[codes]
-    name = name_sel[counted]
-    kname = tops["name"].to_numpy(object)[rows]
-    # Devices as codes (their objects only where a peak is looked up).
-    dev_codes, dev_uniq = pd.factorize(tops["device_index"], use_na_sentinel=False)
-    dev_codes = dev_codes[rows]
-    dev_uniq = np.asarray(dev_uniq.astype(object))
-    # Tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so). Precision as a code
-    # per row into its distinct values (a few), the kernel names looked at only where it matters.
+
+def _precisions(per, codes, first, name_sel, kname) -> tuple[np.ndarray, np.ndarray]:
+    """(each counted row's precision, its code into the distinct ones): its op's, except that the
+    tensor-core kernels of an fp32 matmul run TF32 (cuBLAS names them so)."""
+    # Precision as a code per row into its distinct values (a few), the kernel names looked at
+    # only where it matters.
     prec_uniq = _objects([c[2] for c in per] + ["tf32"])
     prec_code = np.arange(len(per))[codes]
     fp32_mm = np.array([c[2] == "fp32" and name_sel[j] in _MATMUL for c, j in zip(per, first.tolist())],
@@ -217,19 +240,20 @@ def _counted_roofline(report) -> pd.DataFrame:
         at = np.flatnonzero(fp32_mm)
         tf32 = by_distinct(kname[at], lambda x: "tf32" in str(x).lower(), bool, False)
         prec_code[at[tf32]] = len(per)
-    precision = prec_uniq[prec_code]
-    # Peaks per distinct (device, precision).
-    pk_codes, pk_first = distinct_rows([dev_codes, prec_code])
-    got = []
-    for j in pk_first.tolist():
-        pk, p = peaks_of.get(dev_uniq[dev_codes[j]]), precision[j]
-        got.append((pk.peak_tflops(p) if pk and p else None, pk.memory_gbps if pk else None,
-                    pk.source if pk else None))
+    return prec_uniq[prec_code], prec_code
+
+
+def _roofline_frame(cols: dict, per, codes, got, pk_codes, dur) -> pd.DataFrame:
+    """The counted roofline's table: ``cols`` (the op, kernel and device columns), then each row's
+    counts (``per[codes]``), peaks (``got[pk_codes]``: TFLOP/s, GB/s, source) and what they give
+    over its time ``dur``."""
+    flops_col = _as_values([c[0] for c in per], codes)                    # float, or None where unknown
+    flops = np.array([np.nan if c[0] is None else c[0] for c in per], dtype=float)[codes]
+    nbytes = np.array([c[1] for c in per], dtype=float)[codes]
     peak_t_col, peak_b_col = (_as_values([g[i] for g in got], pk_codes) for i in range(2))
     peak_src = _objects([g[2] for g in got])[pk_codes]
     peak_t = np.array([np.nan if g[0] is None else g[0] for g in got], dtype=float)[pk_codes]
     peak_b = np.array([np.nan if g[1] is None else g[1] for g in got], dtype=float)[pk_codes]
-    dur = dur_all[rows]
     sec = dur * 1e-6
     has_flops = ~np.isnan(flops)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -245,18 +269,13 @@ def _counted_roofline(report) -> pd.DataFrame:
     with np.errstate(invalid="ignore"):
         above = np.nan_to_num(share, nan=0.0) > 1.0 + 1e-9
     note_code = np.where(above, bound_code, 0)
-    t_short = tops["short_name"] if "short_name" in tops.columns else tops["name"]
-    t_label = tops["device"] if "device" in tops.columns else tops["device_index"]
     # Text as object arrays, computed numbers as float arrays, and the values taken as they are
     # (FLOPs, peaks: None where unknown) as lists: pandas types each column as it typed the rows
     # of dicts this table was once built from.
     # Kernel names stay objects: they are long (hundreds of bytes), and a text column would copy
     # every row's bytes (50k rows of a large trace) only to be read back as objects.
     return pd.DataFrame({
-        "op": _as_rows(name), "op_index": idx, "kernel": pd.Series(kname, dtype=object),
-        "short_name": pd.Series(t_short.to_numpy(object)[rows], dtype=object),
-        "device": _as_rows(t_label.to_numpy(object)[rows]), "precision": _as_rows(precision),
-        "kernels": agg["size"].to_numpy()[rows].astype(np.int64), "duration_us": dur,
+        **cols, "duration_us": dur,
         "flops": flops_col, "bytes": nbytes,
         "flops_source": _as_rows(_objects([c[3] for c in per])[codes]), "intensity": inten,
         "achieved_tflops": ach_t, "achieved_gbps": ach_b, "peak_tflops": peak_t_col,

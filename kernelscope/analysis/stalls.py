@@ -239,7 +239,8 @@ def kernel_top_stall(kernels: pd.DataFrame, stalls: pd.DataFrame) -> pd.Series:
             if out.notna().any():
                 return out
     if "name" in stalls.columns and "name" in kernels.columns:
-        by_name = {name: (top_stalls(g, 1) or [(None, 0)])[0][0] for name, g in stalls.groupby("name", sort=False)}
+        by_name = {name: (top[0][0] if (top := top_stalls(g, 1)) else None)
+                   for name, g in stalls.groupby("name", sort=False)}
         return pd.Series([by_name.get(n) for n in kernels["name"].tolist()], index=kernels.index, dtype=object)
     return out
 

@@ -6,7 +6,8 @@ intervals (overlapping work on two streams counts once). The denominator is the 
 from the first GPU activity's start to the last one's end. The profiler's span also holds its own
 start-up (CUPTI initializes on the first launch, 0.3-0.9 ms in our H200 recordings) and host work
 before the first launch, which says nothing about whether the GPU was kept fed; it is reported
-separately as ``lead_in_us``.
+separately as ``lead_in_us``. The interval arithmetic (union, coverage, overlap) is
+:mod:`kernelscope.analysis.intervals`.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pandas as pd
 
 from kernelscope.analysis.devices import annotate_devices
 from kernelscope.analysis.distinct import by_distinct, factorize
+from kernelscope.analysis.intervals import covered_length, intersection_length, merge_intervals, union_length
 from kernelscope.trace.model import SYNC_CALLS
 
 
@@ -86,71 +88,6 @@ class Timeline:
         if device is not None:
             rows = rows[rows["device"] == device]
         return rows.iloc[0].to_dict() if len(rows) else {}
-
-
-# -- interval arithmetic ------------------------------------------------------------------------
-
-def merge_intervals(starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """Merge possibly overlapping intervals into disjoint, sorted ones.
-
-    >>> merge_intervals([0, 2, 10], [5, 3, 12])
-    (array([ 0., 10.]), array([ 5., 12.]))
-    """
-    s = np.asarray(starts, dtype=float)
-    e = np.asarray(ends, dtype=float)
-    if not len(s):
-        return s, e
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    cm = np.maximum.accumulate(e)
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > cm[:-1]
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    return s[first], cm[last]
-
-
-def union_length(starts, ends) -> float:
-    """Total length covered by a set of intervals (overlaps counted once).
-
-    >>> union_length([0, 2, 10], [5, 3, 12])
-    7.0
-    """
-    ms, me = merge_intervals(starts, ends)
-    return float((me - ms).sum())
-
-
-def covered_length(ms, me, starts, ends) -> np.ndarray:
-    """For each interval [start, end), how much of it the disjoint sorted intervals (ms, me)
-    cover (e.g. :func:`merge_intervals` output). Vectorized with prefix sums.
-
-    >>> covered_length(np.array([0., 10.]), np.array([5., 12.]), [3, 0], [11, 20]).tolist()
-    [3.0, 7.0]
-    """
-    ms, me = np.asarray(ms, float), np.asarray(me, float)
-    prefix = np.concatenate([[0.0], np.cumsum(me - ms)])
-
-    def upto(t):
-        t = np.asarray(t, float)
-        i = np.searchsorted(me, t, side="right")  # intervals ending at or before t
-        part = np.where(i < len(ms), np.clip(t - ms[np.minimum(i, len(ms) - 1)], 0, None), 0.0) \
-            if len(ms) else np.zeros_like(t)
-        return prefix[i] + part
-
-    return upto(ends) - upto(starts)
-
-
-def intersection_length(a, b) -> float:
-    """Length of time covered by both interval sets ``a`` and ``b`` (each ``(starts, ends)``).
-
-    >>> intersection_length(([0], [10]), ([5, 20], [15, 30]))
-    5.0
-    """
-    la, lb = union_length(*a), union_length(*b)
-    both = union_length(np.concatenate([np.asarray(a[0], float), np.asarray(b[0], float)]),
-                        np.concatenate([np.asarray(a[1], float), np.asarray(b[1], float)]))
-    return la + lb - both
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -410,8 +347,9 @@ def _device_gaps(dev, d: pd.DataFrame, blocking) -> pd.DataFrame:
                                               np.where(stream[nxt] != stream[prev], 3, 4)))
     cause = _GAP_CAUSES[code]
     sync = code == 1
-    call = np.where(sync, call, None)
-    call_op = np.where(sync, call_op, None)
+    # (np.array(None): None as numpy's type stubs take it; an object array either way)
+    call = np.where(sync, call, np.array(None))
+    call_op = np.where(sync, call_op, np.array(None))
     names = d["name"].to_numpy(object)
     streams = d["stream"].to_numpy(object)     # once (Python ints made per row) for both sides
 

@@ -42,6 +42,9 @@ _CODE_MAGICS = frozenset({"time", "timeit", "prun", "capture", "kernelprofile", 
 # Magics that change the process: the cells holding them always run again.
 _PROCESS_MAGICS = frozenset({"env", "cd", "run", "load_ext", "reload_ext", "aimport", "autoreload"})
 _BUILTINS = frozenset(dir(builtins)) | {"get_ipython", "__name__", "__file__", "In", "Out", "_", "__", "___"}
+# Statements that hold blocks (``_Flow.compound``); ``match`` is looked up where it exists (3.10+).
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
+             getattr(ast, "TryStar", ast.Try))
 
 
 @dataclass
@@ -215,7 +218,39 @@ class _Flow:
                 if self.call(s.value, statement=True) == "magic":
                     return
             self.read(s.value)
-        elif isinstance(s, ast.Assign):
+        elif isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            self.assignment(s)
+        elif isinstance(s, (ast.Import, ast.ImportFrom)):
+            for a in s.names:
+                if a.name == "*":
+                    self.info.process.append(f"from {s.module} import *")
+                    continue
+                name = a.asname or a.name.split(".")[0]
+                self.bind({name})
+                self.info.imports.add(name)
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.definition(s)
+        elif isinstance(s, ast.Delete):
+            for t in s.targets:
+                if isinstance(t, ast.Name):
+                    self.bind({t.id})
+                    if t.id not in self.bound - {t.id}:
+                        self.info.uses.add(t.id)
+                else:
+                    self.target(t, set())
+        elif isinstance(s, _COMPOUND) or (hasattr(ast, "Match") and isinstance(s, ast.Match)):
+            self.compound(s)
+        elif isinstance(s, ast.Global):
+            pass
+        else:
+            for child in ast.iter_child_nodes(s):
+                if isinstance(child, ast.expr):
+                    self.read(child)
+
+    def assignment(self, s):
+        """``x = v``, ``x += v``, ``x: T = v``: the value read, the targets bound (an augmented
+        name is read and changed too)."""
+        if isinstance(s, ast.Assign):
             src = self.read(s.value)
             alias = _aliased(s.value)
             for t in s.targets:
@@ -229,49 +264,36 @@ class _Flow:
                 self.bind({s.target.id}, src | {s.target.id})
             else:
                 self.target(s.target, src)
-        elif isinstance(s, ast.AnnAssign):
+        else:
             src = self.read(s.value)
             if s.value is not None:
                 self.target(s.target, src, _aliased(s.value))
-        elif isinstance(s, (ast.Import, ast.ImportFrom)):
-            for a in s.names:
-                if a.name == "*":
-                    self.info.process.append(f"from {s.module} import *")
-                    continue
-                name = a.asname or a.name.split(".")[0]
-                self.bind({name})
-                self.info.imports.add(name)
-        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for d in s.decorator_list:
+
+    def definition(self, s):
+        """A ``def`` or ``class``: its decorators, defaults and bases read now, its body's reads
+        deferred to when it runs, its name bound (and the globals it assigns)."""
+        for d in s.decorator_list:
+            self.read(d)
+        if isinstance(s, ast.ClassDef):
+            for b in [*s.bases, *(k.value for k in s.keywords)]:
+                self.read(b)
+            body_reads = _class_reads(s)
+        else:
+            for d in [*s.args.defaults, *s.args.kw_defaults]:
                 self.read(d)
-            if isinstance(s, ast.ClassDef):
-                for b in [*s.bases, *(k.value for k in s.keywords)]:
-                    self.read(b)
-                body_reads = _class_reads(s)
-            else:
-                for d in [*s.args.defaults, *s.args.kw_defaults]:
-                    self.read(d)
-                body_reads = _scope_reads(s)
-            self.deferred |= body_reads
-            self.bind({s.name}, body_reads)
-            for g in _globals_assigned(s):
-                self.bind({g})
-        elif isinstance(s, ast.Delete):
-            for t in s.targets:
-                if isinstance(t, ast.Name):
-                    self.bind({t.id})
-                    if t.id not in self.bound - {t.id}:
-                        self.info.uses.add(t.id)
-                else:
-                    self.target(t, set())
-        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            body_reads = _scope_reads(s)
+        self.deferred |= body_reads
+        self.bind({s.name}, body_reads)
+        for g in _globals_assigned(s):
+            self.bind({g})
+
+    def compound(self, s):
+        """A loop, ``if``, ``with``, ``try`` or ``match``: what it reads and binds, then its blocks."""
+        if isinstance(s, (ast.For, ast.AsyncFor)):
             src = self.read(s.iter)
             self.target(s.target, src, _roots(s.iter))
             self.run_block(s.body + s.orelse)
-        elif isinstance(s, ast.While):
-            self.read(s.test)
-            self.run_block(s.body + s.orelse)
-        elif isinstance(s, ast.If):
+        elif isinstance(s, (ast.While, ast.If)):
             self.read(s.test)
             self.run_block(s.body + s.orelse)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
@@ -288,9 +310,7 @@ class _Flow:
                     self.bind({h.name})
                 self.run_block(h.body)
             self.run_block(s.orelse + s.finalbody)
-        elif isinstance(s, ast.Global):
-            pass
-        elif hasattr(ast, "Match") and isinstance(s, ast.Match):
+        else:                                   # match
             self.read(s.subject)
             for case in s.cases:
                 for sub in ast.walk(case.pattern):
@@ -298,10 +318,6 @@ class _Flow:
                         if isinstance(getattr(sub, attr, None), str):
                             self.bind({getattr(sub, attr)})
                 self.run_block(case.body)
-        else:
-            for child in ast.iter_child_nodes(s):
-                if isinstance(child, ast.expr):
-                    self.read(child)
 
     def run_block(self, body):
         for stmt in body:

@@ -11,7 +11,6 @@ from kernelscope.analysis.backend_rules import BACKENDS
 from kernelscope.analysis.distinct import first_rows, texts_in_order
 from kernelscope.trace.counters import DERIVED
 
-
 # The kernel table's statistics, as rep.summary() names them and every output heads them: the
 # durations' total, mean, median, min, max and (sample) standard deviation, in us.
 STATISTICS = (("total_us", "total"), ("mean_us", "mean"), ("median_us", "median"), ("min_us", "min"),

@@ -75,6 +75,34 @@ def read_jax_perfetto(doc, label, notes) -> Trace:
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):
         raise TraceError(label, "not a JAX profiler trace: it has no 'traceEvents' list")
+    procs, threads = _names(events)
+    gpu = {pid: int(m.group(1)) for pid, n in procs.items() if (m := _DEVICE.match(n))}
+    kern, copies, host = _sorted_events(events, gpu, notes)
+    if not kern and not copies and not host:
+        raise TraceError(label, "the JAX profiler trace holds no events")
+    k = _kernel_table(kern, host, threads, gpu)
+    tables = {"kernels": k, "copies": _copy_table(copies, gpu), "ops": _op_table(host)}
+    starts = [float(t["start_us"].min()) for t in tables.values() if len(t)]
+    origin = min(starts) if starts else 0.0
+    ends = [float((t["start_us"] + t["duration_us"]).max()) for t in tables.values() if len(t)]
+    for t in tables.values():
+        t["start_us"] = t["start_us"] - origin
+    k["launch_start_us"] = k["launch_start_us"] - origin
+    devs = sorted(set(gpu.values()))
+    devices = frame({"index": devs, "name": [procs[p] for i in devs for p in gpu if gpu[p] == i][:len(devs)],
+                     "device_type": ["CUDA"] * len(devs)}, DEVICE_COLUMNS)
+    notes.append("JAX profiler trace: occupancy is XLA's own figure (the recording names no compute "
+                 "capability for ours); the launching op is the XLA HLO op")
+    meta = {"source": label, "time_origin_ns": int(round(origin * 1000)),
+            "span_us": (max(ends) - origin) if ends else None, "notes": notes, "producer": "jax"}
+    empty = {name: frame({}, schema) for name, schema in (("runtime", RUNTIME_COLUMNS),
+                                                          ("frames", FRAME_COLUMNS), ("syncs", SYNC_COLUMNS))}
+    return Trace(kernels=k, copies=tables["copies"], runtime=empty["runtime"], ops=tables["ops"],
+                 frames=empty["frames"], syncs=empty["syncs"], devices=devices, meta=meta)
+
+
+def _names(events) -> tuple[dict, dict]:
+    """The metadata events' names: ``{pid: process name}``, ``{(pid, tid): thread name}``."""
     procs, threads = {}, {}
     for e in events:
         if isinstance(e, dict) and e.get("ph") == "M" and isinstance(e.get("args"), dict):
@@ -83,7 +111,13 @@ def read_jax_perfetto(doc, label, notes) -> Trace:
                 procs[e.get("pid")] = str(name)
             elif e.get("name") == "thread_name":
                 threads[(e.get("pid"), e.get("tid"))] = str(name)
-    gpu = {pid: int(m.group(1)) for pid, n in procs.items() if (m := _DEVICE.match(n))}
+    return procs, threads
+
+
+def _sorted_events(events, gpu, notes) -> tuple[list, list, list]:
+    """The complete events as ``(event, ts, dur, args)``, sorted into the GPU's kernels, its copies
+    and memsets, and the host's events (ops and launch calls); events without a usable time are
+    skipped, and ``notes`` says how many."""
     kern, copies, host, bad = [], [], [], 0
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X":
@@ -100,16 +134,19 @@ def read_jax_perfetto(doc, label, notes) -> Trace:
             host.append((e, ts, dur, args))
     if bad:
         notes.append(f"skipped {bad} event(s) with a missing, negative or non-numeric time")
-    if not kern and not copies and not host:
-        raise TraceError(label, "the JAX profiler trace holds no events")
+    return kern, copies, host
 
+
+def _kernel_table(kern, host, threads, gpu) -> pd.DataFrame:
+    """The kernels table: each kernel's launch shape and resources from XLA's ``kernel_details``,
+    its launch call from the host event of its ``correlation_id``, and XLA's own occupancy."""
     # Host-side launch events share the kernel's correlation_id: they give the launch time and thread.
     launch = {}
     for e, ts, dur, args in host:
         cid = _num(args.get("correlation_id"), int)
         if cid is not None and cid not in launch:
             launch[cid] = (ts, dur, str(e.get("tid")))
-    rows = {c: [] for c in KERNEL_COLUMNS}
+    rows: dict = {c: [] for c in KERNEL_COLUMNS}
     reported = []
     for e, ts, dur, args in kern:
         d = _details(args.get("kernel_details"))
@@ -140,8 +177,12 @@ def read_jax_perfetto(doc, label, notes) -> Trace:
     # where ours cannot be computed (the trace names no compute capability).
     k["reported_occupancy"] = np.asarray(reported, dtype=float)
     k["graph_launch"] = pd.array([("cuda_graph_id" in a) for _, _, _, a in kern], dtype="boolean")
+    return k
 
-    crow = {c: [] for c in COPY_COLUMNS}
+
+def _copy_table(copies, gpu) -> pd.DataFrame:
+    """The copies table: the GPU's memcpy and memset events."""
+    crow: dict = {c: [] for c in COPY_COLUMNS}
     for e, ts, dur, args in copies:
         m = _COPY.match(str(e.get("name", "")))
         vals = {"kind": "memset" if str(e.get("name")).startswith("Memset") else "memcpy",
@@ -150,7 +191,12 @@ def read_jax_perfetto(doc, label, notes) -> Trace:
                 "correlation": _num(args.get("correlation_id"), int)}
         for c in crow:
             crow[c].append(vals.get(c))
-    orow = {c: [] for c in OP_COLUMNS}
+    return frame(crow, COPY_COLUMNS)
+
+
+def _op_table(host) -> pd.DataFrame:
+    """The ops table: the host's events other than launch calls (those carry a correlation_id)."""
+    orow: dict = {c: [] for c in OP_COLUMNS}
     for e, ts, dur, args in host:
         if args.get("correlation_id") is not None:
             continue   # the launch side of a kernel, not an op
@@ -158,24 +204,7 @@ def read_jax_perfetto(doc, label, notes) -> Trace:
                 "tid": str(e.get("tid")), "start_us": ts, "duration_us": dur}
         for c in orow:
             orow[c].append(vals.get(c))
-    tables = {"kernels": k, "copies": frame(crow, COPY_COLUMNS), "ops": frame(orow, OP_COLUMNS)}
-    starts = [float(t["start_us"].min()) for t in tables.values() if len(t)]
-    origin = min(starts) if starts else 0.0
-    ends = [float((t["start_us"] + t["duration_us"]).max()) for t in tables.values() if len(t)]
-    for t in tables.values():
-        t["start_us"] = t["start_us"] - origin
-    k["launch_start_us"] = k["launch_start_us"] - origin
-    devs = sorted(set(gpu.values()))
-    devices = frame({"index": devs, "name": [procs[p] for i in devs for p in gpu if gpu[p] == i][:len(devs)],
-                     "device_type": ["CUDA"] * len(devs)}, DEVICE_COLUMNS)
-    notes.append("JAX profiler trace: occupancy is XLA's own figure (the recording names no compute "
-                 "capability for ours); the launching op is the XLA HLO op")
-    meta = {"source": label, "time_origin_ns": int(round(origin * 1000)),
-            "span_us": (max(ends) - origin) if ends else None, "notes": notes, "producer": "jax"}
-    empty = {name: frame({}, schema) for name, schema in (("runtime", RUNTIME_COLUMNS),
-                                                          ("frames", FRAME_COLUMNS), ("syncs", SYNC_COLUMNS))}
-    return Trace(kernels=k, copies=tables["copies"], runtime=empty["runtime"], ops=tables["ops"],
-                 frames=empty["frames"], syncs=empty["syncs"], devices=devices, meta=meta)
+    return frame(orow, OP_COLUMNS)
 
 
 def read_jax_bytes(raw: bytes, label, notes) -> Trace:

@@ -236,79 +236,23 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
     queue_r, queue_w = os.pipe()
     done_r, done_w = os.pipe()
     folder = tempfile.mkdtemp(prefix="kernelscope-read-")
-    procs = []
+    procs: list = []
     try:
         os.write(queue_w, bytes(range(1, len(stretches))))   # stretch 0 (the header's) is ours
         os.close(queue_w)
         queue_w = None
         job = json.dumps({"path": path, "stretches": stretches, "queue": queue_r, "done": done_w,
                           "folder": folder})
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        code = (f"import sys; sys.path.insert(0, {root!r}); "
-                "from kernelscope.trace.split import worker_main; worker_main()")
-        # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        for _ in range(n_workers):
-            procs.append(subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                          pass_fds=(queue_r, done_w), env=env))
+        _start_workers(job, n_workers, (queue_r, done_w), procs)
         os.close(done_w)
         done_w = None
         os.set_blocking(done_r, False)
-        sizes = [stop - start for start, stop in stretches]
-        state = {"bytes": 0, "now": 0, "ready": []}
-
-        def drain():
-            # Stretches the workers have finished since we last looked.
-            try:
-                got = os.read(done_r, 4096)
-            except BlockingIOError:
-                return True
-            for k in got:
-                state["bytes"] += sizes[k]
-                state["ready"].append(k)
-            return bool(got)            # b"": every worker has closed its end
-
-        def on_read(n):
-            drain()
-            state["now"] += n
-            if progress is not None:
-                progress(min(size, state["bytes"] + state["now"]), size)
-
-        def load_ready():
-            for k in state["ready"]:
-                part_path = os.path.join(folder, f"{k}.pickle")
-                with open(part_path, "rb") as pf:
-                    parts[k] = pickle.load(pf)
-                os.unlink(part_path)
-            state["ready"].clear()
-
-        parts, interned, k, spare = {}, {}, 0, []
-        with open(path, "rb") as f:
-            while True:
-                parts[k] = read_stretch(f, stretches[k], k, len(stretches), interned,
-                                        jax_check=jax_check if k == 0 else None, on_read=on_read, spare=spare)
-                state["now"] = 0
-                state["bytes"] += sizes[k]
-                drain()
-                load_ready()
-                token = os.read(queue_r, 1)
-                if not token:
-                    break
-                k = token[0]
-        # The workers' last stretches.
-        open_ends = True
-        while len(parts) < len(stretches) and open_ends:
-            select.select([done_r], [], [], 1.0)
-            open_ends = drain()
-            load_ready()
-        if len(parts) < len(stretches):
-            # Every worker has ended, and some stretch was never read: say why, if one said.
-            why = b"".join(p.stdout.read() for p in procs).decode(errors="replace").strip()
-            raise SplitFailed(why or "a reader process ended before its stretch was read")
+        reading = _Parts(stretches, done_r, folder, size, progress)
+        reading.read_own(path, queue_r, jax_check)
+        reading.wait_for_workers(procs)
         if progress is not None:
             progress(size, size)
-        return parts
+        return reading.parts
     finally:
         for p in procs:
             if p.poll() is None:
@@ -319,6 +263,92 @@ def _read_parts(path, size, stretches, n_workers, progress, jax_check) -> dict:
             if fd is not None:
                 os.close(fd)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start_workers(job: str, n_workers: int, fds: tuple, procs: list) -> None:
+    """Start ``n_workers`` worker processes on ``job`` (JSON: the file, its stretches, the pipes'
+    ends ``fds`` they inherit and the folder), each appended to ``procs`` as it starts (so that
+    those started are stopped if a later one fails)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (f"import sys; sys.path.insert(0, {root!r}); "
+            "from kernelscope.trace.split import worker_main; worker_main()")
+    # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for _ in range(n_workers):
+        procs.append(subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      pass_fds=fds, env=env))
+
+
+class _Parts:
+    """The parts of one split read as they come in, by stretch index: this process's own as it
+    reads them, the workers' as they say on the ``done`` pipe that one is ready in ``folder``;
+    and the bytes read so far, for ``progress``."""
+
+    def __init__(self, stretches, done_r: int, folder: str, size: int, progress):
+        self.stretches, self.done_r, self.folder, self.size, self.progress = stretches, done_r, folder, size, progress
+        self.sizes = [stop - start for start, stop in stretches]
+        self.parts: dict = {}
+        self.bytes, self.now = 0, 0     # the stretches done, and this process's current one so far
+        self.ready: list = []           # the workers' stretches done and not yet loaded
+
+    def drain(self) -> bool:
+        """Note the stretches the workers have finished since we last looked; False once every
+        worker has closed its end."""
+        try:
+            got = os.read(self.done_r, 4096)
+        except BlockingIOError:
+            return True
+        for k in got:
+            self.bytes += self.sizes[k]
+            self.ready.append(k)
+        return bool(got)            # b"": every worker has closed its end
+
+    def on_read(self, n) -> None:
+        self.drain()
+        self.now += n
+        if self.progress is not None:
+            self.progress(min(self.size, self.bytes + self.now), self.size)
+
+    def load_ready(self) -> None:
+        for k in self.ready:
+            part_path = os.path.join(self.folder, f"{k}.pickle")
+            with open(part_path, "rb") as pf:
+                self.parts[k] = pickle.load(pf)
+            os.unlink(part_path)
+        self.ready.clear()
+
+    def read_own(self, path, queue_r: int, jax_check) -> None:
+        """Read stretches here, the first and then each taken from the queue, until it is empty;
+        the workers' parts are loaded between them."""
+        interned: dict = {}
+        k, spare = 0, []
+        with open(path, "rb") as f:
+            while True:
+                self.parts[k] = read_stretch(f, self.stretches[k], k, len(self.stretches), interned,
+                                             jax_check=jax_check if k == 0 else None, on_read=self.on_read,
+                                             spare=spare)
+                self.now = 0
+                self.bytes += self.sizes[k]
+                self.drain()
+                self.load_ready()
+                token = os.read(queue_r, 1)
+                if not token:
+                    break
+                k = token[0]
+
+    def wait_for_workers(self, procs) -> None:
+        """Load the workers' last stretches as they finish; SplitFailed where every worker has
+        ended and some stretch was never read (with why, if one said)."""
+        open_ends = True
+        while len(self.parts) < len(self.stretches) and open_ends:
+            select.select([self.done_r], [], [], 1.0)
+            open_ends = self.drain()
+            self.load_ready()
+        if len(self.parts) < len(self.stretches):
+            # Every worker has ended, and some stretch was never read: say why, if one said.
+            why = b"".join(p.stdout.read() for p in procs).decode(errors="replace").strip()
+            raise SplitFailed(why or "a reader process ended before its stretch was read")
 
 
 def worker_main() -> None:

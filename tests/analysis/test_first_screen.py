@@ -8,7 +8,7 @@ import pytest
 
 import kernelscope as ks
 from kernelscope.analysis.evidence import evidence_rows, fmt_value
-from kernelscope.analysis.findings.timeline import HOST_IDLE_WORTH_SHARE
+from kernelscope.analysis.findings.host import HOST_IDLE_WORTH_SHARE
 from kernelscope.analysis.priorities import FIX_LIST_MAX, what_to_fix
 from kernelscope.units import fmt_us
 from kernelscope.view.bundle import mime_payload

@@ -1,11 +1,12 @@
-"""Inductor's max-autotune choices tied to their launches (analysis/producers.py:
+"""Inductor's max-autotune choices tied to their launches (analysis/autotune.py:
 candidate_launches), on H200 recordings made with the watch's range around each choice's
 benchmark (tests/data/tuning/inductor_links: a small fp16 MLP, two addmm tunings; notebook 8's
 compile), and on one made before the ranges (tests/data/tuning/inductor_tuning)."""
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.producers import FROM_TRACE_AND_PROCESS, HARNESS_OPS, INDUCTOR_BENCH_RANGE, UNMARKED_INDUCTOR
+from kernelscope.analysis.autotune import HARNESS_OPS, INDUCTOR_BENCH_RANGE, UNMARKED_INDUCTOR
+from kernelscope.analysis.producers import FROM_TRACE_AND_PROCESS
 from tests.conftest import DATA
 
 TUNING = DATA / "tuning"

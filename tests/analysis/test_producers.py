@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import kernelscope as ks
+from kernelscope.analysis.autotune import autotune_table
 from kernelscope.analysis.producers import (
     AMBIGUOUS,
     DOCUMENTED,
@@ -18,7 +19,6 @@ from kernelscope.analysis.producers import (
     NO_MATCH,
     UNDOCUMENTED,
     annotate_producers,
-    autotune_table,
     decode_name,
     producer_of,
 )

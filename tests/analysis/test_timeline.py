@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernelscope as ks
-from kernelscope.analysis.timeline import activities, gaps_table, intersection_length, merge_intervals, union_length
+from kernelscope.analysis.intervals import intersection_length, merge_intervals, union_length
+from kernelscope.analysis.timeline import activities, gaps_table
 from kernelscope.reports.report import Report
 from kernelscope.trace.model import Trace
 from tests.conftest import DATA, written_out_union

@@ -146,7 +146,7 @@ def loop_roofline(report) -> pd.DataFrame:
 
 def frame_host_in_gaps(ops, gaps, top=3):
     """host_in_gaps as it was written over the ops table (filter, sort, groupby per thread)."""
-    from kernelscope.analysis.timeline import covered_length, merge_intervals
+    from kernelscope.analysis.intervals import covered_length, merge_intervals
     out = {"idle_us": 0.0, "covered_us": 0.0, "uncovered_us": 0.0, "top_ops": []}
     if gaps is None or not len(gaps):
         return out

@@ -137,7 +137,7 @@ def test_inductor_choices_are_linked_to_their_launches():
     import torch._inductor.config as cfg
     from torch._inductor import select_algorithm as sa
 
-    from kernelscope.analysis.producers import HARNESS_OPS
+    from kernelscope.analysis.autotune import HARNESS_OPS
     torch._dynamo.reset()
     cfg.max_autotune_gemm_backends = "ATEN,TRITON"
     tc = getattr(cfg, "test_configs", None)

@@ -17,7 +17,8 @@ ncu_report = pytest.importorskip("ncu_report")
 import kernelscope as ks
 from kernelscope.analysis.ncu_kernels import measured_roofline, memory_access, speed_of_light
 from kernelscope.analysis.stalls import REASONS, explain, normalize_reason
-from kernelscope.trace.ncu.report import check_report_file, read_ncu_report
+from kernelscope.trace.ncu.report import read_ncu_report
+from kernelscope.trace.ncu.report_file import check_report_file
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "ncu_rep")
 WORKLOADS = ["torch_ops", "triton_kernels", "attention", "resnet50_full"]

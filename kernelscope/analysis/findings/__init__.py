@@ -11,7 +11,8 @@ range of the timeline, or kernels of the table): :mod:`kernelscope.analysis.prio
 are counted with them, the text says "GPU work items" and names them.
 
 The package: ``base`` (Finding, severity, evidence links), then one module per family of rules:
-``timeline`` (host, sync, copy, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
+``host`` (launch-bound, host-bound, GPU idle, host idle, cold start), ``copies`` (pageable and
+serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
 ``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``,
 ``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys).
 """
@@ -20,12 +21,12 @@ from __future__ import annotations
 import dataclasses
 
 from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
+from kernelscope.analysis.findings.copies import copy_findings
+from kernelscope.analysis.findings.host import host_findings
 from kernelscope.analysis.findings.roofline import roofline_findings
 from kernelscope.analysis.findings.timeline import (
-    copy_findings,
     gpu_bound_findings,
     graph_findings,
-    host_findings,
     stream_findings,
     sync_findings,
 )

@@ -1,5 +1,6 @@
 """What every finding is made of: the ``Finding`` record, the severity of a cost against the
-active window, and the evidence links (a range of the timeline, a gap, kernels of the table)."""
+active window, the evidence links (a range of the timeline, a gap, kernels of the table), and the
+timeline rules' devices (``device_rows``, ``on_device``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -107,3 +108,24 @@ def safe_ratio(a, b):
     """a / b as a float, NaN when b is 0 or missing (durations can be 0 in damaged input)."""
     a, b = num(a), num(b)
     return a / b if a is not None and b else float("nan")
+
+
+def device_rows(tl) -> list:
+    """The busy row of each device of a timeline (``tl.busy``'s rows of no stream), as dicts: what
+    the timeline's rules go through, device by device.
+
+    >>> [d["device"] for d in device_rows(rep.timeline)]
+    ['cuda:0']
+    """
+    rows = tl.busy[tl.busy["stream"].isna()]
+    return [r._asdict() for r in rows.itertuples(index=False)]
+
+
+def on_device(dev, tl) -> str:
+    """`` on cuda:1`` where the timeline has several devices, else nothing: the words a finding's
+    title names its device with.
+
+    >>> on_device(device_rows(rep.timeline)[0], rep.timeline)
+    ''
+    """
+    return f" on {dev['device']}" if len(device_rows(tl)) > 1 else ""

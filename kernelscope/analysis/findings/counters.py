@@ -12,7 +12,7 @@ import numpy as np
 
 from kernelscope.analysis.counters import kernel_counters, region_means
 from kernelscope.analysis.findings.base import Finding, severity_for
-from kernelscope.analysis.timeline import covered_length, merge_intervals
+from kernelscope.analysis.intervals import covered_length, merge_intervals
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 

@@ -78,7 +78,7 @@ def access_findings(report, tl=None) -> list:
     ncu = getattr(report, "ncu", None)
     m = memory_access(ncu)
     m = m[m["verdict"].notna()] if len(m) else m
-    if not len(m):
+    if ncu is None or not len(m):      # (memory_access of no launches is empty)
         return []
     dur = dict(zip(ncu["id"].astype(int), pd.to_numeric(ncu["duration_ns"], errors="coerce") / 1e3))
     m = m.assign(duration_us=[dur.get(int(i), 0.0) for i in m["id"]])

@@ -17,17 +17,14 @@ reports on a machine without Nsight Compute or a GPU. One report becomes an :cla
   ``sources`` the text of the sampled lines (from the sources the report imported).
 
 Reports can be read as written (``.ncu-rep``, ``.ncu-repz``) or gzip/xz-compressed
-(``.ncu-rep.gz``, ``.ncu-rep.xz``), which shrinks them 20-40x for storing.
+(``.ncu-rep.gz``, ``.ncu-rep.xz``), which shrinks them 20-40x for storing; the file is checked and
+unpacked by :mod:`kernelscope.trace.ncu.report_file` before NVIDIA's reader opens it.
 """
 from __future__ import annotations
 
-import gzip
-import lzma
 import math
 import os
 import re
-import shutil
-import struct
 import tempfile
 from dataclasses import dataclass, field
 
@@ -36,10 +33,15 @@ import pandas as pd
 
 from kernelscope.errors import TraceError
 
+# Opening a report moved to report_file.py; importers of these names here (loading, the
+# Jupyter server route, the tests) keep working.
+from kernelscope.trace.ncu.report_file import REPORT_MAGIC as REPORT_MAGIC
+from kernelscope.trace.ncu.report_file import REPORT_SUFFIXES as REPORT_SUFFIXES
+from kernelscope.trace.ncu.report_file import check_report_file as check_report_file
+from kernelscope.trace.ncu.report_file import is_report_path as is_report_path
+from kernelscope.trace.ncu.report_file import readable_path, report_head
+
 INSTALL_HINT = 'reading .ncu-rep files needs NVIDIA\'s reader: pip install "kernelscope[ncu]"'
-REPORT_MAGIC = b"NVR\x00"
-_GZIP, _XZ, _ZSTD, _ZIP = b"\x1f\x8b", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"PK\x03\x04"
-REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz", ".ncu-rep.gz", ".ncu-rep.xz", ".ncu-repz.gz", ".ncu-repz.xz")
 
 # Instructions of SASS shown before and after each hot instruction, and hot spots kept per launch.
 SASS_CONTEXT = 4
@@ -193,15 +195,6 @@ class NcuReport:
     source: str = ""
 
 
-def is_report_path(path) -> bool:
-    """Whether a file name is an Nsight Compute report's (compressed or not).
-
-    >>> is_report_path("run.ncu-rep.xz"), is_report_path("run.csv")
-    (True, False)
-    """
-    return str(os.fspath(path)).lower().endswith(REPORT_SUFFIXES)
-
-
 def import_ncu_report(path="<ncu report>"):
     """NVIDIA's ``ncu_report`` module, or a TraceError saying how to install it."""
     try:
@@ -209,111 +202,6 @@ def import_ncu_report(path="<ncu report>"):
     except ImportError:
         raise TraceError(path, INSTALL_HINT) from None
     return ncu_report
-
-
-# -- opening a report ----------------------------------------------------------------------------
-def _stat_regular(path: str) -> os.stat_result:
-    from kernelscope.trace.files import stat_regular
-    return stat_regular(path, "an Nsight Compute report")
-
-
-def check_report_file(path) -> int:
-    """Check that ``path`` is a whole ``.ncu-rep`` file: ncu's ``NVR`` header, then records
-    (a 4-byte length and that many bytes) that end exactly at the end of the file. Returns the
-    number of records. ``ncu_report`` itself loads a foreign file as an empty report and a cut
-    one as the launches before the cut, so this check is what makes bad input an error.
-
-    >>> import lzma
-    >>> _ = (tmp / "k.ncu-rep").write_bytes(lzma.open("ncu_rep/triton_kernels.ncu-rep.xz").read())
-    >>> check_report_file(tmp / "k.ncu-rep")
-    21
-    """
-    path = os.fspath(path)
-    size = _stat_regular(path).st_size
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-            if head != REPORT_MAGIC:
-                raise TraceError(path, _foreign(head))
-            off, records = 4, 0
-            while off < size:
-                f.seek(off)
-                b = f.read(4)
-                if len(b) < 4:
-                    raise TraceError(path, f"truncated: the file ends inside a record header at byte {off:,}")
-                (n,) = struct.unpack("<I", b)
-                off += 4 + n
-                records += 1
-                if off > size:
-                    raise TraceError(path, f"truncated: a record runs to byte {off:,} but the file has "
-                                           f"{size:,} bytes (was the copy or the ncu run cut short?)")
-    except OSError as e:
-        raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
-    if records < 3:
-        raise TraceError(path, "holds no profiling results (an empty or cut Nsight Compute report)")
-    return records
-
-
-NOT_A_REPORT = "not an Nsight Compute report (it does not start with ncu's NVR header)"
-
-
-def _foreign(head: bytes) -> str:
-    """What a file that is not a report looks like, from its first bytes: JSON or text only where
-    those bytes are text (random bytes start with "{" one time in 256).
-
-    >>> _foreign(b'{"traceEvents": ['), _foreign(b"{" + bytes(range(1, 9)))
-    ('is JSON, not an Nsight Compute report (a Kineto trace? open it with ks.load)', "not an Nsight Compute report (it does not start with ncu's NVR header)")
-    """
-    head = head.lstrip()
-    if not _is_text(head):
-        return NOT_A_REPORT
-    if head[:1] in (b"{", b"["):
-        return "is JSON, not an Nsight Compute report (a Kineto trace? open it with ks.load)"
-    if head.startswith((b'"ID"', b"==PROF", b"==WARNING", b"==ERROR", b'"')):
-        return "is text, not an Nsight Compute report (a CSV export? ks.load_ncu reads those by their .csv name)"
-    return NOT_A_REPORT
-
-
-def _is_text(head: bytes) -> bool:
-    """UTF-8 without control characters other than whitespace (a cut last character allowed)."""
-    if any(b < 32 and b not in b"\t\n\r" or b == 127 for b in head):
-        return False
-    for cut in range(4):
-        try:
-            head[:len(head) - cut].decode("utf-8")
-            return True
-        except UnicodeDecodeError:
-            continue
-    return False
-
-
-def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
-    """A gzip/xz-compressed report unpacked into ``tmpdir`` (``ncu_report`` reads paths only),
-    never writing more than the reader's size cap."""
-    from kernelscope.trace.files import max_trace_bytes, too_big
-    limit = max_trace_bytes()
-    out = os.path.join(tmpdir, "report.ncu-rep")
-    opener = gzip.open if head.startswith(_GZIP) else lzma.open
-    kind = "gzip" if opener is gzip.open else "xz"
-    total = 0
-    # A .ncu-rep must start with ncu's header: check the first unpacked bytes before writing
-    # the rest (a bomb of anything else would fill the temp folder first).
-    foreign_ok = path.lower().endswith((".ncu-repz.gz", ".ncu-repz.xz"))
-    try:
-        with opener(path, "rb") as src, open(out, "wb") as dst:
-            while True:
-                chunk = src.read(1 << 20)
-                if not chunk:
-                    break
-                if total == 0 and not foreign_ok and not chunk.startswith(REPORT_MAGIC):
-                    raise TraceError(path, _foreign(chunk[:64]))
-                total += len(chunk)
-                if total > limit:
-                    raise TraceError(path, too_big(total, limit).replace("of JSON", "unpacked"))
-                dst.write(chunk)
-    except (OSError, EOFError, lzma.LZMAError) as e:
-        raise TraceError(path, f"the {kind} stream is damaged or truncated ({e})") from None
-    return out
 
 
 def read_ncu_report(path, *, source: bool | int = True) -> NcuReport:
@@ -331,32 +219,10 @@ def read_ncu_report(path, *, source: bool | int = True) -> NcuReport:
     2   matmul_kernel      29856.0                 11.8634
     """
     name = os.fspath(path)
-    _stat_regular(name)
-    with open(name, "rb") as f:
-        head = f.read(64)
+    head = report_head(name)
     ncu_report = import_ncu_report(name)
     with tempfile.TemporaryDirectory(prefix="kernelscope-ncu-") as tmp:
-        real = name
-        if head.startswith((_GZIP, _XZ)):
-            real = _decompressed_copy(name, head, tmp)
-            with open(real, "rb") as f:
-                head = f.read(64)
-        if head.startswith(REPORT_MAGIC):
-            try:
-                check_report_file(real)
-            except TraceError as e:
-                raise TraceError(name, e.problem) from None
-            if not real.lower().endswith(".ncu-rep"):
-                # ncu_report picks its format by the name (it reads a .ncu-repz as another one)
-                alias = os.path.join(tmp, "report.ncu-rep")
-                try:
-                    os.symlink(os.path.abspath(real), alias)
-                except OSError:
-                    shutil.copyfile(real, alias)
-                real = alias
-        elif head.startswith((_ZSTD, _ZIP)) or not name.lower().endswith((".ncu-repz", ".ncu-repz.gz", ".ncu-repz.xz")):
-            raise TraceError(name, _foreign(head))
-        # else: a .ncu-repz in a container we do not know: let NVIDIA's reader judge it.
+        real = readable_path(name, head, tmp)
         try:
             ctx = ncu_report.load_report(real)
         except Exception as e:  # noqa: BLE001 - the reader's own error, as text
