@@ -429,6 +429,26 @@ class Report:
         from kernelscope.view.bundle import report_bundle
         return report_bundle(self)
 
+    def first_screen(self, top: int = 5) -> dict:
+        """The first screen as plain, JSON-ready data, for a script or an agent: the headline
+        figures, what to fix first (time at stake, cause, fix) and the ``top`` costliest kernels.
+
+        >>> rep.first_screen()["fixes"][0]["title"][:11]
+        'Host-bound:'
+        """
+        from kernelscope.render.markdown import first_screen
+        return first_screen(self, top)
+
+    def to_markdown(self, top: int = 5) -> str:
+        r"""The first screen as Markdown (headline, what to fix first, the ``top`` costliest
+        kernels), for a chat, an issue or an agent.
+
+        >>> print(rep.to_markdown().splitlines()[0])
+        # kernelscope: mlp\_train.pt.trace.json.gz
+        """
+        from kernelscope.render.markdown import report_markdown
+        return report_markdown(self, top)
+
     def display(self, *, top: int | None = None, sort: str | None = None) -> ReportDisplay:
         """The report with display options, for ``display()`` or a cell's last line: ``top``,
         the kernels listed (the table offers the rest); ``sort``, the kernel table's order (a

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 # The outputs of a Report: each only formats panels.
 OUTPUTS = ["kernelscope/render/text.py", "kernelscope/render/html.py", "kernelscope/view/report.py",
-           "kernelscope/view/bundle.py", "kernelscope/render/charts.py"]
+           "kernelscope/view/bundle.py", "kernelscope/render/charts.py", "kernelscope/render/markdown.py"]
 # What a Report computes from its tables (analyses): an output that reads one computes a panel again.
 ANALYSES = {"summary", "findings", "timeline", "backends", "op_backends", "roofline", "op_summary", "op_tree",
             "gaps", "busy", "what_to_fix", "shapes", "stalls", "metrics", "time_base", "wall_time_us",
@@ -62,6 +62,7 @@ def test_every_output_of_a_report_computes_each_panel_once(counted, name):
     shown = repr(rep.display(top=3)), rep.display(top=3)._repr_mimebundle_()
     view_model(rep, window=(0.0, None))
     rep.chart("kernels"), rep.chart("backends"), rep.chart("timeline")
+    rep.to_markdown(), rep.first_screen()
     assert {"text/plain", "text/html", "application/vnd.kernelscope.report.v1+json"} <= set(bundle)
     assert bundle["text/plain"] == text and bundle["text/html"] == html and shown[0] != text
     # Every panel the outputs read was computed, and none of them twice.

@@ -1,0 +1,125 @@
+"""The first screen of a report as data and as Markdown, for an agent, a script or a chat: the
+headline, what to fix first and the costliest kernels, from the same panels every view formats."""
+from __future__ import annotations
+
+import re
+
+from kernelscope.panels import report_panels
+from kernelscope.panels.fixes import fixes_heading
+from kernelscope.render.text import printable
+from kernelscope.units import fmt_pct, fmt_us
+
+# Kernels listed when no display option says how many.
+TOP = 5
+# What a fix item keeps of the view's (its evidence link, merged titles and ranks stay in the view).
+_FIX_FIELDS = ("rank", "severity", "title", "cost_us", "share_of_wall", "cause", "fix", "note")
+
+
+def first_screen(rep, top: int = TOP) -> dict:
+    """The first screen as plain, JSON-ready data: the headline figures, what to fix first (each
+    item's time at stake in us and as a share, cause and fix) and the ``top`` costliest kernels.
+
+    >>> s = first_screen(rep)
+    >>> s["headline"]["launches"], s["fixes"][0]["severity"], s["kernels"][0]["short_name"]
+    (74, 'high', 'foreach mul (multi-tensor)')
+    >>> json.loads(json.dumps(s)) == s
+    True
+    """
+    p = report_panels(rep)
+    h, s = p.header, p.header.stats
+    kernels = []
+    for r in p.kernel_table.top(top).to_dict("records"):
+        facts = p.kernel_table.facts.get(r["name"], {})
+        occ = facts.get("theoretical_occupancy")
+        kernels.append({"name": str(r["name"]), "short_name": str(r["short_name"]), "backend": str(r["backend"]),
+                        "launches": int(r["launches"]), "total_us": float(r["total_us"]),
+                        "mean_us": float(r["mean_us"]), "share": float(r["share"]),
+                        "theoretical_occupancy": None if occ is None or occ != occ else float(occ),
+                        "occupancy_limiter": facts.get("occupancy_limiter") or None})
+    return {"title": h.title, "devices": h.device_texts(), "partial": h.partial,
+            "headline": {k: s[k] for k in ("wall_us", "wall_clock", "gpu_time_us", "gpu_busy", "launches",
+                                            "kernels", "copies", "ops")},
+            "fixes_of": p.time_of, "fixes": [{k: x.get(k) for k in _FIX_FIELDS} for x in p.fixes],
+            "findings": len(p.findings), "kernels": kernels, "kernels_in_all": p.kernel_table.distinct,
+            "notes": p.notes}
+
+
+def report_markdown(rep, top: int = TOP) -> str:
+    r"""The first screen as Markdown: the headline, what to fix first, the ``top`` costliest
+    kernels. Recorded text (kernel names, file names, findings) cannot break the table or the
+    list: Markdown's table and emphasis characters are escaped, control characters replaced.
+
+    >>> print(report_markdown(rep, top=2))
+    # kernelscope: mlp\_train.pt.trace.json.gz
+    <BLANKLINE>
+    NVIDIA H200 (sm\_90, 132 SMs) · wall time (profiler span) 10.81 ms · GPU busy 9.5% · 74 kernel launches
+    of 25 kernels · GPU kernel time 737.5 us · 6 copies + memsets
+    <BLANKLINE>
+    ## What to fix first (time at stake, share of wall time)
+    <BLANKLINE>
+    1. **[high] 9.30 ms, 86% of wall time**: Host-bound: the GPU idles 90% of the wall time, mostly waiting on host work between launches
+    ...
+    ## Costliest kernels (2 of 25)
+    <BLANKLINE>
+    | kernel | backend | launches | total | mean | share | occupancy |
+    |---|---|--:|--:|--:|--:|--:|
+    | foreach mul (multi-tensor) | ATen | 4 | 98.4 us | 24.6 us | 13.3% | 100% (registers+warps) |
+    | foreach addcdiv (multi-tensor) | ATen | 2 | 83.6 us | 41.8 us | 11.3% | 100% (registers+warps) |
+    """
+    s = first_screen(rep, top)
+    h = s["headline"]
+    clock = f" ({h['wall_clock']})" if h["wall_clock"] else ""
+    line = [*map(_md, s["devices"]), f"wall time{clock} {fmt_us(h['wall_us'])}", f"GPU busy {fmt_pct(h['gpu_busy'])}",
+            f"{h['launches']:,} kernel launches of {h['kernels']:,} kernels", f"GPU kernel time {fmt_us(h['gpu_time_us'])}",
+            f"{h['copies']:,} copies + memsets"]
+    out = [f"# kernelscope: {_md(s['title'])}" + (" (partial: the run stopped early)" if s["partial"] else ""), "",
+           " · ".join(line)]
+    out += [f"> note: {_md(n)}" for n in s["notes"]]
+    out += _fix_lines(s) + _kernel_lines(s)
+    return printable("\n".join(out))
+
+
+def _fix_lines(s: dict) -> list:
+    fixes = s["fixes"]
+    if not fixes:
+        return []
+    costed = fixes[0]["cost_us"] is not None
+    out = ["", f"## {fixes_heading(fixes)}" + (f" (time at stake, share of {s['fixes_of']})" if costed else ""), ""]
+    for x in fixes:
+        cost = (f" {fmt_us(x['cost_us'])}, {fmt_pct(x['share_of_wall'], None)} of {s['fixes_of']}"
+                if x["cost_us"] is not None and x["share_of_wall"] is not None else
+                f" {fmt_us(x['cost_us'])}" if x["cost_us"] is not None else "")
+        out.append(f"{x['rank']}. **[{_md(x['severity'])}]{cost}**: {_md(x['title'])}")
+        out += [f"   - {label}: {_md(x[key])}" for label, key in (("cause", "cause"), ("fix", "fix"), ("note", "note"))
+                if x.get(key)]
+    if s["findings"] > len(fixes):
+        out.append(f"\n({s['findings']} findings in all: `rep.findings`)")
+    return out
+
+
+def _kernel_lines(s: dict) -> list:
+    if not s["kernels"]:
+        return []
+    out = ["", f"## Costliest kernels ({len(s['kernels'])} of {s['kernels_in_all']})", "",
+           "| kernel | backend | launches | total | mean | share | occupancy |", "|---|---|--:|--:|--:|--:|--:|"]
+    for k in s["kernels"]:
+        occ = fmt_pct(k["theoretical_occupancy"], 0)
+        if k["theoretical_occupancy"] is not None and k["occupancy_limiter"]:
+            occ += f" ({_md(k['occupancy_limiter'])})"
+        out.append(f"| {_md(k['short_name'])} | {_md(k['backend'])} | {k['launches']:,} | {fmt_us(k['total_us'])} "
+                   f"| {fmt_us(k['mean_us'])} | {fmt_pct(k['share'])} | {occ} |")
+    return out
+
+
+# Markdown's own characters in recorded text: a kernel name with "|" would end a table cell, one
+# with "*" or "_" start emphasis, "[" a link, "<" an HTML tag; a newline would end the line.
+_MD = re.compile(r"([\\`*_\[\]<>|])")
+
+
+def _md(text) -> str:
+    r"""``text`` escaped for Markdown, on one line.
+
+    >>> _md("a|b *c* <d>\nx")
+    'a\\|b \\*c\\* \\<d\\> x'
+    """
+    return _MD.sub(r"\\\1", " ".join(str(text).split()))
