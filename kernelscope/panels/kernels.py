@@ -24,7 +24,8 @@ class KernelTable:
     ``summary`` is ``rep.summary()`` (launches, total, mean, median, min, max, std dev, share);
     ``facts`` holds, per name, its first launch's short name, occupancy and limiter, and top
     warp stall; ``counters`` the PM-sampled counters time-weighted per kernel (None without
-    samples), ``counter_tracks`` which of them, ``counter_source`` what measured them.
+    samples), ``counter_tracks`` which of them, ``counter_source`` what measured them and
+    ``counter_interval_us`` how often.
     """
     summary: pd.DataFrame
     distinct: int
@@ -32,6 +33,7 @@ class KernelTable:
     counters: pd.DataFrame | None
     counter_tracks: tuple
     counter_source: str | None
+    counter_interval_us: float | None
     stall_source: str | None
 
     def top(self, n: int) -> pd.DataFrame:
@@ -65,20 +67,21 @@ def kernel_table(rep, k: pd.DataFrame, names: np.ndarray | None = None) -> Kerne
                 if c in k.columns]
         facts = {r["name"]: r for r in k[cols].iloc[names].to_dict("records")}
     tracks: tuple = ()
-    counters = source = None
+    counters = source = interval = None
     if len(k) and "tensor_pct" in k.columns and len(getattr(rep, "metrics", ())):
         from kernelscope.analysis.counters import kernel_counters
         tracks = tuple(d for d in DERIVED if d.column in k.columns)
         counters = kernel_counters(k).set_index("name")
         meta = rep.meta.get("counters") if isinstance(rep.meta.get("counters"), dict) else {}
         iv = meta.get("interval_us")
-        source = (str(meta.get("source") or "CUPTI PM sampling")
-                  + (f" every {iv:.0f} us" if isinstance(iv, (int, float)) and iv == iv else ""))
+        source = str(meta.get("source") or "CUPTI PM sampling")
+        interval = float(iv) if isinstance(iv, (int, float)) and not isinstance(iv, bool) and iv == iv else None
     stall = None
     if "top_stall" in k.columns and len(getattr(rep, "stalls", ())):
         stall = ", ".join(sorted({str(x) for x in rep.stalls["source"].dropna()}))
     return KernelTable(summary=rep.summary(), distinct=int(k["name"].iloc[names].notna().sum()) if len(k) else 0,
                        facts=facts, counters=counters, counter_tracks=tracks, counter_source=source,
+                       counter_interval_us=interval,
                        stall_source=stall)
 
 

@@ -78,7 +78,9 @@ def _kernels(p: Panels, top: int) -> str:
         table += f"<p style='{_MUTED}'>… and {t.distinct - len(s)} more kernels (rep.summary() has them all)</p>"
     if t.counters is not None:
         names = ", ".join(d.short for d in t.counter_tracks if d.unit == "%")
-        table += f"<p style='{_MUTED}'>{names}: measured by {_e(t.counter_source)}, GPU-wide, time-weighted per kernel.</p>"
+        every = f" every {t.counter_interval_us:.0f} us" if t.counter_interval_us else ""
+        table += (f"<p style='{_MUTED}'>{names}: measured by {_e(t.counter_source)}{every}, GPU-wide, "
+                  "time-weighted per kernel.</p>")
     if t.stall_source:
         table += f"<p style='{_MUTED}'>Top stall: {_e(t.stall_source)}.</p>"
     return table

@@ -75,7 +75,8 @@ def _measured_lines(t, names) -> list:
     """Hardware counters (PM sampling) and live warp stalls of the top kernels, when recorded."""
     out = []
     if t.counters is not None:
-        out += ["", f"  hardware counters ({t.counter_source}, time-weighted per kernel):",
+        every = f", every {t.counter_interval_us:.0f} us" if t.counter_interval_us else ""
+        out += ["", f"  hardware counters ({t.counter_source}{every}, time-weighted per kernel):",
                 f"  {'kernel':<48} " + " ".join(f"{d.short:>10}" for d in t.counter_tracks)]
         for n in names:
             if n in t.counters.index:
