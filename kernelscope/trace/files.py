@@ -114,7 +114,7 @@ def read_blocks(path, notes=None, progress=None, block_bytes=None):
     path, size, limit = checked_file(path)
     block = block_bytes or BLOCK_BYTES
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 - opened before the with: only a failed open is "cannot be read" here
     except OSError as e:
         raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
     with f:

@@ -275,9 +275,9 @@ def _start_workers(job: str, n_workers: int, fds: tuple, procs: list) -> None:
     # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     for _ in range(n_workers):
-        procs.append(subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      pass_fds=fds, env=env))
+        procs.append(  # noqa: PERF401 - one by one, so that those started are stopped if a later one fails
+            subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=fds, env=env))
 
 
 class _Parts:

@@ -30,7 +30,7 @@ def scalar_text(v) -> str | None:
     >>> scalar_text(64), scalar_text([64, 32]), scalar_text({"a": 1})
     ('64', '[64, 32]', None)
     """
-    if isinstance(v, bool) or isinstance(v, (int, float, str)) or v is None:
+    if isinstance(v, (bool, int, float, str)) or v is None:
         return str(v)
     if isinstance(v, (list, tuple)) and len(v) <= 16:   # Helion's block_sizes=[64, 32]
         parts = [scalar_text(x) for x in v]
