@@ -39,7 +39,7 @@ def unpacked() -> pathlib.Path:
     OUT.mkdir(exist_ok=True)
     path = OUT / "resnet50_full.ncu-rep"
     if not path.exists():
-        with lzma.open(SOURCE) as src, open(path, "wb") as dst:
+        with lzma.open(SOURCE) as src, path.open("wb") as dst:
             shutil.copyfileobj(src, dst)
     return path
 

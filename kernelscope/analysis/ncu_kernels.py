@@ -10,7 +10,7 @@ below.
 """
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -392,7 +392,7 @@ def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
             stall = {r: c for r, c in a["reasons"].items() if r not in NOT_STALLS}
             top = max(stall, key=lambda r: stall[r]) if stall else None
             f, ln = (key if by_line else (None, None))
-            loc = f"{os.path.basename(str(f))}:{ln}" if by_line else f"PC 0x{int(a['pc']):x}"
+            loc = f"{Path(str(f)).name}:{ln}" if by_line else f"PC 0x{int(a['pc']):x}"
             out.append({"id": int(lid), "rank": rank, "location": loc, "file": f, "line": ln,
                         "pc": int(a["pc"]), "samples": a["samples"], "share": a["samples"] / total,
                         "top_stall": top, "top_stall_share": stall[top] / a["samples"] if top and a["samples"] else np.nan,

@@ -114,7 +114,7 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
     if not isinstance(path, str) or not path:
         return None, None, "no Chrome trace was kept for this report (record with --trace PATH)"
     from kernelscope.trace.files import is_own_trace
-    name = os.path.basename(path)
+    name = os.path.basename(path)  # noqa: PTH119 - meta text, named as panels/header.py names it
     if not path.lower().endswith(_TRACE_SUFFIXES) or not os.path.isfile(path):
         return name, None, f"{path} is not there any more"
     if not is_own_trace(path):
@@ -122,8 +122,7 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
         return name, None, (f"{path} was not read or written by this kernel: open it with "
                             "ks.load first to hand it to Perfetto")
     try:
-        with open(path, "rb") as f:
-            return name, f.read(), None
+        return name, pathlib.Path(path).read_bytes(), None
     except OSError as e:
         return name, None, f"cannot read {path}: {e.strerror or e}"
 
