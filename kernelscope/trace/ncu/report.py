@@ -520,7 +520,7 @@ def _sass_windows(a, i, rows, has_lines) -> list:
     for pc in sorted(keep):
         try:
             text = (a.sass_by_pc(pc) or "").strip()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - NVIDIA's reader raises its own types; a PC without SASS reads blank
             text = ""
         r = by_pc.get(pc)
         info = a.source_info(pc) if (r is None or r["file"] is not None) and has_lines else None
