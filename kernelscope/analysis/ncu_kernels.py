@@ -17,6 +17,7 @@ import pandas as pd
 
 from kernelscope.analysis.peaks import attainable
 from kernelscope.analysis.stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
+from kernelscope.jsonable import num
 
 # The source every figure read from an Nsight Compute report names (stall rows, roofline FLOPs).
 NCU_SOURCE = "Nsight Compute"
@@ -421,11 +422,9 @@ def hotspot_sass(sass: pd.DataFrame, hotspot: dict, context: int = 4) -> list[di
 
 
 def _f(v) -> float:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return np.nan
-    return v if np.isfinite(v) else np.nan
+    # jsonable.num with the table's missing value (NaN) for None
+    f = num(v)
+    return np.nan if f is None else f
 
 
 def _ratio(a, b) -> float:

@@ -170,6 +170,8 @@ def _what(req: dict, key: str) -> str:
 
 
 def _int(req: dict, key: str) -> int:
+    """The request's integer field ``key``, or BadRequest: checked, not read with
+    :func:`kernelscope.jsonable.whole`, as the browser sends JSON numbers (another type is its bug)."""
     v = req.get(key)
     if isinstance(v, bool) or not isinstance(v, int):
         raise BadRequest(f"{key!r} must be an integer, not {_what(req, key)}")
@@ -177,6 +179,7 @@ def _int(req: dict, key: str) -> int:
 
 
 def _number_or_none(req: dict, key: str) -> float | None:
+    """The request's number field ``key`` (or null) as sent, or BadRequest: a check, as :func:`_int`."""
     v = req.get(key)
     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
         raise BadRequest(f"{key!r} must be a number or null, not {_what(req, key)}")

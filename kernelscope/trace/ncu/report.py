@@ -255,6 +255,11 @@ def _first(action, metrics):
 
 
 def _num(v):
+    """A metric value of NVIDIA's reader as the table holds it: a number as given, else NaN.
+
+    Not :func:`kernelscope.jsonable.num`: the table's missing value is NaN (not None), an infinite
+    value ncu reports stays infinite, and text is never parsed (a metric is a number or absent).
+    """
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
 
 
