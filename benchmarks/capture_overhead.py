@@ -26,6 +26,7 @@ import argparse
 import json
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
@@ -247,7 +248,7 @@ def main():
                         "launches": a.launches, "rounds": a.rounds}, "tuning": tuning(a.launches, a.rounds)}
         _print_tuning(res["tuning"], a)
         if a.json:
-            with open(a.json, "w") as f:
+            with Path(a.json).open("w") as f:
                 json.dump(res, f, indent=1)
         return res
     shell = None
@@ -294,7 +295,7 @@ def main():
         res["tuning"] = tuning(a.launches, a.rounds)
         _print_tuning(res["tuning"], a)
     if a.json:
-        with open(a.json, "w") as f:
+        with Path(a.json).open("w") as f:
             json.dump(res, f, indent=1)
     return res
 

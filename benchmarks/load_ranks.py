@@ -158,7 +158,7 @@ def main(argv=None):
     d = make_ranks(a.ranks, a.copies)
     files = sorted(d.glob("*.json.gz"))
     size = sum(f.stat().st_size for f in files) / 2**20
-    events = sum(len(json.load(gzip.open(f))["traceEvents"]) for f in files[:2]) / 2
+    events = sum(len(json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]) for f in files[:2]) / 2
     print(f"{len(files)} rank traces in {d.name}: {size:.1f} MiB gzip, ~{events:,.0f} events each "
           f"(from tests/data/ranks, rank rewritten{f', tiled {a.copies}x' if a.copies > 1 else ''}); "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")

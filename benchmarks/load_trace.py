@@ -50,7 +50,7 @@ def _cpu_s() -> float:
 
 def _rss_kib(pid) -> int:
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with pathlib.Path(f"/proc/{pid}/status").open() as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
@@ -66,7 +66,7 @@ def _tree(pid) -> list:
         p = todo.pop()
         out.append(p)
         try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
+            with pathlib.Path(f"/proc/{p}/task/{p}/children").open() as f:
                 todo.extend(f.read().split())
         except OSError:
             pass
@@ -133,7 +133,7 @@ def _child(tool: str, path: str) -> dict:
             with gzip.open(path, "rb") as f:
                 doc = json.load(f)
         else:
-            with open(path, "rb") as f:
+            with pathlib.Path(path).open("rb") as f:
                 doc = json.load(f)
         wall = steps["load"] = time.perf_counter() - t0
         info = {"events": len(doc["traceEvents"])}
@@ -143,7 +143,7 @@ def _child(tool: str, path: str) -> dict:
         from hta.trace_analysis import TraceAnalysis
         base, cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu_s()   # after imports
         t0 = t = time.perf_counter()
-        ta = TraceAnalysis(trace_files={0: path}, trace_dir=os.path.dirname(path))
+        ta = TraceAnalysis(trace_files={0: path}, trace_dir=str(pathlib.Path(path).parent))
         steps["load"], t = time.perf_counter() - t, time.perf_counter()
         # An analysis HTA fails on (its temporal breakdown asserts idle <= kernel time, which a
         # launch-bound trace breaks) is timed up to its failure and named: HTA's time is then a
@@ -293,7 +293,7 @@ def _events(path: pathlib.Path) -> int:
     if path.suffix == ".gz":
         return 0
     n = 0
-    with open(path, "rb") as f:
+    with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 24), b""):
             n += block.count(b'"ph":')
     return n

@@ -39,7 +39,7 @@ def unpacked() -> pathlib.Path:
     OUT.mkdir(exist_ok=True)
     path = OUT / "resnet50_full.ncu-rep"
     if not path.exists():
-        with lzma.open(SOURCE) as src, open(path, "wb") as dst:
+        with lzma.open(SOURCE) as src, path.open("wb") as dst:
             shutil.copyfileobj(src, dst)
     return path
 
@@ -74,7 +74,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(_child(*a.child)))
-        return
+        return None
     path = unpacked()
     size = path.stat().st_size / 1e6
     tools = ["kernelscope", "kernelscope_metrics_only", "ncu_report_all_metrics", "kernelscope_from_xz"]

@@ -1,7 +1,7 @@
 """Record tests/data/kernelprofile_stack.pt.trace.json.gz through %%kernelprofile --stack in a real IPython shell."""
-import os
 import sys
 import textwrap
+from pathlib import Path
 
 from IPython.core.interactiveshell import InteractiveShell
 
@@ -20,7 +20,7 @@ r = sh.run_cell(textwrap.dedent("""\
     torch.cuda.synchronize()
     """))
 assert r.success, r.error_in_exec
-path = os.path.join(out, "kernelprofile_stack.pt.trace.json.gz")
+path = str(Path(out, "kernelprofile_stack.pt.trace.json.gz"))
 r = sh.run_cell(f"%%kernelprofile --stack --trace {path} -o rep --no-display\n" + textwrap.dedent("""\
     y = model(x)
     z = norm(y)
@@ -36,7 +36,7 @@ k = rep.kernels
 print("KERNELS", len(k), "with source", int(k["source"].notna().sum()))
 for (op, src), g in k.groupby([k["op"].astype(str), k["source"].astype(str)], sort=False):
     print(f"  {len(g):3d}  {op[:40]:40s} {src}")
-rep.save(os.path.join(out, "kernelprofile_stack.ksreport.json.gz"))
+rep.save(Path(out, "kernelprofile_stack.ksreport.json.gz"))
 import kernelscope as ks  # noqa: E402 - after the recording, as a reader would
 
 back = ks.load(path)

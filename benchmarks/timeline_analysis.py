@@ -34,7 +34,7 @@ def _hta_idle(path: str) -> tuple[dict, float, float]:
     logging.disable(logging.WARNING)
     from hta.trace_analysis import TraceAnalysis
     t = time.perf_counter()
-    ta = TraceAnalysis(trace_files={0: os.path.basename(path)}, trace_dir=os.path.dirname(path))
+    ta = TraceAnalysis(trace_files={0: pathlib.Path(path).name}, trace_dir=str(pathlib.Path(path).parent))
     t_parse = time.perf_counter() - t
     t = time.perf_counter()
     res = ta.get_idle_time_breakdown(visualize=False, show_idle_interval_stats=False)

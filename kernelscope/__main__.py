@@ -58,6 +58,7 @@ def _ncu(args) -> int:
     """``python -m kernelscope ncu -- CMD``: profile CMD under ncu, then print what it found."""
     import os
     import time
+    from pathlib import Path
 
     from kernelscope import TraceError, load_ncu
     from kernelscope.capture.ncu_run import NcuError, find_ncu, ncu_argv, run_ncu
@@ -71,11 +72,11 @@ def _ncu(args) -> int:
               "python -m kernelscope ncu -- python train.py", file=sys.stderr)
         return 2
     script = next((c for c in cmd[1:] if c.endswith(".py")), cmd[0])
-    out = args.output or os.path.splitext(os.path.basename(script))[0] + ".ncu-rep"
+    out = args.output or Path(script).stem + ".ncu-rep"
     out = out if out.endswith(".ncu-rep") else out + ".ncu-rep"
     try:
         exe = find_ncu(args.ncu_path)
-        log = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.log")
+        log = str(Path(os.path.abspath(out)).parent / f".{Path(out).name}.log")
         argv = ncu_argv(exe, out, cmd, section_set=args.section_set, kernels=args.kernels,
                         launches=args.launches, nvtx_range=args.nvtx_include, log_file=log)
         print(f"kernelscope: {' '.join(argv)}", file=sys.stderr)
@@ -94,7 +95,7 @@ def _ncu(args) -> int:
         return 130
     sys.stdout.write(run.stdout)
     if os.path.exists(log):
-        os.remove(log)   # ncu's own output, read by now
+        Path(log).unlink()   # ncu's own output, read by now
     try:
         rep = load_ncu(run.report_path)
     except TraceError as e:

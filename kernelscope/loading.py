@@ -12,6 +12,7 @@ import dataclasses
 import glob
 import os
 import stat
+from pathlib import Path
 
 import msgspec
 
@@ -61,7 +62,7 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
         return load_ncu(path)   # an Nsight Compute report opened like any recording
     from kernelscope.render.progress import LoadProgress
     from kernelscope.trace.kineto import read_kineto
-    with LoadProgress(os.path.basename(path), out="auto" if progress else None) as bar:
+    with LoadProgress(Path(path).name, out="auto" if progress else None) as bar:
         try:
             trace = read_kineto(path, progress=bar.update)
         except ForeignFormat as e:
@@ -87,13 +88,13 @@ def _report(raw: bytes, path: str) -> Report:
     rep = Report.from_dict(d, source=path)
     # A trace saved by its name only (Report.save keeps no local folders) lies beside the report.
     raw = rep.meta.get("raw_trace")
-    if isinstance(raw, str) and raw and os.path.basename(raw) == raw:
-        rep.meta["raw_trace"] = os.path.join(os.path.dirname(os.path.abspath(path)), raw)
+    if isinstance(raw, str) and raw and Path(raw).name == raw:
+        rep.meta["raw_trace"] = str(Path(os.path.abspath(path)).parent / raw)
     # A title the recording set travels with the report; otherwise the file it was saved to
     # (the name the user chose) tells it from others.
     t = rep.meta.get("title")
     if not (isinstance(t, str) and t.strip()):
-        rep.meta["title"] = os.path.basename(path)
+        rep.meta["title"] = Path(path).name
     return rep
 
 
@@ -149,9 +150,9 @@ def _is_ncu_report(path) -> bool:
     if is_report_path(path):
         return True
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not stat.S_ISREG(Path(path).stat().st_mode):
             return False   # never open a pipe or a device to sniff it: the CSV reader refuses them
-        with open(os.fspath(path), "rb") as f:
+        with Path(path).open("rb") as f:
             return f.read(4) == REPORT_MAGIC
     except (OSError, ValueError):
         return False   # the CSV reader names the problem
@@ -176,14 +177,14 @@ def trace_paths(source) -> list:
     for item in items:
         p = os.fspath(item)
         if os.path.isdir(p):
-            names = sorted(os.listdir(p))
+            names = sorted(e.name for e in Path(p).iterdir())
             found = [n for n in names if n.endswith(TRACE_SUFFIXES)] or \
                 [n for n in names if n.endswith((".json", ".json.gz"))]
             if not found:
                 raise TraceError(p, "the directory holds no trace files (*.pt.trace.json[.gz], *.json[.gz])")
-            out += [os.path.join(p, n) for n in found]
+            out += [os.path.join(p, n) for n in found]  # noqa: PTH118 - the folder as given (Path drops a "./")
         elif any(ch in p for ch in "*?[") and not os.path.exists(p):
-            hits = sorted(glob.glob(p))
+            hits = sorted(glob.glob(p))  # noqa: PTH207 - Path.glob takes no absolute pattern
             if not hits:
                 raise TraceError(p, "no file matches this pattern")
             out += hits
@@ -273,7 +274,7 @@ def _in_processes(paths, n: int) -> tuple[list, list]:
     import sys
     import tempfile
     folder = tempfile.mkdtemp(prefix="kernelscope-ranks-")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(Path(os.path.abspath(__file__)).parents[1])
     code = f"import sys; sys.path.insert(0, {root!r}); from kernelscope.loading import rank_worker; rank_worker()"
     # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -282,7 +283,7 @@ def _in_processes(paths, n: int) -> tuple[list, list]:
         for k, share in enumerate(_shares(paths, n)):
             job = msgspec.json.encode({"paths": {str(i): os.fspath(paths[i]) for i in share}, "folder": folder,
                                        "processes": n}).decode()
-            with open(os.path.join(folder, f"worker{k}.err"), "wb") as err:
+            with Path(folder, f"worker{k}.err").open("wb") as err:
                 procs.append((share, subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
                                                       stdout=subprocess.DEVNULL, stderr=err, env=env)))
         for _, p in procs:
@@ -292,12 +293,12 @@ def _in_processes(paths, n: int) -> tuple[list, list]:
             lost = []
             for i in share:
                 try:
-                    with open(os.path.join(folder, f"{i}.pickle"), "rb") as f:
+                    with Path(folder, f"{i}.pickle").open("rb") as f:
                         results[i] = pickle.load(f)
                 except (OSError, EOFError, pickle.UnpicklingError):
                     lost.append(i)
             if lost:
-                why = _last_line(os.path.join(folder, f"worker{k}.err")) or f"exit status {p.returncode}"
+                why = _last_line(Path(folder, f"worker{k}.err")) or f"exit status {p.returncode}"
                 notes.append(f"a reader process failed ({why}); {len(lost)} trace(s) read in this process instead")
                 for i in lost:
                     results[i] = summarise(paths[i])
@@ -319,7 +320,7 @@ def _shares(paths, n: int) -> list:
     """
     def size(p):
         try:
-            return os.path.getsize(p)
+            return Path(p).stat().st_size
         except OSError:
             return 0
     order = sorted(range(len(paths)), key=lambda i: -size(paths[i]))
@@ -331,9 +332,9 @@ def _shares(paths, n: int) -> list:
     return [sorted(s) for s in shares if s]
 
 
-def _last_line(path) -> str:
+def _last_line(path: Path) -> str:
     try:
-        with open(path, errors="replace") as f:
+        with path.open(errors="replace") as f:
             lines = [ln.strip() for ln in f if ln.strip()]
     except OSError:
         return ""
@@ -351,10 +352,11 @@ def rank_worker() -> None:
     share_cpus(int(job["processes"]))
     for index, path in job["paths"].items():
         result = summarise(path)
-        target = os.path.join(job["folder"], f"{index}.pickle")
-        with open(target + ".part", "wb") as out:
+        target = Path(job["folder"], f"{index}.pickle")
+        part = target.with_name(target.name + ".part")
+        with part.open("wb") as out:
             pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(target + ".part", target)        # whole before the parent reads it
+        part.replace(target)        # whole before the parent reads it
 
 
 def share_cpus(processes: int) -> None:

@@ -120,13 +120,12 @@ def mask_js(src: str) -> str:
             continue
         if c == "{":
             braces.append(False)
-        elif c == "}" and braces:
-            if braces.pop():
-                i, opened = template(i + 1)
-                if opened:
-                    braces.append(True)
-                last = "`"
-                continue
+        elif c == "}" and braces and braces.pop():
+            i, opened = template(i + 1)
+            if opened:
+                braces.append(True)
+            last = "`"
+            continue
         m = re.match(r"[A-Za-z_$][\w$]*", src[i:i + 40])
         if m:
             last = m.group(0)
@@ -316,9 +315,9 @@ def _defines(path: Path, name: str) -> bool:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                 return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
-                return True
+        if (isinstance(node, (ast.Import, ast.ImportFrom))
+                and any((a.asname or a.name.split(".")[0]) == name for a in node.names)):
+            return True
     return False
 
 

@@ -203,7 +203,6 @@ def test_no_import_of_another_modules_private_names():
     for path in _files():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("kernelscope")):
-                for a in node.names:
-                    if a.name.startswith("_") and not a.name.startswith("__"):
-                        bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}")
+                bad.extend(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}" for a in node.names
+                           if a.name.startswith("_") and not a.name.startswith("__"))
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)

@@ -47,3 +47,22 @@ def test_biome_is_clean():
     # The formatter too: code it would lay out otherwise fails (fix: biome format --write . in js/).
     r = _run([str(biome), "format", "."], cwd=js)
     assert "Checked" in r.stdout + r.stderr
+
+
+def test_blind_excepts_say_why():
+    """Every ``except Exception`` ruff lets through (``# noqa: BLE001``) in the package says
+    after the code why catching everything is right there: ``# noqa: BLE001 - the reason``."""
+    import io
+    import re
+    import tokenize
+    directive = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)(?P<rest>.*)")
+    bare = []
+    for path in sorted((ROOT / "kernelscope").rglob("*.py")):
+        text = path.read_text()
+        if "BLE001" not in text:
+            continue
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            m = directive.search(tok.string) if tok.type == tokenize.COMMENT else None
+            if m and "BLE001" in m["codes"] and not re.match(r"\s*-\s*\w+\W+\w+", m["rest"]):
+                bare.append(f"{path.relative_to(ROOT)}:{tok.start[0]}: {tok.string}")
+    assert not bare, "blind excepts without a reason (write `# noqa: BLE001 - why`):\n" + "\n".join(bare)

@@ -117,9 +117,8 @@ def test_python_holds_no_second_copy_of_a_colour():
         for line_no, line in enumerate(path.read_text().splitlines(), 1):
             if line.lstrip().startswith((">>>", "...", "(", "[", "'")):   # doctest output
                 continue
-            for hexa in re.findall(r"#[0-9a-fA-F]{6}(?:[0-9a-fA-F]{2})?\b", line):
-                if hexa.lower() in colours:
-                    found.append(f"{rel}:{line_no}: {hexa}")
+            found.extend(f"{rel}:{line_no}: {hexa}" for hexa in re.findall(r"#[0-9a-fA-F]{6}(?:[0-9a-fA-F]{2})?\b", line)
+                         if hexa.lower() in colours)
     assert not found, "vocabulary colours typed outside their owner:\n" + "\n".join(found)
 
 

@@ -608,8 +608,7 @@ def _():
       "(as JSON escapes)", "report", kernels=3, hostile=True)
 def _():
     s = js(doc(good_events()))
-    s = s.replace(b'"name": "add_kernel"', b'"name": "\\ud800\\u0001\\u001b[31m\\udfff"', 1)
-    return s
+    return s.replace(b'"name": "add_kernel"', b'"name": "\\ud800\\u0001\\u001b[31m\\udfff"', 1)
 
 
 # -- our own report files, damaged -------------------------------------------------------

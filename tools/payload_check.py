@@ -126,9 +126,9 @@ def dump(out: pathlib.Path, big: list[str]) -> None:
     for p in sources():
         label = str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p)
         got[label] = _cases(p, False)
-        if ".ncu-rep" in p.name or (p.suffix == ".csv" and p.name.startswith("ncu_")):
-            if _measured(p) is not None:
-                got["merged:" + label] = _cases(p, False, merged=True)
+        ncu = ".ncu-rep" in p.name or (p.suffix == ".csv" and p.name.startswith("ncu_"))
+        if ncu and _measured(p) is not None:
+            got["merged:" + label] = _cases(p, False, merged=True)
     for b in big:
         got["big:" + pathlib.Path(b).name] = _cases(pathlib.Path(b), True)
     out.write_bytes(pickle.dumps(got))

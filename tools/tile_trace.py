@@ -11,10 +11,11 @@ import argparse
 import gzip
 import json
 import sys
+from pathlib import Path
 
 
 def _open(path, mode):
-    return gzip.open(path, mode + "t") if path.endswith(".gz") else open(path, mode)
+    return gzip.open(path, mode + "t") if path.endswith(".gz") else Path(path).open(mode)
 
 
 def main():

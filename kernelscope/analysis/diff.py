@@ -216,12 +216,11 @@ def _per_name(rep, n) -> pd.DataFrame:
     if not len(k):
         return pd.DataFrame(columns=["name", "short_name", "backend", "launches", "total_us"])
     g = k.groupby("name", sort=False)
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "short_name": g["short_name"].first() if "short_name" in k.columns else g["name"].first(),
         "backend": g["backend"].first() if "backend" in k.columns else "other",
         "launches": g.size() / n, "total_us": g["duration_us"].sum() / n,
     }).reset_index()
-    return out
 
 
 def _match(b: pd.DataFrame, a: pd.DataFrame, rb, ra) -> pd.DataFrame:

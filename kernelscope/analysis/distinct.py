@@ -159,6 +159,6 @@ def stable_order(codes: np.ndarray) -> np.ndarray:
     >>> stable_order(np.array([2, -1, 2, 0])).tolist()
     [1, 3, 0, 2]
     """
-    if len(codes) and codes.dtype.kind in "iu" and -(1 << 15) <= codes.min() and codes.max() < (1 << 15):
+    if len(codes) and codes.dtype.kind in "iu" and codes.min() >= -(1 << 15) and codes.max() < (1 << 15):
         return np.argsort(codes.astype(np.int16), kind="stable")
     return np.argsort(codes, kind="stable")

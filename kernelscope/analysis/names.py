@@ -121,6 +121,7 @@ def _nvjet(n):
     m = re.match(r"nvjet_(?:(sm\d+)_)?[a-z]+_(?:mma_)?(\d+x\d+)", n)
     if m:
         return f"cuBLAS GEMM {m.group(2)}" + (f" ({m.group(1)})" if m.group(1) else "")
+    return None
 
 
 def _xmma(n):
@@ -166,12 +167,14 @@ def _tensile(n):
     if m:
         lib = "hipBLASLt" if "UserArgs" in n else "rocBLAS"
         return f"{lib} GEMM {m.group(1)}" + (f" (MI{m.group(2)})" if m.group(2) else "")
+    return None
 
 
 def _nccl(n):
     m = re.match(r"(?:void )?nccl(?:Dev)?Kernel_(\w+)", n)
     if m:
         return "NCCL " + m.group(1).replace("_", " ")
+    return None
 
 
 INDUCTOR_KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
@@ -216,12 +219,14 @@ def _inductor(n):
         # The number tells kernels of one graph apart, and finds them in Inductor's output_code.py.
         return (f"{INDUCTOR_KINDS[m.group(1)]}" + (f": {' + '.join(ops)}" if ops else "")
                 + (f" (Triton _{m.group(3)})" if m.group(3) else " (Triton)"))
+    return None
 
 
 def _helion(n):
     m = re.match(r"_helion_(\w+)$", n)
     if m:
         return f"Helion {m.group(1)} (Triton)"
+    return None
 
 
 def describe(name: str, backend: str | None = None) -> str:
@@ -256,12 +261,14 @@ def _cudnn_sdpa(n):
     m = re.search(r"sdpa_(sm\d+)_flash_(fprop|bprop)", n)
     if m:
         return f"cuDNN flash attention {m.group(2)} ({m.group(1)})"
+    return None
 
 
 def _numba(n):
     m = re.match(r"(?:void )?cudapy::(?:[\w.]+::)*(\w+?)(?:\$\d+)?(?:\(|$)", n)
     if m:
         return f"Numba {m.group(1)}"
+    return None
 
 
 def _wrapped(n):
@@ -282,6 +289,7 @@ def _cupy(n):
     m = re.match(r"cupyx?_(\w+?)(?:__\w+)?$", n)
     if m:
         return f"CuPy {m.group(1)}"
+    return None
 
 
 # -- ATen's templates ---------------------------------------------------------------------------
@@ -328,6 +336,7 @@ def _aten_reduce(n):
     m = re.match(r"(?:void )?at::native::" + _ANON + r"reduce_kernel<", n)
     if m:
         return f"reduce {_aten_op(n[m.end():]) or 'op'}"
+    return None
 
 
 def _aten_foreach(n):
@@ -386,9 +395,8 @@ def _fold(name: str) -> str:
             continue
         if depth_a:
             continue
-        if ch == "(":
-            if not s[max(0, i - 8):i].endswith("operator"):
-                break
+        if ch == "(" and not s[max(0, i - 8):i].endswith("operator"):
+            break
         top.append(ch)
     s = "".join(top).strip() or name
     s = re.sub(r"\.kd$", "", s)

@@ -10,13 +10,14 @@ below.
 """
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.peaks import attainable
 from kernelscope.analysis.stalls import NOT_STALLS, empty_stalls, explain, normalize_reason, stall_shares
+from kernelscope.jsonable import num
 
 # The source every figure read from an Nsight Compute report names (stall rows, roofline FLOPs).
 NCU_SOURCE = "Nsight Compute"
@@ -392,7 +393,7 @@ def source_hotspots(samples: pd.DataFrame, sources: pd.DataFrame | None = None,
             stall = {r: c for r, c in a["reasons"].items() if r not in NOT_STALLS}
             top = max(stall, key=lambda r: stall[r]) if stall else None
             f, ln = (key if by_line else (None, None))
-            loc = f"{os.path.basename(str(f))}:{ln}" if by_line else f"PC 0x{int(a['pc']):x}"
+            loc = f"{Path(str(f)).name}:{ln}" if by_line else f"PC 0x{int(a['pc']):x}"
             out.append({"id": int(lid), "rank": rank, "location": loc, "file": f, "line": ln,
                         "pc": int(a["pc"]), "samples": a["samples"], "share": a["samples"] / total,
                         "top_stall": top, "top_stall_share": stall[top] / a["samples"] if top and a["samples"] else np.nan,
@@ -421,11 +422,9 @@ def hotspot_sass(sass: pd.DataFrame, hotspot: dict, context: int = 4) -> list[di
 
 
 def _f(v) -> float:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return np.nan
-    return v if np.isfinite(v) else np.nan
+    # jsonable.num with the table's missing value (NaN) for None
+    f = num(v)
+    return np.nan if f is None else f
 
 
 def _ratio(a, b) -> float:

@@ -272,8 +272,7 @@ class PmSampling:
             n = int(data.num_completed_samples)
             starts.extend(int(x) for x in data._start_timestamps[:n])
             ends.extend(int(x) for x in data._end_timestamps[:n])
-            for i in range(n):
-                vals.append(data[i].metric_values)
+            vals.extend(data[i].metric_values for i in range(n))
             del data
             capped = expected > self.max_samples
         except MemoryError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import msgspec
 
@@ -116,11 +117,10 @@ def _saved_json(kr, name) -> bytes:
                                        "one export per recording); open the exported file with "
                                        "ks.load(path) instead") from None
             raise
-        with open(path, "rb") as f:
-            return f.read()
+        return Path(path).read_bytes()
     finally:
         try:
-            os.unlink(path)
+            Path(path).unlink()
         except OSError:
             pass
 

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 RANGE = "kernelscope"       # the NVTX push/pop range around the profiled cell
 NCU_ENV = "KERNELSCOPE_NCU"  # path of the ncu to use, where it is not on PATH
@@ -69,7 +70,7 @@ def find_ncu(explicit: str | None = None) -> str:
     if found:
         return found
     for pattern in _COMMON_PLACES:
-        hits = sorted(glob.glob(pattern))
+        hits = sorted(glob.glob(pattern))  # noqa: PTH207 - absolute patterns, which Path.glob does not take
         if hits and os.access(hits[-1], os.X_OK):
             return hits[-1]
     raise NcuError(
@@ -127,7 +128,7 @@ def run_ncu(argv: list, out: str, *, cwd=None, env=None, timeout=None, status_fi
     status = {}
     if status_file and os.path.exists(status_file):
         try:
-            with open(status_file) as f:
+            with Path(status_file).open() as f:
                 status = json.load(f)
         except (OSError, ValueError):
             status = {}
@@ -201,7 +202,7 @@ def _value_after(argv, flag):
 
 def _read(path) -> str:
     try:
-        with open(path, errors="replace") as f:
+        with Path(path).open(errors="replace") as f:
             return f.read()
     except OSError:
         return ""
@@ -232,16 +233,14 @@ def write_replay(workdir: str, setup: list, cell: ReplayCell, *, warmup: int = 0
     cells = []
     for c in [*setup, cell]:
         name = "cell_this.py" if c.label == "cell" else f"cell_{re.sub(r'[^0-9A-Za-z_]+', '_', c.label).strip('_')}.py"
-        path = os.path.join(workdir, name)
-        with open(path, "w") as f:
-            f.write(c.source)
+        path = str(Path(workdir, name))
+        Path(path).write_text(c.source)
         cells.append({"label": c.label, "path": path, "optional": bool(c.optional)})
-    status = os.path.join(workdir, "status.json")
-    script = os.path.join(workdir, "replay.py")
-    with open(script, "w") as f:
-        f.write(_CHILD.replace("@CELLS@", repr(cells)).replace("@STATUS@", json.dumps(status))
-                .replace("@RANGE@", json.dumps(RANGE)).replace("@WARMUP@", str(int(warmup)))
-                .replace("@PROTON@", repr(proton)))
+    status = str(Path(workdir, "status.json"))
+    script = str(Path(workdir, "replay.py"))
+    Path(script).write_text(_CHILD.replace("@CELLS@", repr(cells)).replace("@STATUS@", json.dumps(status))
+                            .replace("@RANGE@", json.dumps(RANGE)).replace("@WARMUP@", str(int(warmup)))
+                            .replace("@PROTON@", repr(proton)))
     return script, status
 
 
@@ -257,9 +256,9 @@ def replay(setup: list, cell: ReplayCell, *, section_set: str = DEFAULT_SET, ker
     exe = find_ncu(ncu)
     workdir = workdir or tempfile.mkdtemp(prefix="kernelscope-ncu-")
     script, status = write_replay(workdir, setup, cell, warmup=warmup)
-    out = os.path.join(workdir, "cell.ncu-rep")
+    out = str(Path(workdir, "cell.ncu-rep"))
     argv = ncu_argv(exe, out, [python or sys.executable, script], section_set=section_set, kernels=kernels,
-                    launches=launches, nvtx_range=RANGE, log_file=os.path.join(workdir, "ncu.log"))
+                    launches=launches, nvtx_range=RANGE, log_file=str(Path(workdir, "ncu.log")))
     return run_ncu(argv, out, cwd=cwd, timeout=timeout, status_file=status, env=child_env(workdir))
 
 
@@ -271,7 +270,7 @@ def child_env(workdir: str) -> dict:
     >>> child_env("/tmp/w")["TRITON_CACHE_DIR"]
     '/tmp/w/triton-cache'
     """
-    return dict(os.environ, TRITON_CACHE_DIR=os.path.join(workdir, "triton-cache"))
+    return dict(os.environ, TRITON_CACHE_DIR=str(Path(workdir, "triton-cache")))
 
 
 def replay_stalls(setup: list, cell: ReplayCell, *, python: str | None = None, cwd=None, timeout=None,
@@ -282,7 +281,7 @@ def replay_stalls(setup: list, cell: ReplayCell, *, python: str | None = None, c
     >>> path, status, secs, err = replay_stalls([], ReplayCell("cell", "import torch; torch.ones(9, device='cuda') * 2"))  # doctest: +SKIP
     """
     workdir = workdir or tempfile.mkdtemp(prefix="kernelscope-stalls-")
-    base = os.path.join(workdir, "stalls")
+    base = str(Path(workdir, "stalls"))
     script, status_file = write_replay(workdir, setup, cell, proton=base)
     t0 = time.perf_counter()
     p = subprocess.Popen([python or sys.executable, script], cwd=cwd, env=child_env(workdir),
@@ -294,7 +293,7 @@ def replay_stalls(setup: list, cell: ReplayCell, *, python: str | None = None, c
         raise
     status = {}
     try:
-        with open(status_file) as f:
+        with Path(status_file).open() as f:
             status = json.load(f)
     except (OSError, ValueError):
         pass

@@ -13,6 +13,7 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 from kernelscope.capture import cupy_events
 from kernelscope.capture.quiet import MAX_LOG_LINES, captured_stderr, notes_from
@@ -476,7 +477,7 @@ class profile:
 
 def _caller_title():
     """Where the recording was started: ``In [5]`` in a notebook cell, else ``file.py:line``."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = str(Path(os.path.abspath(__file__)).parents[1])
     f = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
@@ -493,7 +494,7 @@ def _caller_title():
         from kernelscope.capture.lines import cell_number
         n = cell_number(shell)
         return f"In [{n}]" if n is not None else "a notebook cell"
-    return f"{os.path.basename(name)}:{f.f_lineno}"
+    return f"{Path(name).name}:{f.f_lineno}"
 
 
 def _rank_tag():

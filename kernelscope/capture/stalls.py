@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -69,7 +70,7 @@ def sample_stalls(run, *, keep_path=None):
         notes.append("warp stalls were not sampled: a kernelscope recording is running and holds CUPTI")
         return None, notes, info, None
     d = tempfile.mkdtemp(prefix="kernelscope-stalls-")
-    base = os.path.join(d, "stalls")
+    base = str(Path(d, "stalls"))
     t0 = time.perf_counter()
     error = None
     try:

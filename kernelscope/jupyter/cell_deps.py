@@ -98,10 +98,10 @@ class _Flow:
     def run(self, body):
         for stmt in body:
             self.stmt(stmt)
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
-                                 ast.AsyncFunctionDef, ast.ClassDef, ast.Delete)):
-                if not (isinstance(stmt, ast.AnnAssign) and stmt.value is None):
-                    self.info.kills |= _target_names(stmt)
+            if (isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                  ast.AsyncFunctionDef, ast.ClassDef, ast.Delete))
+                    and not (isinstance(stmt, ast.AnnAssign) and stmt.value is None)):
+                self.info.kills |= _target_names(stmt)
         self.info.uses |= self.deferred - self.bound
 
     # -- reads --------------------------------------------------------------------------------
@@ -143,6 +143,7 @@ class _Flow:
             for a in [*node.args, *(k.value for k in node.keywords)]:
                 if isinstance(a, ast.Name):
                     self.mutate(a.id)
+        return None
 
     def magic(self, node: ast.Call) -> bool:
         """``get_ipython().run_line_magic("time", "x = f()")``: the code inside counts as the cell's."""

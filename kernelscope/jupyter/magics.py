@@ -253,7 +253,7 @@ class KernelProfileMagics(Magics):
             self._session = (prof, args)
             self._session_cells = self._count()
             print("kernelscope: recording; run your cells, then `%kernelprofile stop`.")
-            return None
+            return
         if args.action == "stop":
             if self._session is None:
                 raise UsageError("no recording is running; start one with `%kernelprofile start`")
@@ -269,19 +269,19 @@ class KernelProfileMagics(Magics):
             report.meta["title"] = _title(args.output, None, span) or report.meta.get("title")
             args.no_display = args.no_display or start_args.no_display
             self._finish(report, args)
-            return None
+            return
         if args.action == "last":
             if self.last is None:
                 raise UsageError("no report yet: profile a cell with %%kernelprofile first")
             _display(self.last.display(**self.last_options))
-            return None
+            return
         if args.action == "baselines":
             for name, rep in self.baselines.items():
                 print(f"{name}: {len(rep.kernels)} kernel launches, "
                       f"{fmt_us(rep.gpu_time_us)} kernel time")
             if not self.baselines:
                 print("no baselines yet: use %%kernelprofile --baseline NAME")
-            return None
+            return
 
     # -- shared ---------------------------------------------------------------------------------
     def _finish(self, report, args):

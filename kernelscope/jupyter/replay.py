@@ -12,11 +12,11 @@ shown.
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
 import weakref
+from pathlib import Path
 
 _LOGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OUR_LINE = re.compile(r"^\s*%(load_ext|reload_ext)\s+kernelscope\b|^\s*%kernelprofile\b")
@@ -249,7 +249,7 @@ def deep_dive(shell, args, cell: str, live):
     this = ReplayCell("cell", shell.transform_cell(cell))
     try:
         run = replay(setup, this, section_set=args.set, kernels=args.kernels, launches=args.launches,
-                     warmup=args.warmup, cwd=os.getcwd())
+                     warmup=args.warmup, cwd=str(Path.cwd()))
     except NcuError as e:
         msg = str(e)
         if msg == "Nsight Compute profiled no kernel":
@@ -264,7 +264,7 @@ def deep_dive(shell, args, cell: str, live):
     except ks.TraceError as e:
         _say(f"no Nsight Compute deep dive: the report it wrote could not be read ({e})", warn=True)
         return live
-    name_cells(rep, os.path.dirname(run.report_path))
+    name_cells(rep, str(Path(run.report_path).parent))
     st = run.status
     differs = replay_differences(live, rep, args)
     info = {"report_path": run.report_path, "set": args.set, "kernels": args.kernels, "launches": args.launches,
@@ -301,7 +301,7 @@ def stall_replay(shell, args, cell: str, live):
     setup, notes = prepared
     try:
         path, status, seconds, err = replay_stalls(setup, ReplayCell("cell", shell.transform_cell(cell)),
-                                                   cwd=os.getcwd())
+                                                   cwd=str(Path.cwd()))
     except KeyboardInterrupt:
         _say("Warp-stall replay interrupted and stopped; the live profile below is complete.", warn=True)
         return live
@@ -339,8 +339,9 @@ def name_cells(rep, workdir: str) -> None:
         return
     locs = []
     for f, ln, loc in zip(hs["file"], hs["line"], hs["location"]):
-        m = re.fullmatch(r"cell_(\d+|this)\.py", os.path.basename(str(f))) if isinstance(f, str) else None
-        if m and os.path.dirname(str(f)) == workdir and ln == ln and ln is not None:
+        p = Path(f) if isinstance(f, str) else None
+        m = re.fullmatch(r"cell_(\d+|this)\.py", p.name) if p is not None else None
+        if m and p is not None and str(p.parent) == workdir and ln == ln and ln is not None:
             which = "this cell" if m.group(1) == "this" else f"In [{m.group(1)}]"
             loc = f"{which}, line {int(ln)}"
         locs.append(loc)

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+from pathlib import Path
 
 
 def _jupyter_server_extension_points():
@@ -43,7 +44,7 @@ _reports_lock = threading.Lock()
 def _report(os_path: str):
     """The report of a file, read once while the file is unchanged (the last few are kept)."""
     from kernelscope import load
-    st = os.stat(os_path)
+    st = Path(os_path).stat()
     key = (os_path, st.st_mtime_ns, st.st_size)
     with _reports_lock:
         rep = _reports.pop(key, None)
@@ -93,7 +94,7 @@ def report_payload(os_path: str, display_path: str | None = None, window: tuple 
             raise TraceError(os_path, "the report has no launch of that kernel")
     header, buf = view_model(rep, window=window)
     if display_path:
-        header["title"] = os.path.basename(display_path)
+        header["title"] = Path(display_path).name
     return mime_payload(rep, (header, buf))
 
 

@@ -97,4 +97,5 @@ def raw_trace(rep) -> dict | None:
     path = rep.meta.get("raw_trace")
     if not isinstance(path, str) or not path:
         return None
-    return {"name": os.path.basename(path), "path": path, "exists": os.path.isfile(path)}
+    # Meta text, split as text: Path would name "x/" "x" and drop a last "/.".
+    return {"name": os.path.basename(path), "path": path, "exists": os.path.isfile(path)}  # noqa: PTH119 - meta text

@@ -145,14 +145,13 @@ def overview(launch_starts: np.ndarray, host_starts: np.ndarray, k: pd.DataFrame
     launches, host = count(ls), count(hs)
     launches[-1] += int(len(ls) - sum(launches))    # the last row starts on the closing edge
     host[-1] += int(len(hs) - sum(host))
-    gaps = []
     g = tl.gaps if tl is not None and len(tl.gaps) else None
-    if g is not None:
-        for r in _longest(g, OVERVIEW_GAPS).to_dict("records"):
-            gaps.append({"start_us": num(r.get("start_us")), "duration_us": num(r.get("duration_us")),
-                         "device": _str(r.get("device")), "cause": _str(r.get("cause")),
-                         "label": f"{fmt_us(num(r.get('duration_us')) or 0)} idle at {fmt_us((num(r.get('start_us')) or t0) - t0)}"
-                                  + (f" ({r['cause']})" if _str(r.get("cause")) else "")})
+    longest = _longest(g, OVERVIEW_GAPS).to_dict("records") if g is not None else []
+    gaps = [{"start_us": num(r.get("start_us")), "duration_us": num(r.get("duration_us")),
+             "device": _str(r.get("device")), "cause": _str(r.get("cause")),
+             "label": f"{fmt_us(num(r.get('duration_us')) or 0)} idle at {fmt_us((num(r.get('start_us')) or t0) - t0)}"
+                      + (f" ({r['cause']})" if _str(r.get("cause")) else "")}
+            for r in longest]
     return {"start_us": t0, "end_us": t1, "bin_us": width,
             "busy": np.round(np.minimum(busy, 1.0), 3).tolist(), "launches": launches, "host_spans": host,
             "gaps": gaps}

@@ -83,18 +83,17 @@ def comparison_text(c, top: int = 15) -> str:
                      f"{metric_text(r.metric, r.after):>10}   {metric_change(r.metric, r.change):>11} "
                      f"{fmt_ratio(r.ratio):>7}{noise}")
     lines.append(f"  noise: {c.noise_note}")
-    for n in c.notes:
-        lines.append(f"  note: {n}")
+    lines.extend(f"  note: {n}" for n in c.notes)
     k = c.kernels
     if len(k):
         lines.append("")
         lines.append(f"  {'kernel (largest change first)':<44} {'backend':<10} {'launches':>13} "
                      f"{_clip(lb, 10):>10} {_clip(la, 10):>10} {'change':>11} {'ratio':>7}  status")
-        for r in k.head(top).itertuples():
-            lines.append(f"  {_clip(r.short_name, 44):<44} {_clip(r.backend, 10):<10} {fmt_launches(r):>13} "
-                         f"{side_text(r, 0):>10} {side_text(r, 1):>10} "
-                         f"{fmt_change(r.change_us):>11} {kernel_ratio(r):>7}  {r.status}"
-                         + (" [≈]" if r.match == "short_name+backend" else ""))
+        lines.extend(f"  {_clip(r.short_name, 44):<44} {_clip(r.backend, 10):<10} {fmt_launches(r):>13} "
+                     f"{side_text(r, 0):>10} {side_text(r, 1):>10} "
+                     f"{fmt_change(r.change_us):>11} {kernel_ratio(r):>7}  {r.status}"
+                     + (" [≈]" if r.match == "short_name+backend" else "")
+                     for r in k.head(top).itertuples())
         if len(k) > top:
             lines.append(f"  … and {len(k) - top} more (comparison.kernels has them all)")
         counts = k["status"].value_counts()
@@ -106,9 +105,9 @@ def comparison_text(c, top: int = 15) -> str:
     if len(c.backends):
         lines.append("")
         lines.append(f"  {'backend':<12} {_clip(lb, 10):>10} {_clip(la, 10):>10} {'change':>11} {'ratio':>7}")
-        for r in c.backends.itertuples():
-            lines.append(f"  {_clip(r.backend, 12):<12} {fmt_us(r.total_before_us):>10} "
-                         f"{fmt_us(r.total_after_us):>10} {fmt_change(r.change_us):>11} {fmt_ratio(r.ratio):>7}")
+        lines.extend(f"  {_clip(r.backend, 12):<12} {fmt_us(r.total_before_us):>10} "
+                     f"{fmt_us(r.total_after_us):>10} {fmt_change(r.change_us):>11} {fmt_ratio(r.ratio):>7}"
+                     for r in c.backends.itertuples())
     return "\n".join(lines)
 
 

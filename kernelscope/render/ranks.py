@@ -47,19 +47,18 @@ def ranks_text(rep, top: int = 8) -> str:
     lines = [f"kernelscope ranks report: {len(r)} ranks (world size {rep.world_size}, {backends})"]
     lines.append(f"  {'rank':>4} {'host':<12} {'device':<14} {'steps':>5} {'step':>10} {'compute':>10} "
                  f"{'comm':>10} {'exposed':>10} {'hidden':>6}")
-    for x in r.head(64).itertuples():
-        lines.append(f"  {x.rank:>4} {clip(x.host or '-', 12):<12} {clip(x.device or '-', 14):<14} {x.steps:>5} "
-                     f"{fmt_us(x.step_us):>10} {fmt_us(x.compute_us):>10} {fmt_us(x.comm_us):>10} "
-                     f"{fmt_us(x.exposed_comm_us):>10} {fmt_pct(x.hidden_share, 0):>6}")
+    lines.extend(f"  {x.rank:>4} {clip(x.host or '-', 12):<12} {clip(x.device or '-', 14):<14} {x.steps:>5} "
+                 f"{fmt_us(x.step_us):>10} {fmt_us(x.compute_us):>10} {fmt_us(x.comm_us):>10} "
+                 f"{fmt_us(x.exposed_comm_us):>10} {fmt_pct(x.hidden_share, 0):>6}"
+                 for x in r.head(64).itertuples())
     if len(r) > 64:
         lines.append(f"  … and {len(r) - 64} more ranks (rep.ranks)")
     s = rep.stragglers
     if len(s):
         lines.append("")
         lines.append("  slowest rank per step (most work = least waiting):")
-        for x in s.head(top).itertuples():
-            lines.append(f"  {clip(x.step, 20):<20} rank {x.slowest_rank:<4} by {fmt_us(x.lag_us):>10} "
-                         f"({fmt_pct(x.lag_share, 0)} of the step)")
+        lines.extend(f"  {clip(x.step, 20):<20} rank {x.slowest_rank:<4} by {fmt_us(x.lag_us):>10} "
+                     f"({fmt_pct(x.lag_share, 0)} of the step)" for x in s.head(top).itertuples())
     c = rep.comm_summary()
     if len(c):
         lines.append("")
@@ -73,10 +72,8 @@ def ranks_text(rep, top: int = 8) -> str:
     if rep.findings:
         lines.append("")
         lines.append("  findings (most costly first):")
-        for f in rep.findings[:5]:
-            lines.append(f"  [{f.severity}] {f.title}")
-    for n in rep.notes:
-        lines.append(f"  note: {n}")
+        lines.extend(f"  [{f.severity}] {f.title}" for f in rep.findings[:5])
+    lines.extend(f"  note: {n}" for n in rep.notes)
     return "\n".join(lines)
 
 

@@ -63,9 +63,9 @@ def _kernel_lines(p: Panels, top: int) -> list:
     # The columns of rep.summary() and of the view's kernel table (its "statistics" columns).
     lines = ["", f"  {'kernel':<48} {'backend':<10} {'launches':>8} "
                  + "".join(f"{label:>10} " for _, label in STATISTICS) + f"{'share':>6}"]
-    for r in s.to_dict("records"):
-        lines.append(f"  {clip(r['short_name'], 48):<48} {clip(r['backend'], 10):<10} {r['launches']:>8,} "
-                     + "".join(f"{fmt_us(r[c]):>10} " for c, _ in STATISTICS) + f"{fmt_pct(r['share']):>6}")
+    lines.extend(f"  {clip(r['short_name'], 48):<48} {clip(r['backend'], 10):<10} {r['launches']:>8,} "
+                 + "".join(f"{fmt_us(r[c]):>10} " for c, _ in STATISTICS) + f"{fmt_pct(r['share']):>6}"
+                 for r in s.to_dict("records"))
     if t.distinct > len(s):
         lines.append(f"  … and {t.distinct - len(s)} more kernels (rep.summary() has them all)")
     return lines + _measured_lines(t, s["name"].tolist()[:5])

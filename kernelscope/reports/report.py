@@ -382,7 +382,7 @@ class Report:
             meta = d["meta"]
             for k in _PATH_FIELDS:
                 if isinstance(meta.get(k), str) and meta[k]:
-                    meta[k] = os.path.basename(meta[k].replace("\\", "/")) or meta[k]
+                    meta[k] = os.path.basename(meta[k].replace("\\", "/")) or meta[k]  # noqa: PTH119 - meta text, split as text
         data = msgspec.json.encode(d)
         if path.endswith(".gz"):
             data = gzip.compress(data, compresslevel=6)
@@ -555,7 +555,8 @@ def report_title(meta: dict, fallback: str = "report") -> str:
         return f"In [{n}]"
     src = meta.get("source") or meta.get("trace_name")
     if isinstance(src, str) and src and not src.startswith("<"):
-        return os.path.basename(src.replace("\\", "/")) or src
+        # Meta text, split as text: Path would name "x/" "x" and drop a last "/.".
+        return os.path.basename(src.replace("\\", "/")) or src  # noqa: PTH119 - meta text
     return fallback
 
 

@@ -88,6 +88,8 @@ def interned(names, cache=None) -> np.ndarray:
 
 
 def _int_or_none(v):
+    # A Chrome lane (pid/tid) as written: an integer lane or none (not jsonable.whole, which
+    # would make "7" or 7.5 a lane).
     return v if isinstance(v, int) else None
 
 

@@ -14,6 +14,11 @@ RANK_TAG = "kernelscopeRank"
 
 
 def _int(v):
+    """A rank, size or group id as the header wrote it: a JSON integer in int32, else None.
+
+    Not :func:`kernelscope.jsonable.whole`: the header is type-checked, not coerced; a rank written
+    as text or with a fraction is a damaged field, dropped rather than read as another rank.
+    """
     return v if isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31 else None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import zlib
+from pathlib import Path
 
 from kernelscope.errors import TraceError
 from kernelscope.units import fmt_bytes
@@ -51,7 +52,7 @@ def stat_regular(path: str, what: str = "a trace file") -> os.stat_result:
     kernelscope.errors.TraceError: ranks: is a directory, not a trace file
     """
     try:
-        st = os.stat(path)
+        st = os.stat(path)  # noqa: PTH116 - os.stat("") is "no such file"; Path("") is ".", a folder
     except (FileNotFoundError, NotADirectoryError, ValueError):
         raise TraceError(path, "no such file") from None
     except OSError as e:
@@ -78,7 +79,7 @@ def read_bytes(path, notes=None) -> bytes:
     """
     path, size, limit = checked_file(path)
     try:
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             raw = f.read()
     except OSError as e:
         raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
@@ -114,7 +115,7 @@ def read_blocks(path, notes=None, progress=None, block_bytes=None):
     path, size, limit = checked_file(path)
     block = block_bytes or BLOCK_BYTES
     try:
-        f = open(path, "rb")
+        f = Path(path).open("rb")  # noqa: SIM115 - opened before the with: only a failed open is "cannot be read" here
     except OSError as e:
         raise TraceError(path, f"cannot be read ({e.strerror or e})") from None
     with f:
@@ -227,14 +228,15 @@ def write_file(path, data: bytes) -> str:
     import tempfile
     path = os.fspath(path)
     try:
-        st = os.stat(path)
+        st = os.stat(path)  # noqa: PTH116 - os.stat("") is "no such file"; Path("") is ".", a folder
     except FileNotFoundError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
         raise OSError(f"{path} is {kind}: kernelscope writes regular files only")
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part", dir=folder)
+    folder = str(Path(os.path.abspath(path)).parent)
+    fd, name = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".part", dir=folder)
+    tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -246,11 +248,11 @@ def write_file(path, data: bytes) -> str:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        tmp.chmod(mode)
+        tmp.replace(path)
     except BaseException:
         try:
-            os.unlink(tmp)
+            tmp.unlink()
         except OSError:
             pass
         raise

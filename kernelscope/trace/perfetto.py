@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.errors import TraceError
+from kernelscope.jsonable import num, whole
 from kernelscope.trace.model import (
     COPY_COLUMNS,
     DEVICE_COLUMNS,
@@ -45,19 +46,11 @@ def looks_like_jax(raw: bytes) -> bool:
     return bool(_MARK.search(raw[:1 << 16]))
 
 
-def _num(v, kind=float):
-    try:
-        x = kind(v)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return x if x == x and abs(x) != float("inf") else None
-
-
 def _details(text) -> dict:
     """XLA's ``kernel_details`` string as numbers: regs, static/dynamic shared, grid, block, occ_pct."""
     out = {}
     for key, val in _DETAIL.findall(text if isinstance(text, str) else ""):
-        parts = [_num(p, int) if key in ("grid", "block") else _num(p) for p in val.split(",")]
+        parts = [whole(p) if key in ("grid", "block") else num(p) for p in val.split(",")]
         out[key] = parts if key in ("grid", "block") else parts[0]
     return out
 
@@ -122,7 +115,7 @@ def _sorted_events(events, gpu, notes) -> tuple[list, list, list]:
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
-        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+        ts, dur = num(e.get("ts")), num(e.get("dur"))
         if ts is None or dur is None or dur < 0:
             bad += 1
             continue
@@ -143,7 +136,7 @@ def _kernel_table(kern, host, threads, gpu) -> pd.DataFrame:
     # Host-side launch events share the kernel's correlation_id: they give the launch time and thread.
     launch = {}
     for e, ts, dur, args in host:
-        cid = _num(args.get("correlation_id"), int)
+        cid = whole(args.get("correlation_id"))
         if cid is not None and cid not in launch:
             launch[cid] = (ts, dur, str(e.get("tid")))
     rows: dict = {c: [] for c in KERNEL_COLUMNS}
@@ -151,18 +144,18 @@ def _kernel_table(kern, host, threads, gpu) -> pd.DataFrame:
     for e, ts, dur, args in kern:
         d = _details(args.get("kernel_details"))
         grid, block = d.get("grid") or [None] * 3, d.get("block") or [None] * 3
-        cid = _num(args.get("correlation_id"), int)
+        cid = whole(args.get("correlation_id"))
         lt = launch.get(cid, (None, None, None))
         smem = [d.get("static_shared"), d.get("dynamic_shared")]
         tname = threads.get((e.get("pid"), e.get("tid")), "")
         sm = _STREAM.search(tname)
         vals = {
             "name": str(e.get("name", "")), "device_index": gpu[e.get("pid")],
-            "stream": int(sm.group(1)) if sm else _num(e.get("tid"), int),
+            "stream": int(sm.group(1)) if sm else whole(e.get("tid")),
             "start_us": ts, "duration_us": dur, "correlation": cid,
             "grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2],
             "block_x": block[0], "block_y": block[1], "block_z": block[2],
-            "registers_per_thread": _num(d.get("regs"), int),
+            "registers_per_thread": whole(d.get("regs")),
             "shared_mem_bytes": int(sum(smem)) if None not in smem else None,
             "launch_start_us": lt[0], "launch_duration_us": lt[1], "launch_tid": lt[2],
             "op": str(args.get("hlo_op")) if args.get("hlo_op") is not None else None,
@@ -170,7 +163,7 @@ def _kernel_table(kern, host, threads, gpu) -> pd.DataFrame:
         }
         for c in rows:
             rows[c].append(vals.get(c))
-        occ = d.get("occ_pct", _num(args.get("theoretical_occupancy_pct")))
+        occ = d.get("occ_pct", num(args.get("theoretical_occupancy_pct")))
         reported.append(occ / 100.0 if occ is not None else np.nan)
     k = frame(rows, KERNEL_COLUMNS)
     # XLA's own figure (the CUDA occupancy API on the recording GPU): kept beside ours, and used
@@ -188,7 +181,7 @@ def _copy_table(copies, gpu) -> pd.DataFrame:
         vals = {"kind": "memset" if str(e.get("name")).startswith("Memset") else "memcpy",
                 "name": str(e.get("name")), "copy_kind": m.group(1) if m else None,
                 "device_index": gpu[e.get("pid")], "start_us": ts, "duration_us": dur,
-                "correlation": _num(args.get("correlation_id"), int)}
+                "correlation": whole(args.get("correlation_id"))}
         for c in crow:
             crow[c].append(vals.get(c))
     return frame(crow, COPY_COLUMNS)

@@ -24,7 +24,7 @@ import msgspec
 import pandas as pd
 
 from kernelscope.errors import TraceError
-from kernelscope.jsonable import num
+from kernelscope.jsonable import num, whole
 from kernelscope.trace.demangle import demangle
 
 
@@ -56,8 +56,8 @@ def read_hatchet(source, *, name=None) -> pd.DataFrame:
         if not sym:
             continue
         m = _sum_metrics(node) if not any(k.startswith("stalled_") for k in metrics) else metrics
-        row = {"name": demangle(sym), "symbol": sym, "device": _int(m.get("device_id")),
-               "launches": _int(m.get("count")), "time_us": _num(m.get("time (ns)")) / 1000.0,
+        row = {"name": demangle(sym), "symbol": sym, "device": whole(m.get("device_id")),
+               "launches": whole(m.get("count")), "time_us": _num(m.get("time (ns)")) / 1000.0,
                "num_samples": _num(m.get("num_samples"))}
         for k, v in m.items():
             if isinstance(k, str) and k.startswith("stalled_"):
@@ -89,10 +89,3 @@ def _sum_metrics(node) -> dict:
 def _num(v) -> float:
     # a sample count: what is not a finite number counts none
     return num(v) or 0.0
-
-
-def _int(v):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None

@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from kernelscope.trace.builder import TableBuilder
 from kernelscope.trace.decode import no_gc
@@ -207,7 +208,7 @@ def read_split(path, progress=None, jax_check=None):
     if not n_workers:
         return None
     try:
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             if f.read(2) == GZIP_MAGIC:
                 return None       # a gzip stream can only be read from its start
             stretches = plan(f, size)
@@ -269,15 +270,15 @@ def _start_workers(job: str, n_workers: int, fds: tuple, procs: list) -> None:
     """Start ``n_workers`` worker processes on ``job`` (JSON: the file, its stretches, the pipes'
     ends ``fds`` they inherit and the folder), each appended to ``procs`` as it starts (so that
     those started are stopped if a later one fails)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = str(Path(os.path.abspath(__file__)).parents[2])
     code = (f"import sys; sys.path.insert(0, {root!r}); "
             "from kernelscope.trace.split import worker_main; worker_main()")
     # The workers do no linear algebra: one BLAS/OpenMP thread each, not one per CPU.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     for _ in range(n_workers):
-        procs.append(subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      pass_fds=fds, env=env))
+        procs.append(  # noqa: PERF401 - one by one, so that those started are stopped if a later one fails
+            subprocess.Popen([sys.executable, "-c", code, job], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=fds, env=env))
 
 
 class _Parts:
@@ -312,10 +313,10 @@ class _Parts:
 
     def load_ready(self) -> None:
         for k in self.ready:
-            part_path = os.path.join(self.folder, f"{k}.pickle")
-            with open(part_path, "rb") as pf:
+            part_path = Path(self.folder, f"{k}.pickle")
+            with part_path.open("rb") as pf:
                 self.parts[k] = pickle.load(pf)
-            os.unlink(part_path)
+            part_path.unlink()
         self.ready.clear()
 
     def read_own(self, path, queue_r: int, jax_check) -> None:
@@ -323,7 +324,7 @@ class _Parts:
         the workers' parts are loaded between them."""
         interned: dict = {}
         k, spare = 0, []
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             while True:
                 self.parts[k] = read_stretch(f, self.stretches[k], k, len(self.stretches), interned,
                                              jax_check=jax_check if k == 0 else None, on_read=self.on_read,
@@ -359,7 +360,7 @@ def worker_main() -> None:
     stretches = [tuple(s) for s in job["stretches"]]
     code = 0
     try:
-        with no_gc(), open(job["path"], "rb") as f:
+        with no_gc(), Path(job["path"]).open("rb") as f:
             interned, spare = {}, []
             while True:
                 token = os.read(job["queue"], 1)
@@ -367,10 +368,11 @@ def worker_main() -> None:
                     break
                 k = token[0]
                 part = read_stretch(f, stretches[k], k, len(stretches), interned, spare=spare)
-                target = os.path.join(job["folder"], f"{k}.pickle")
-                with open(target + ".part", "wb") as out:
+                target = Path(job["folder"], f"{k}.pickle")
+                tmp = target.with_name(target.name + ".part")
+                with tmp.open("wb") as out:
                     pickle.dump(part, out, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(target + ".part", target)    # whole before the parent is told
+                tmp.replace(target)    # whole before the parent is told
                 del part
                 os.write(job["done"], token)
     except Exception as e:  # noqa: BLE001 - a worker reports any failure to its parent, which reads again

@@ -15,6 +15,7 @@ naming the file; odd fields inside a layer (a number where a name belongs) are l
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import msgspec
 
@@ -54,7 +55,7 @@ def read_engine_layers(path):
                                "(write it with IEngineInspector.get_engine_information(JSON) or "
                                "trtexec --exportLayerInfo)")
     cols = {c: [] for c in TENSORRT_LAYER_COLUMNS}
-    source = os.path.basename(path)
+    source = Path(path).name
     for i, layer in enumerate(layers):
         if isinstance(layer, str):          # LAYER_NAMES_ONLY: the name, nothing else
             layer = {"Name": layer}

@@ -114,7 +114,7 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
     if not isinstance(path, str) or not path:
         return None, None, "no Chrome trace was kept for this report (record with --trace PATH)"
     from kernelscope.trace.files import is_own_trace
-    name = os.path.basename(path)
+    name = os.path.basename(path)  # noqa: PTH119 - meta text, named as panels/header.py names it
     if not path.lower().endswith(_TRACE_SUFFIXES) or not os.path.isfile(path):
         return name, None, f"{path} is not there any more"
     if not is_own_trace(path):
@@ -122,8 +122,7 @@ def raw_trace_bytes(report) -> tuple[str | None, bytes | None, str | None]:
         return name, None, (f"{path} was not read or written by this kernel: open it with "
                             "ks.load first to hand it to Perfetto")
     try:
-        with open(path, "rb") as f:
-            return name, f.read(), None
+        return name, pathlib.Path(path).read_bytes(), None
     except OSError as e:
         return name, None, f"cannot read {path}: {e.strerror or e}"
 
@@ -171,6 +170,8 @@ def _what(req: dict, key: str) -> str:
 
 
 def _int(req: dict, key: str) -> int:
+    """The request's integer field ``key``, or BadRequest: checked, not read with
+    :func:`kernelscope.jsonable.whole`, as the browser sends JSON numbers (another type is its bug)."""
     v = req.get(key)
     if isinstance(v, bool) or not isinstance(v, int):
         raise BadRequest(f"{key!r} must be an integer, not {_what(req, key)}")
@@ -178,6 +179,7 @@ def _int(req: dict, key: str) -> int:
 
 
 def _number_or_none(req: dict, key: str) -> float | None:
+    """The request's number field ``key`` (or null) as sent, or BadRequest: a check, as :func:`_int`."""
     v = req.get(key)
     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
         raise BadRequest(f"{key!r} must be a number or null, not {_what(req, key)}")

@@ -100,10 +100,7 @@ def test_texts_in_order_are_each_rows_text_made_unique():
 def _same_value_other_text(values) -> bool:
     """Two values equal as values but not as text (7 and 7.0, True and 1): text_codes takes
     such values as one (it compares values first), which the text alone would not say."""
-    for v in values:
-        if isinstance(v, (float, bool, np.bool_)) and v == v:
-            return True
-    return False
+    return any(isinstance(v, (float, bool, np.bool_)) and v == v for v in values)
 
 
 def test_text_codes_tell_values_apart_by_their_text():

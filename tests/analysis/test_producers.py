@@ -194,7 +194,8 @@ def test_names_that_say_nothing_are_not_decoded():
 
 
 def test_the_recorded_corpus_producers():
-    rows = list(csv.DictReader(open(DATA / "kernel_names.csv")))
+    with open(DATA / "kernel_names.csv") as f:
+        rows = list(csv.DictReader(f))
     got = {r["name"]: producer_of(r["name"], r["backend"]) for r in rows}
     cut = [n for n, r in zip(got, rows) if "cutlass_80_" in n and r["backend"] == "cuBLAS"]
     assert cut and all(got[n] == "CUTLASS" for n in cut)     # CUTLASS-built, launched by cuBLAS

@@ -21,10 +21,9 @@ def reps():
 
 
 def _all_reports():
-    paths = sorted(glob.glob(str(DATA / "**" / "*.pt.trace.json.gz"), recursive=True)
-                   + glob.glob(str(DATA / "**" / "*.ksreport.json.gz"), recursive=True)
-                   + glob.glob("/work/shared/fixtures/traces/*.pt.trace.json.gz"))
-    return paths
+    return sorted(glob.glob(str(DATA / "**" / "*.pt.trace.json.gz"), recursive=True)
+                  + glob.glob(str(DATA / "**" / "*.ksreport.json.gz"), recursive=True)
+                  + glob.glob("/work/shared/fixtures/traces/*.pt.trace.json.gz"))
 
 
 # -- an idle GPU is the headline ----------------------------------------------------------------

@@ -88,10 +88,9 @@ def test_unstopped_profiler_is_a_clear_error():
 
 def test_exception_gives_partial_report_and_propagates():
     prof = ks.profile()
-    with pytest.raises(ZeroDivisionError):
-        with prof:
-            _work(4)
-            1 / 0
+    with pytest.raises(ZeroDivisionError), prof:
+        _work(4)
+        1 / 0
     rep = prof.report
     assert rep.partial and rep.meta["partial"] is True
     assert rep.meta["error"].startswith("ZeroDivisionError")
@@ -101,10 +100,9 @@ def test_exception_gives_partial_report_and_propagates():
 
 def test_keyboard_interrupt_stops_cleanly_and_next_profile_works():
     prof = ks.profile()
-    with pytest.raises(KeyboardInterrupt):
-        with prof:
-            _work(2)
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), prof:
+        _work(2)
+        raise KeyboardInterrupt
     assert prof.report.partial
     assert not torch._C._autograd._profiler_enabled()
     with ks.profile() as again:
@@ -114,9 +112,8 @@ def test_keyboard_interrupt_stops_cleanly_and_next_profile_works():
 
 def test_nested_use_is_a_clear_error():
     with ks.profile() as outer:
-        with pytest.raises(ProfilerBusyError, match="already recording"):
-            with ks.profile():
-                pass
+        with pytest.raises(ProfilerBusyError, match="already recording"), ks.profile():
+            pass
         _work(2)
     assert _count(outer.report, "aten::mm") == 2
 

@@ -129,7 +129,7 @@ def run(outdir, only_impossible=False):
     launched = 0
     cols = ["tag", "kernel", "threads", "grid", "maxrreg", "num_regs", "static", "static_smem", "dyn", "carveout",
             "barriers", "nacc", "api_rc", "api_blocks", "launched", "ncu_id", "error"]
-    f = open(os.path.join(outdir, "impossible.csv" if only_impossible else "occupancy_api.csv"), "w", newline="")
+    f = open(os.path.join(outdir, "impossible.csv" if only_impossible else "occupancy_api.csv"), "w", newline="")  # noqa: SIM115 - flushed per row, closed after the sweep
     w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
     w.writeheader()
     for i, p in enumerate(plan()):

@@ -93,7 +93,7 @@ def triton_workload(out):
     ck = next(iter(jf.device_caches[0][0].values()), None) if hasattr(jf, "device_caches") else None
     print("facts: knobs.autotuning has listener:", hasattr(triton.knobs.autotuning, "listener"),
           "| CompiledKernel src:", type(getattr(ck, "src", None)).__name__,
-          sorted(k for k in vars(getattr(ck, "src", None) or object()).keys()) if ck is not None else None,
+          sorted(k for k in vars(getattr(ck, "src", None) or object())) if ck is not None else None,
           "| metadata fields:", getattr(getattr(ck, "metadata", None), "_fields", None),
           "| n_regs, n_spills:", getattr(ck, "n_regs", None), getattr(ck, "n_spills", None),
           "| configs_timings sample:", next(iter(getattr(mm.kernel, "configs_timings", {}).items()), None))
@@ -138,10 +138,10 @@ def links_workload(out):
     x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
     g = torch.compile(mlp, mode="max-autotune-no-cudagraphs")
     t = time.perf_counter()
-    with torch.no_grad():
-        with ks.profile(name="inductor_links", trace_path=os.path.join(out, "inductor_links.pt.trace.json.gz")) as p:
-            g(x)
-            torch.cuda.synchronize()
+    path = os.path.join(out, "inductor_links.pt.trace.json.gz")
+    with torch.no_grad(), ks.profile(name="inductor_links", trace_path=path) as p:
+        g(x)
+        torch.cuda.synchronize()
     print(f"links compile region {time.perf_counter() - t:.1f} s")
     rep = p.report
     _save(rep, out, "inductor_links")

@@ -43,7 +43,7 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
         env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "cfg"), PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp), os.environ.get("PYTHONPATH", "")]))
-        self.log = open(tmp / "server.log", "w")
+        self.log = open(tmp / "server.log", "w")  # noqa: SIM115 - the server's log for its life, closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={port}", f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
@@ -133,7 +133,8 @@ def test_a_report_that_aborts_nvidias_reader_leaves_the_server_up(server):
     pytest.importorskip("ncu_report")
     import lzma
     import struct
-    raw = lzma.open(DATA / "ncu_rep" / "triton_kernels.ncu-rep.xz").read()
+    with lzma.open(DATA / "ncu_rep" / "triton_kernels.ncu-rep.xz") as f:
+        raw = f.read()
     off, recs = 4, []
     while off < len(raw):
         (n,) = struct.unpack("<I", raw[off:off + 4])

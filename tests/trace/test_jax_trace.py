@@ -45,9 +45,9 @@ def test_a_jax_user_gets_the_same_report_occupancy_included():
 
 
 def test_jax_detection_and_bad_jax_files(tmp_path):
-    assert looks_like_jax(gzip.open(JAX).read())
+    raw = gzip.decompress(JAX.read_bytes())
+    assert looks_like_jax(raw)
     assert not looks_like_jax((DATA / "mlp_train.pt.trace.json.gz").read_bytes())
-    raw = gzip.open(JAX).read()
     bad = tmp_path / "cut.perfetto_trace.json"
     bad.write_bytes(raw[: len(raw) // 2])
     with pytest.raises(ks.TraceError, match="cut.perfetto_trace.json"):

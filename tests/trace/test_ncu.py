@@ -141,7 +141,8 @@ def test_bad_input_names_the_file(tmp_path):
 def test_prof_lines_anywhere_are_skipped(tmp_path):
     # ncu writes ==PROF== / ==WARNING== lines before the CSV and, when the application
     # prints, in between; a localized file keeps its quoted "1,234.5" numbers
-    lines = open(MLP_NCU).read().splitlines()
+    with open(MLP_NCU) as f:
+        lines = f.read().splitlines()
     lines.insert(200, "==PROF== Disconnected from process 644")
     p = tmp_path / "mixed.csv"
     p.write_text("\n".join(lines))

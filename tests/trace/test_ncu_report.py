@@ -28,6 +28,11 @@ def xz(name):
     return os.path.join(DATA, f"{name}.ncu-rep.xz")
 
 
+def _read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
     """The reports unpacked, as ncu writes them (they are stored xz-compressed)."""
@@ -259,13 +264,13 @@ def test_saved_report_keeps_the_deep_dive(reports, tmp_path):
 
 
 def test_truncated_and_foreign_reports(plain, tmp_path):
-    raw = open(plain["triton_kernels"], "rb").read()
+    raw = _read(plain["triton_kernels"])
     cut = tmp_path / "cut.ncu-rep"
     cut.write_bytes(raw[: len(raw) // 2])
     with pytest.raises(ks.TraceError, match=r"cut.ncu-rep: truncated: a record runs to byte"):
         ks.load_ncu(cut)
     cut_xz = tmp_path / "cut.ncu-rep.xz"
-    cut_xz.write_bytes(open(xz("attention"), "rb").read()[:5000])
+    cut_xz.write_bytes(_read(xz("attention"))[:5000])
     with pytest.raises(ks.TraceError, match=r"cut.ncu-rep.xz: the xz stream is damaged or truncated"):
         ks.load_ncu(cut_xz)
     head = tmp_path / "head.ncu-rep"
@@ -278,7 +283,7 @@ def test_truncated_and_foreign_reports(plain, tmp_path):
     with pytest.raises(ks.TraceError, match=r"trace.ncu-rep: is JSON, not an Nsight Compute report"):
         ks.load_ncu(trace)
     csv = tmp_path / "export.ncu-rep"
-    csv.write_bytes(open(os.path.join(os.path.dirname(DATA), "ncu_triton_kernels.csv"), "rb").read())
+    csv.write_bytes(_read(os.path.join(os.path.dirname(DATA), "ncu_triton_kernels.csv")))
     with pytest.raises(ks.TraceError, match="export.ncu-rep: is text, not an Nsight Compute report"):
         ks.load_ncu(csv)
     # Binary noise, also when it starts with "{" (os.urandom did one time in 256: it was called JSON)
@@ -390,7 +395,7 @@ def test_a_report_that_aborts_nvidias_reader_is_a_trace_error(plain, tmp_path):
     (protobuf "Check failed", SIGABRT). Read in a child process, it is a TraceError here."""
     import signal
     import subprocess
-    raw = open(plain["triton_kernels"], "rb").read()
+    raw = _read(plain["triton_kernels"])
     recs = _records(raw)
     recs[3], recs[4] = recs[4], recs[3]
     bad = tmp_path / "swapped.ncu-rep"

@@ -70,13 +70,15 @@ def _workers_left():
     """Processes still running split.worker_main under this one."""
     me = os.getpid()
     try:
-        kids = open(f"/proc/{me}/task/{me}/children").read().split()
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            kids = f.read().split()
     except OSError:
         return []
     out = []
     for pid in kids:
         try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
         except OSError:
             continue
         if b"worker_main" in cmd:

@@ -119,7 +119,7 @@ def _start(tmp_path_factory, app):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg),
                JUPYTERLAB_SETTINGS_DIR=str(cfg / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(cfg / "ws"),
                PYTHONUNBUFFERED="1")
-    log = open(tmp_path_factory.mktemp(f"{app}-log") / "server.log", "w")
+    log = open(tmp_path_factory.mktemp(f"{app}-log") / "server.log", "w")  # noqa: SIM115 - the server's, closed by _stop
     module = "jupyterlab" if app == "lab" else "notebook"
     proc = subprocess.Popen(
         [sys.executable, "-m", module, "--no-browser", "--ServerApp.ip=127.0.0.1",

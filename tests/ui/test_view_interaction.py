@@ -85,7 +85,7 @@ def test_tooltip_on_the_lowest_gpu_lane_stays_inside_the_viewport(site, page):
         assert lines[0] == kernel["short_name"] and kernel["backend"] in lines[1] and lines[2].startswith("op: ")
         box = tip.bounding_box()
         vw, vh = page.viewport_size["width"], page.viewport_size["height"]
-        assert 0 <= box["x"] and box["x"] + box["width"] <= vw and 0 <= box["y"] and box["y"] + box["height"] <= vh, box
+        assert box["x"] >= 0 and box["x"] + box["width"] <= vw and box["y"] >= 0 and box["y"] + box["height"] <= vh, box
         # ... and no ancestor's overflow clips it: the whole tip is drawn.
         clipped = page.evaluate("""() => { const tip = document.querySelector('.ks-timeline .ks-tip').getBoundingClientRect();
             const out = []; for (let e = document.querySelector('.ks-timeline .ks-tip').parentElement; e; e = e.parentElement) {

@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import sys
 
+from kernelscope.jsonable import whole
+
 FAILED = "did not run: the tuner timed it as infinite (out of resources, or it failed to compile)"
 
 
 def plain_number(v):
     """An int or float from a value that may be anything (a Triton attribute of another version).
 
-    Unlike :func:`kernelscope.jsonable.num`, an int stays an int (``num_warps``) and an infinite
-    time stays infinite (the tuner's "could not run").
+    Unlike :func:`kernelscope.jsonable.num`, an int stays an int (``num_warps``, read by
+    :func:`~kernelscope.jsonable.whole`), an infinite time stays infinite (the tuner's "could not
+    run", which Helion's check needs) and text is not parsed (an attribute is a number or absent).
 
     >>> plain_number(True), plain_number(4), plain_number(float("inf")), plain_number("4")
     (1, 4, inf, None)
     """
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, (int, float)):
-        return v
-    return None
+    if isinstance(v, int):      # a bool too: True is 1
+        return whole(v)
+    return v if isinstance(v, float) else None
 
 
 def scalar_text(v) -> str | None:
@@ -30,7 +31,7 @@ def scalar_text(v) -> str | None:
     >>> scalar_text(64), scalar_text([64, 32]), scalar_text({"a": 1})
     ('64', '[64, 32]', None)
     """
-    if isinstance(v, bool) or isinstance(v, (int, float, str)) or v is None:
+    if isinstance(v, (bool, int, float, str)) or v is None:
         return str(v)
     if isinstance(v, (list, tuple)) and len(v) <= 16:   # Helion's block_sizes=[64, 32]
         parts = [scalar_text(x) for x in v]

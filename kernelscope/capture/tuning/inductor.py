@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+from pathlib import Path
 
 from kernelscope.analysis.producers import INDUCTOR_BENCH_RANGE, INDUCTOR_NAME, NOT_BENCHMARKED
 from kernelscope.capture.tuning.common import FAILED, WatchState, config_text, plain_number, scalar_text
@@ -246,7 +247,7 @@ def _origins(path) -> dict:
     """{kernel name: "aten.gelu, aten.sum"} from an Inductor wrapper's source (the ``Original
     ATen: [...]`` comment above each ``async_compile.triton('name', ...)``)."""
     try:
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             text = f.read(_MAX_SOURCE_BYTES).decode("utf-8", "replace")
     except OSError:
         return {}

@@ -106,11 +106,8 @@ def read_ncu(path) -> pd.DataFrame:
         missing += sorted(_DETAILS - set(header))
     if missing:
         raise TraceError(name, f"the ncu header lacks the column(s) {', '.join(repr(m) for m in missing)}")
-    if _DETAILS <= set(header):
-        table = _tidy_details(header, rows[1:], name)
-    else:
-        table = _tidy_raw(header, rows[1:], name)
-    return table
+    tidy = _tidy_details if set(header) >= _DETAILS else _tidy_raw
+    return tidy(header, rows[1:], name)
 
 
 def _read_text(name: str) -> str:
@@ -273,8 +270,7 @@ def _dims(v):
 
 def _snake(s: str) -> str:
     s = s.replace("#", "num").replace("%", "pct").replace("/", "_per_")
-    s = re.sub(r"[^0-9A-Za-z]+", "_", s).strip("_").lower()
-    return s
+    return re.sub(r"[^0-9A-Za-z]+", "_", s).strip("_").lower()
 
 
 def _with_unit(base: str, unit: str) -> str:

@@ -12,11 +12,12 @@ import pickle
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from kernelscope.errors import TraceError
 
 # The package's parent folder, so that the child imports this very kernelscope.
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_ROOT = str(Path(os.path.abspath(__file__)).parents[3])
 
 
 def read_isolated(path, *, source: bool | int = True):

@@ -255,6 +255,11 @@ def _first(action, metrics):
 
 
 def _num(v):
+    """A metric value of NVIDIA's reader as the table holds it: a number as given, else NaN.
+
+    Not :func:`kernelscope.jsonable.num`: the table's missing value is NaN (not None), an infinite
+    value ncu reports stays infinite, and text is never parsed (a metric is a number or absent).
+    """
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
 
 
@@ -520,7 +525,7 @@ def _sass_windows(a, i, rows, has_lines) -> list:
     for pc in sorted(keep):
         try:
             text = (a.sass_by_pc(pc) or "").strip()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - NVIDIA's reader raises its own types; a PC without SASS reads blank
             text = ""
         r = by_pc.get(pc)
         info = a.source_info(pc) if (r is None or r["file"] is not None) and has_lines else None

@@ -15,6 +15,7 @@ import lzma
 import os
 import shutil
 import struct
+from pathlib import Path
 
 from kernelscope.errors import TraceError
 
@@ -51,7 +52,7 @@ def check_report_file(path) -> int:
     path = os.fspath(path)
     size = _stat_regular(path).st_size
     try:
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             head = f.read(4)
             if head != REPORT_MAGIC:
                 raise TraceError(path, _foreign(head))
@@ -112,7 +113,7 @@ def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
     never writing more than the reader's size cap."""
     from kernelscope.trace.files import max_trace_bytes, too_big
     limit = max_trace_bytes()
-    out = os.path.join(tmpdir, "report.ncu-rep")
+    out = str(Path(tmpdir, "report.ncu-rep"))
     opener = gzip.open if head.startswith(_GZIP) else lzma.open
     kind = "gzip" if opener is gzip.open else "xz"
     total = 0
@@ -120,7 +121,7 @@ def _decompressed_copy(path: str, head: bytes, tmpdir: str) -> str:
     # the rest (a bomb of anything else would fill the temp folder first).
     foreign_ok = path.lower().endswith((".ncu-repz.gz", ".ncu-repz.xz"))
     try:
-        with opener(path, "rb") as src, open(out, "wb") as dst:
+        with opener(path, "rb") as src, Path(out).open("wb") as dst:
             while True:
                 chunk = src.read(1 << 20)
                 if not chunk:
@@ -144,7 +145,7 @@ def report_head(name: str) -> bytes:
     b'\\xfd7zXZ\\x00'
     """
     _stat_regular(name)
-    with open(name, "rb") as f:
+    with Path(name).open("rb") as f:
         return f.read(64)
 
 
@@ -161,7 +162,7 @@ def readable_path(name: str, head: bytes, tmp: str) -> str:
     real = name
     if head.startswith((_GZIP, _XZ)):
         real = _decompressed_copy(name, head, tmp)
-        with open(real, "rb") as f:
+        with Path(real).open("rb") as f:
             head = f.read(64)
     if head.startswith(REPORT_MAGIC):
         try:
@@ -170,9 +171,9 @@ def readable_path(name: str, head: bytes, tmp: str) -> str:
             raise TraceError(name, e.problem) from None
         if not real.lower().endswith(".ncu-rep"):
             # ncu_report picks its format by the name (it reads a .ncu-repz as another one)
-            alias = os.path.join(tmp, "report.ncu-rep")
+            alias = str(Path(tmp, "report.ncu-rep"))
             try:
-                os.symlink(os.path.abspath(real), alias)
+                Path(alias).symlink_to(os.path.abspath(real))
             except OSError:
                 shutil.copyfile(real, alias)
             real = alias
