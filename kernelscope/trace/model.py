@@ -103,6 +103,11 @@ VARIANT_COLUMNS = {
     "num_warps": "int64", "num_stages": "int64", "num_ctas": "int64",
     "registers": "int64", "spills": "int64", "shared_mem_bytes": "int64",
     "hash": "object", "source": "object", "source_ops": "object", "device_index": "int64",
+    # What the rules read of a compiled kernel's code and first launch (capture/tuning/variants):
+    # its global loads by width (PTX ``ld.global`` with and without ``.v2``/``.v4``), whether it
+    # uses the tensor cores (``mma``/``wgmma``), and the bytes of the tensors its function was
+    # first launched with in the region (what a memory-bound launch must at least move).
+    "loads_scalar": "int64", "loads_vector": "int64", "tensor_core": "object", "arg_bytes": "int64",
 }
 # A TensorRT engine's layers, from its inspector JSON (``ks.load(..., tensorrt_layers=path)``,
 # kernelscope.trace.tensorrt): one row per layer in the engine's order, its tactic (the kernel it

@@ -28,6 +28,25 @@ from kernelscope.jsonable import num
 PRUNED_TO_ONE = "the only config left after pruning: Triton takes it without timing it"
 
 
+def tensor_bytes(args, kwargs) -> int | None:
+    """Bytes of the tensors among a launch's arguments (what a memory-bound kernel must at least
+    move, read once or written once); None when it has none. Runs once per function and region.
+
+    >>> tensor_bytes((1, "x"), {}) is None
+    True
+    """
+    total, seen = 0, False
+    for a in (*args, *kwargs.values()):
+        n, size = getattr(a, "numel", None), getattr(a, "element_size", None)
+        if callable(n) and callable(size) and hasattr(a, "data_ptr"):
+            try:
+                total += int(n()) * int(size())
+                seen = True
+            except Exception:  # noqa: BLE001 - an object that looks like a tensor and is not: skipped
+                continue
+    return total if seen else None
+
+
 def _tuned_name(at) -> str:
     """The name of the function an Autotuner tunes."""
     jf = jit_of(getattr(at, "fn", None))
@@ -77,6 +96,7 @@ class TritonWatch:
         self.shared = shared
         self._autotuners = {}       # id -> what _first_seen noted
         self._jits = {}             # id -> JITFunction launched in the region
+        self._arg_bytes = {}        # id -> bytes of the tensors of its first launch in the region
         self._hooked = []           # autotuners given hooks (see _hook), unhooked at stop()
         self._tunings = []          # (autotuner id, key, {Config: times}, winner, measured here?)
 
@@ -222,10 +242,11 @@ class TritonWatch:
 
     def _wrap_jit(self, cls) -> None:
         orig = cls.run
-        jits = self._jits
+        jits, arg_bytes = self._jits, self._arg_bytes
 
         def run(jf, *args, **kwargs):
             jits[id(jf)] = jf
+            arg_bytes[id(jf)] = tensor_bytes(args, kwargs)
             # Seen once is enough: this function's later launches go straight to Triton (the
             # instance attribute shadows the class's wrapped run), so a loop of launches pays
             # nothing per launch; stop() takes the attribute away again.
@@ -291,6 +312,8 @@ class TritonWatch:
             except Exception as e:  # noqa: BLE001 - another Triton's compiled kernels: a note, never a failure
                 self.shared.notes.append(f"compiled variants of {function_name(jf)} not read ({type(e).__name__})")
                 vs = []
+            for v in vs:
+                v["arg_bytes"] = self._arg_bytes.get(id(jf))
             by_jit[id(jf)] = vs
             variants.extend(vs)
         return variants, by_jit

@@ -4,6 +4,8 @@ seen by the JIT watch in :mod:`.triton`): its ``device_caches[dev][0]`` (``Compi
 Triton Config compiled to (its registers and spills beside the autotuning candidate)."""
 from __future__ import annotations
 
+import re
+
 from kernelscope.capture.tuning.common import config_text, plain_number, scalar_text
 
 
@@ -113,9 +115,34 @@ def compiled_variants(jf) -> list:
                 "shared_mem_bytes": plain_number(getattr(md, "shared", None)),
                 "hash": str(getattr(md, "hash", None) or getattr(ck, "hash", "") or "") or None,
                 "source": source, "source_ops": None, "device_index": plain_number(device),
-                "_consts": consts,
+                **ptx_loads(getattr(ck, "asm", None)), "_consts": consts,
             })
     return out
+
+
+_LD_GLOBAL = re.compile(r"\bld\.global((?:\.[a-z0-9]+)*)")
+_MMA = re.compile(r"\b(?:wgmma|mma)\.")
+
+
+def ptx_loads(asm) -> dict:
+    """A compiled kernel's global loads by width and whether it uses the tensor cores, from its
+    PTX: ``loads_scalar`` / ``loads_vector`` count ``ld.global`` without / with ``.v2``/``.v4``
+    (Triton vectorizes the loads it can prove contiguous and aligned), ``tensor_core`` is True
+    where an ``mma``/``wgmma`` instruction appears. None where the PTX is not kept.
+
+    >>> ptx_loads({"ptx": "ld.global.v4.b32 {%r1,%r2,%r3,%r4}, [%rd1];\\n ld.global.b32 %r5, [%rd2];"})
+    {'loads_scalar': 1, 'loads_vector': 1, 'tensor_core': False}
+    >>> ptx_loads(None)
+    {'loads_scalar': None, 'loads_vector': None, 'tensor_core': None}
+    """
+    ptx = asm.get("ptx") if isinstance(asm, dict) else None
+    if isinstance(ptx, bytes):
+        ptx = ptx.decode("utf-8", "replace")
+    if not isinstance(ptx, str):
+        return {"loads_scalar": None, "loads_vector": None, "tensor_core": None}
+    widths = [m.group(1) for m in _LD_GLOBAL.finditer(ptx)]
+    vector = sum(1 for w in widths if ".v2" in w or ".v4" in w or ".v8" in w)
+    return {"loads_scalar": len(widths) - vector, "loads_vector": vector, "tensor_core": bool(_MMA.search(ptx))}
 
 
 def match_variant(variants, cfg) -> dict | None:
