@@ -70,9 +70,9 @@ def markdown(rows) -> str:
     s = summary(rows)
     out = ["| workload | family | first item | right? | top 3? | predicted ms | realized ms | realized/predicted |",
            "|---|---|---|---|---|---:|---:|---:|"]
-    for r in rows:
-        out.append(f"| {r['name']} | {r['family']} | {r['first']} | {'yes' if r['hit1'] else 'no'} | "
-                   f"{'yes' if r['hit3'] else 'no'} | {_f(r['predicted_ms'])} | {_f(r['realized_ms'])} | {_f(r['ratio'])} |")
+    out.extend(f"| {r['name']} | {r['family']} | {r['first']} | {'yes' if r['hit1'] else 'no'} | "
+               f"{'yes' if r['hit3'] else 'no'} | {_f(r['predicted_ms'])} | {_f(r['realized_ms'])} | {_f(r['ratio'])} |"
+               for r in rows)
     out.append("")
     out.append(f"{s['pairs']} pairs: top-1 right {s['top1']}/{s['pairs']}, top-3 {s['top3']}/{s['pairs']}, "
                f"realized within {CALIBRATED[0]}x-{CALIBRATED[1]}x of predicted {s['calibrated']}/{s['pairs']}; "

@@ -6,8 +6,9 @@ import glob
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.findings.base import severity_for
+from kernelscope.analysis.findings.base import device_rows, severity_for
 from kernelscope.analysis.priorities import FIX_COLUMNS, _kernel_of, what_to_fix
+from kernelscope.analysis.recording_cost import recording_added_us
 from kernelscope.analysis.timeline import gpu_busy_share
 from tests.conftest import DATA
 
@@ -38,7 +39,7 @@ def test_jax_cell_headline_is_the_idle_gpu(reps):
     assert top["kind"] == "gpu_idle" and top["severity"] == "high"
     assert top["title"].startswith("The GPU was idle 99.8% of the 7.01 ms wall time")
     assert "not recorded by the profiler" in top["cause"]
-    assert top["share_of_wall"] > 0.99
+    assert top["share_of_wall"] > 0.98
     assert gpu_busy_share(rep.timeline.device()) < 0.01
 
 
@@ -127,9 +128,9 @@ def test_the_same_copies_are_one_item():
     rep = ks.load(DATA / "wild" / "cupy_libs.pt.trace.json.gz")
     items = what_to_fix(rep.findings, rep.wall_time_us)
     kinds = [i["kind"] for i in items]
-    assert "serialized_copies" in kinds and "pageable_copies" not in kinds
-    it = items[kinds.index("serialized_copies")]
-    assert it["also"] and "pageable host memory" in it["note"]
+    # Pageable copies are synchronous whatever their stream: the pageable item holds them, and the
+    # serialized-copies rule leaves them to it.
+    assert "pageable_copies" in kinds and "serialized_copies" not in kinds
 
 
 def test_host_item_leaves_the_syncs_idle_to_the_syncs_item():
@@ -137,8 +138,11 @@ def test_host_item_leaves_the_syncs_idle_to_the_syncs_item():
     host = next(f for f in rep.findings if f.kind == "host_bound")
     sync = next(f for f in rep.findings if f.kind == "syncs")
     e = host.evidence
+    d = device_rows(rep.timeline)[0]
+    added = recording_added_us(rep, d["window_start_us"], d["window_end_us"])["added_us"]
+    # The idle after the syncs is theirs, all of it (their item prices what removing them gives).
     assert host.cost_us == pytest.approx(e["idle_host_us"] + e["idle_sync_us"] + e["idle_unknown_us"]
-                                         + e["idle_outside_window_us"] - sync.cost_us)
+                                         + e["idle_outside_window_us"] - added - sync.evidence["idle_caused_us"])
     assert "not counted here again" in host.detail
 
 

@@ -30,6 +30,7 @@ from kernelscope.analysis.findings.timeline import (
     stream_findings,
     sync_findings,
 )
+from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
 __all__ = ["Finding", "find_all", "severity_for"]
@@ -90,7 +91,10 @@ def _count_once(out, report) -> list:
     res = []
     for f in out:
         if sync is not None and f.kind in HOST_KINDS and f.cost_us > 0:
-            held = min(sync.cost_us, f.cost_us)
+            # The idle after the syncs is theirs, all of it (the syncs item prices only what
+            # taking them out gives: the rest is the host's pace, which a graph cannot replay
+            # while the syncs stay).
+            held = min(max(sync.cost_us, num(sync.evidence.get("idle_caused_us")) or 0.0), f.cost_us)
             f = dataclasses.replace(f, cost_us=f.cost_us - held, detail=f.detail + (
                 f" Of this idle time, {fmt_us(held)} came from synchronizations: the host-blocking "
                 "calls item holds it, so it is not counted here again."))

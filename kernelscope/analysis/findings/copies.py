@@ -15,7 +15,7 @@ from kernelscope.analysis.findings.base import (
     severity_for,
     span_link,
 )
-from kernelscope.analysis.intervals import covered_length, merge_intervals
+from kernelscope.analysis.intervals import covered_length, merge_intervals, union_length
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.units import fmt_bytes, fmt_us
 
@@ -30,7 +30,7 @@ def copy_findings(report, tl) -> list:
     compute on the same stream.
 
     >>> [f.kind for f in copy_findings(rep, rep.timeline)]
-    ['pageable_copies', 'serialized_copies']
+    ['pageable_copies']
     """
     c = report.copies
     if not len(c):
@@ -45,7 +45,9 @@ def copy_findings(report, tl) -> list:
     if len(pageable):
         pinned = host[(host["src_memory"] == "Pinned") | (host["dst_memory"] == "Pinned")]
         out.append(_pageable_finding(report, pageable, pinned, window))
-    serialized = _serialized_finding(tl, host, window)
+    # A pageable copy is synchronous whatever its stream: pinning it comes first (its own item).
+    pinned_or_device = host[(host["src_memory"] != "Pageable") & (host["dst_memory"] != "Pageable")]
+    serialized = _serialized_finding(tl, pinned_or_device, window) if len(pinned_or_device) else None
     if serialized is not None:
         out.append(serialized)
     return out
@@ -130,16 +132,20 @@ def _serialized_finding(tl, host, window) -> Finding | None:
     copy_link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
                            "copy on the compute stream")
     rows = [{a: b for a, b in x.items() if not a.startswith("_")} for x in rows]
-    cost = sum(x["time_us"] for x in rows)
+    copied = sum(x["time_us"] for x in rows)
+    # Overlap hides the shorter of the two: copies beside little compute gain little.
+    compute = union_length(kern["start_us"], kern["end_us"])
+    cost = min(copied, compute)
     streams = sorted({x["stream"] for x in rows})
     title = (f"{len(rows)} host copies ran on the compute stream{'s' * (len(streams) > 1)} "
-             f"({', '.join(map(str, streams))}) with no kernel beside them: {fmt_us(cost)} "
-             "the GPU could have been computing")
+             f"({', '.join(map(str, streams))}) with no kernel beside them: {fmt_us(copied)}"
+             + (f", of which overlap could hide {fmt_us(cost)} (the kernels' time)" if cost < copied else
+                " the GPU could have been computing"))
     detail = ("A stream runs its work in order, so a copy on the stream the kernels use waits "
               "for them and they wait for it. Fix: prefetch the next batch with "
               ".to(\"cuda\", non_blocking=True) from pinned memory on a side stream "
               "(torch.cuda.Stream) and make the compute stream wait on it only when needed.")
-    evidence = {"copies": rows[:MAX_EVIDENCE_ROWS], "count": len(rows), "time_us": cost}
+    evidence = {"copies": rows[:MAX_EVIDENCE_ROWS], "count": len(rows), "time_us": copied, "hideable_us": cost}
     cause = ("Host copies ran on the stream the kernels use, so they and the kernels waited "
              "for each other.")
     fix = ("Prefetch from pinned memory with non_blocking=True on a side stream "

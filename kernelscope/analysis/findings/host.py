@@ -18,6 +18,7 @@ from kernelscope.analysis.findings.base import (
     range_link,
     severity_for,
 )
+from kernelscope.analysis.recording_cost import PROFILER_US_PER_LAUNCH, PROFILER_US_PER_OP, recording_added_us
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
@@ -30,7 +31,8 @@ HOST_IDLE_MIN_SHARE = 0.5
 # the host while busy 54%, and no rule said so.
 HOST_IDLE_WORTH_SHARE = 0.2
 # Launch-bound means many short kernels: below ~100 launches the per-launch host cost adds up to
-# about a millisecond at most (9.9 us per bare launch on an H200, benchmarks/README.md)...
+# about a millisecond at most (9.9 us per bare launch on an H200, benchmarks/README.md): fewer
+# launches paced by the host read host-bound, whose fix line also names a CUDA graph...
 LAUNCH_BOUND_MIN_LAUNCHES = 100
 # ...and a kernel shorter than one launch's host cost finishes before the next launch arrives.
 SHORT_KERNEL_US = 10.0
@@ -121,19 +123,29 @@ def _host_finding(report, tl, dev, ls, w: _Waits, held: float) -> Finding:
     k = a.loc[(a["device"] == dev["device"]) & (a["kind"] == "kernel"), ["name"]]   # (only the column read)
     # Kernel launches only; the timeline's launch statistics count copies and memsets too.
     launches = len(k)
-    launch_bound = (w.bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
-                    and ls["median_kernel_us"] <= SHORT_KERNEL_US
-                    and w.host_idle >= HOST_IDLE_MIN_SHARE * w.idle_wall)
     # Only the columns read of each kind of gap (every column of ~200k gaps was copied thrice).
     cause = g["cause"]
     hg = g.loc[cause == "host", _LINK_COLUMNS + ["after", "after_op"]]
     sg = g.loc[cause == "sync", _LINK_COLUMNS + ["blocking_call", "blocking_op"]]
     host = host_in_gaps(report.ops, g.loc[cause != "queued", ["start_us", "end_us"]])
+    # Launch-bound: the host's time between launches goes to the launches (their ops and calls);
+    # host work the profiler did not record (numpy, Python) filling most of it is host-bound.
+    launch_bound = (w.bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
+                    and ls["median_kernel_us"] <= SHORT_KERNEL_US
+                    and w.host_idle >= HOST_IDLE_MIN_SHARE * w.idle_wall
+                    and ls["idle_host_us"] >= ls["idle_sync_us"]    # paced by launches, not by syncs
+                    and not (report.ops is not None and len(report.ops)
+                             and host["uncovered_us"] > HOST_IDLE_MIN_SHARE * host["idle_us"]))
     # The time at stake: idle the host explains; a GPU idle most of the wall time also counts
     # the idle no launch explains (nothing was queued) and what lies outside its active window.
     cost = w.host_idle + (w.unexplained if w.bound else 0.0)
     if held:
         cost = max(cost - held, 0.0)   # the first-run item holds that time
+    # The recording's own cost per launch and per op sits in that idle time: the run without the
+    # profiler does not pay it, so neither does the time at stake.
+    rec = recording_added_us(report, dev.get("window_start_us"), dev.get("window_end_us"))
+    added = min(rec["added_us"], cost)
+    cost -= added
     evidence = _host_evidence(dev, ls, w, g, k, hg, sg, host)
     head, did, pace, waits, syncs = _host_sentences(report, tl, dev, ls, w, evidence, host)
     link = gap_link(pd.concat([hg[_LINK_COLUMNS], sg[_LINK_COLUMNS]]) if len(sg) else hg, "wait on the host")
@@ -143,6 +155,10 @@ def _host_finding(report, tl, dev, ls, w: _Waits, held: float) -> Finding:
     else:
         kind, title, cause_line, fix, fix_line = _host_bound_text(tl, dev, ls, w, evidence, did, len(hg), len(sg))
         detail = head + did + pace + waits + syncs + fix
+    if added >= 1:
+        detail += (f" About {fmt_us(added)} of the idle time is the recording's own cost ({rec['launches']} "
+                   f"launches x {PROFILER_US_PER_LAUNCH:g} us, {rec['ops']} CPU ops x {PROFILER_US_PER_OP:g} us): "
+                   "the run without the profiler does not pay it, so it is not at stake here.")
     if held:
         detail += (f" The first-run item holds {fmt_us(min(held, w.host_idle + w.unexplained))} of this "
                    "idle time (compiles, module loading); it is not counted here again.")
