@@ -430,10 +430,7 @@ def host_prep_between_launches(variant):
     def step():
         out = []
         for _ in range(12):
-            if variant == "before":
-                t = torch.from_numpy(np.sort(table, axis=1)[:, ::-1].copy()).cuda()
-            else:
-                t = pre
+            t = torch.from_numpy(np.sort(table, axis=1)[:, ::-1].copy()).cuda() if variant == "before" else pre
             out.append(torch.tanh(t @ w))
         return out
     return step
