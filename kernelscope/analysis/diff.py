@@ -26,7 +26,14 @@ import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.names import base_short_name
-from kernelscope.analysis.noise import NO_REPEATS_WHY, NOISE_FLOOR_US, NOISE_MARGIN, ONE_SIDE_WHY, judge
+from kernelscope.analysis.noise import (
+    NO_REPEATS_WHY,
+    NOISE_FLOOR_US,
+    NOISE_MARGIN,
+    NOT_SPLIT_WHY,
+    ONE_SIDE_WHY,
+    judge,
+)
 from kernelscope.analysis.repeats import kernel_lists, n_repeats, repeat_series
 from kernelscope.jsonable import jsonable
 
@@ -43,7 +50,6 @@ OVERALL_METRICS = {
 NO_REPEATS_NOTE = ("One run each side cannot tell a change from noise: every change is inconclusive. "
                    "Profile both with %%kernelprofile --repeat N (N >= 2; 5 or more gives a useful "
                    "interval) to measure the noise.")
-NOT_SPLIT_WHY = "the repeats do not split this total: the recording has no repeat windows"
 # What each kernel row's ``status`` and ``match`` mean, in the words the views show.
 STATUSES = {
     "slower": "more time in the second run: the 95% interval of the change is above 0",

@@ -43,6 +43,7 @@ VERDICTS = {
 }
 NO_REPEATS_WHY = "one run each side cannot tell a change from noise; use --repeat N"
 ONE_SIDE_WHY = "only one side has repeats, so the other side's spread is unknown; repeat both"
+NOT_SPLIT_WHY = "the repeats do not split this total: the recording has no repeat windows"
 
 
 def t_quantile(p: float, df: float) -> float:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.noise import NO_REPEATS_WHY, ONE_SIDE_WHY
+from kernelscope.analysis.noise import NOT_SPLIT_WHY
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.jsonable import num
 
@@ -44,6 +44,8 @@ FIXED_DROP = 0.8
 # A meaningful part: a fifth of the finding's cost, or of the predicted gain, is more than run-to-
 # run noise usually is on a fix-sized change, and less than a real partial fix gives.
 PARTLY_DROP = 0.2
+# A wall-time row's reason, shorter where the item's note repeats it.
+WALL_WHYS = {NOT_SPLIT_WHY: "the recording has no repeat windows to split it"}
 ADVICE_COLUMNS = ["rank", "title", "kind", "measure", "predicted_us", "realized_us", "ratio",
                   "after_cost_us", "verdict", "change", "note"]
 VERDICTS = {
@@ -65,7 +67,7 @@ def advice(d) -> pd.DataFrame:
     >>> r.measure, int(r.predicted_us), int(r.realized_us), float(r.after_cost_us), r.verdict, r.change
     ('wall time', 26650, 22992, 0.0, 'fixed', 'inconclusive')
     >>> a.loc[0, "note"]
-    'No launch_bound finding in the second run. The wall-time change is inconclusive (one run each side cannot tell a change from noise; use --repeat N).'
+    'No launch_bound finding in the second run. The wall-time change is inconclusive (no repeats; use --repeat N).'
     """
     before, after = d.before, d.after
     nb, na = d.repeats
@@ -108,7 +110,7 @@ def _assess(item, finding, d, after_findings, nb, na) -> dict:
             notes.append("Its kernel is not in the comparison, so the wall time measures it")
         wall = d.metric("wall_us")
         measure, realized, verdict = "wall time", -float(wall.get("change", np.nan)), wall.get("verdict", "inconclusive")
-        why = wall.get("why") or why
+        why = WALL_WHYS.get(wall.get("why"), why)
         same = [f for f in after_findings if _get(f, "kind") == item["kind"]]
         what = "wall-time"
     after_cost = max([(num(_get(f, "cost_us")) or 0.0) / na for f in same], default=0.0)
@@ -136,10 +138,11 @@ def _assess(item, finding, d, after_findings, nb, na) -> dict:
 
 
 def _why(nb, na) -> str:
+    """Why a change is inconclusive, in a few words (the comparison's notes say it in full)."""
     if nb < 2 and na < 2:
-        return NO_REPEATS_WHY
+        return "no repeats; use --repeat N"
     if nb < 2 or na < 2:
-        return ONE_SIDE_WHY
+        return "repeats on one side only"
     return "its 95% interval holds 0 but is wide"
 
 

@@ -184,15 +184,16 @@ def comparison_text(c, top: int = 15) -> str:
     return "\n".join(lines)
 
 
-ADVICE_HEAD = ("what the first run said to fix, re-measured (per run; predicted: its time at stake; "
-               "realized: what the measure gained; now: the same finding's cost in the second run)")
+ADVICE_TITLE = "What the first run said to fix, re-measured"
+ADVICE_HEAD = ("per run; predicted: its time at stake; realized: what the measure gained; now: the same "
+               "finding's cost in the second run")
 
 
 def _advice_text(c) -> list:
     rows = advice_rows(c)
     if not rows:
         return []
-    lines = ["", f"  {ADVICE_HEAD}:",
+    lines = ["", f"  {ADVICE_TITLE} ({ADVICE_HEAD}):",
              f"  {'#':>2}  {'item':<44} {'measure':<26} {'predicted':>10} {'realized':>10} {'ratio':>7} "
              f"{'now':>10}  verdict"]
     for r in rows:
@@ -303,7 +304,7 @@ def _advice_html(c) -> str:
         f"{TD}{escape(r['after_text'])}</td><td style='{LEFT}' title='{escape(ADVICE_VERDICTS[r['verdict']], quote=True)}'>"
         f"<b>{escape(r['verdict'])}</b></td><td style='{LEFT};font-size:90%'>{escape(r['note'])}</td></tr>"
         for r in rows)
-    return (f"<p style='margin-top:10px'><b>What the first run said to fix, re-measured</b> "
+    return (f"<p style='margin-top:10px'><b>{escape(ADVICE_TITLE)}</b> "
             f"<span style='font-size:90%'>({escape(ADVICE_HEAD)})</span></p>"
             f"<table class='kernelscope-advice'><thead><tr>{TH}#</th><th style='{LEFT}'>item</th>"
             f"<th style='{LEFT}'>measure</th>{TH}predicted</th>{TH}realized</th>{TH}ratio</th>{TH}now</th>"
@@ -333,7 +334,7 @@ def _kernels_html(c, lb, la) -> str:
     legend = ("<p style='font-size:90%'>[≈] " + escape(MATCHES["short_name+backend"])
               + "; [new] " + escape(STATUSES["new"]) + "; [gone] " + escape(STATUSES["gone"])
               + "; – : did not run on that side.</p>")
-    return (f"<table><thead><tr><th style='{LEFT}'>kernel</th><th style='{LEFT}'>backend</th>{TH}launches</th>"
+    return (f"<table class='kernelscope-kernels'><thead><tr><th style='{LEFT}'>kernel</th><th style='{LEFT}'>backend</th>{TH}launches</th>"
             f"{TH}{lb}</th>{TH}{la}</th>{TH}change</th>{TH + '±95%</th>' if rep else ''}{TH}ratio</th>"
             f"<th style='{LEFT}'>status</th><th>faster ← → slower</th></tr></thead>"
             f"<tbody>{''.join(krows)}</tbody></table>{legend}")

@@ -17,6 +17,7 @@ from kernelscope.jsonable import jsonable, num
 from kernelscope.render.compare import (
     ABSENT,
     ADVICE_HEAD,
+    ADVICE_TITLE,
     BAR_COLORS,
     FAINT,
     QUIET,
@@ -91,7 +92,8 @@ def compare_view_model(c) -> tuple[dict, bytes]:
         "warning": str(c.notes[0]) if shared.get("few") and c.notes else None,
         "statuses": dict(STATUSES), "matches": dict(MATCHES), "bar_colors": dict(BAR_COLORS),
         "quiet": list(QUIET), "faint": FAINT, "absent": ABSENT, "repeated": any_repeats(c),
-        "verdicts": dict(VERDICTS), "advice": advice_rows(c), "advice_head": ADVICE_HEAD,
+        "verdicts": dict(VERDICTS), "advice": advice_rows(c), "advice_title": ADVICE_TITLE,
+        "advice_head": ADVICE_HEAD,
         "advice_verdicts": dict(ADVICE_VERDICTS),
         "overall": overall, "kernels": kernels, "backends": backends,
         "tables": {}, "nbytes": 0,

@@ -233,7 +233,7 @@ def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
         pg = b.new_page()
         pg.goto(page_file.as_uri())
         rows = pg.eval_on_selector_all(
-            ".kernelscope-compare table:nth-of-type(2) tbody tr",
+            ".kernelscope-compare table.kernelscope-kernels tbody tr",
             """rows => rows.map(r => {
                 const cells = r.querySelectorAll('td');
                 const box = cells[cells.length - 1].firstElementChild;
@@ -241,7 +241,8 @@ def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
                 const [line, bar] = box.children;
                 const l = line.getBoundingClientRect(), g = bar.getBoundingClientRect();
                 return {change: cells[5].textContent, centre: l.left, left: g.left, right: g.right,
-                        width: g.width, color: getComputedStyle(bar).backgroundColor};
+                        width: g.width, color: getComputedStyle(bar).backgroundColor,
+                        status: cells[cells.length - 2].textContent, opacity: getComputedStyle(bar).opacity};
             })""")
         b.close()
     rows = [r for r in rows if r]
@@ -249,7 +250,10 @@ def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
     widths = [r["width"] for r in rows]
     assert widths[0] == pytest.approx(80, abs=1)  # the largest change spans half the 160 px box
     assert widths == sorted(widths, reverse=True)
+    # One run each side: a matched kernel's change is inconclusive, its bar faint; new and gone are not.
+    assert {r["status"] for r in rows} == {"inconclusive", "new", "gone"}
     for r in rows:
+        assert float(r["opacity"]) == (pytest.approx(0.4) if r["status"] == "inconclusive" else 1.0)
         if r["change"].startswith("+"):
             assert r["left"] >= r["centre"] - 1 and r["color"] == "rgb(214, 39, 40)"
         elif r["change"].startswith("-"):

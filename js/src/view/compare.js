@@ -89,7 +89,12 @@ function adviceTable(hd) {
   return h(
     "div",
     { class: "ks-compare-advice" },
-    h("div", { class: "ks-note", text: `What the first run said to fix, re-measured (${hd.advice_head || ""})` }),
+    h(
+      "div",
+      { class: "ks-compare-advice-head" },
+      h("b", { text: hd.advice_title || "" }),
+      hd.advice_head ? h("span", { class: "ks-note", text: ` (${hd.advice_head})` }) : null
+    ),
     h(
       "table",
       { class: "ks-static-table" },
