@@ -145,6 +145,12 @@ def test_compare_view_sort_filter_named_sides(site, page):
     rows = page.locator(".ks-compare-table tbody tr")
     assert rows.count() == len(c.kernels) == 29                     # every row, no cap
     assert page.locator(".ks-compare-warning").inner_text().startswith("The two runs share 3 of 29 kernels")
+    # The first run's advice, re-measured: one row per item, its verdict in Python's words.
+    advice = page.locator(".ks-compare-advice tbody tr")
+    assert advice.count() == len(c.advice) > 0
+    assert page.locator(".ks-compare-advice .ks-cmp-verdict").all_inner_texts() == c.advice["verdict"].tolist()
+    assert "ks-num" in (page.locator(".ks-compare-advice tbody td").nth(3).get_attribute("class") or "")
+    assert "±95%" not in heads                                      # one run each side: no interval column
 
     def col(key):
         return page.locator(f".ks-compare-table tbody td[data-col='{key}']").all_inner_texts()
