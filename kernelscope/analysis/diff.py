@@ -183,7 +183,8 @@ def diff(before, after, *, labels=None) -> Diff:
                       f"within noise where it lies within {NOISE_MARGIN:.0%} of the first run's time, "
                       "else inconclusive.")
         if nb < 2 or na < 2:
-            notes.append(f"Only {labels[0] if nb >= 2 else labels[1]} has repeats: {ONE_SIDE_WHY}.")
+            notes.append(f"Only {labels[0] if nb >= 2 else labels[1]} has repeats, so the other side's "
+                         "spread is unknown: every change is inconclusive. Record both with --repeat N.")
     shared = _shared(kernels)
     if shared["few"]:
         notes.insert(0, f"The two runs share {shared['kernels']} of {shared['of']} kernels "

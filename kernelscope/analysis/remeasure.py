@@ -27,8 +27,14 @@ The verdict, in this order:
 - ``not``: otherwise (the finding's cost and the measure barely moved, or the measure got
   slower beyond noise).
 
-The ``note`` says what the verdict rests on: a gone kernel, and, where the measure's change is
-noise or inconclusive, that its realized time cannot be told from noise (and why: no repeats).
+An item with no time at stake (the list's one item when no finding costs time, e.g. "the GPU
+was busy: these kernels") predicts no gain: it is fixed or partly only where its measure fell by
+:data:`PARTLY_DROP` of its first-run value or more.
+
+The ``note`` says what the verdict rests on: a gone kernel, how far the finding's cost fell, and,
+where the measure's change is noise or inconclusive, that its realized time cannot be told from
+noise (and why: no repeats), also where the measure got slower; several items measured on the
+wall time share one gain, and the note says so.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ import pandas as pd
 from kernelscope.analysis.noise import NOT_SPLIT_WHY
 from kernelscope.analysis.priorities import what_to_fix
 from kernelscope.jsonable import num
+from kernelscope.units import fmt_us
 
 # The finding's cost fell by this share or more (or it is gone): the fix did what it said.
 FIXED_DROP = 0.8
@@ -67,7 +74,7 @@ def advice(d) -> pd.DataFrame:
     >>> r.measure, int(r.predicted_us), int(r.realized_us), float(r.after_cost_us), r.verdict, r.change
     ('wall time', 26650, 22992, 0.0, 'fixed', 'inconclusive')
     >>> a.loc[0, "note"]
-    'No launch_bound finding in the second run. The wall-time change is inconclusive (no repeats; use --repeat N).'
+    'No launch_bound finding in the second run. The wall time change is inconclusive (no repeats; use --repeat N).'
     """
     before, after = d.before, d.after
     nb, na = d.repeats
@@ -82,7 +89,7 @@ def advice(d) -> pd.DataFrame:
         for r in rows:
             if r["measure"] == "wall time":
                 others = ", ".join(str(x) for x in walls if x != r["rank"])
-                r["note"] = (r["note"] + f" The wall-time gain is shared with item{'s' if len(walls) > 2 else ''} "
+                r["note"] = (r["note"] + f" The wall time's gain is shared with item{'s' if len(walls) > 2 else ''} "
                              f"{others}.").strip()
     return pd.DataFrame(rows, columns=ADVICE_COLUMNS)
 
@@ -92,49 +99,63 @@ def _assess(item, finding, d, after_findings, nb, na) -> dict:
     predicted = num(item.get("cost_us"))
     predicted = predicted / nb if predicted is not None else np.nan
     own_cost = (num(_get(finding, "cost_us")) or 0.0) / nb
-    kernel = _kernel_of(finding, item)
-    why = _why(nb, na)
-    row = _kernel_row(d.kernels, kernel) if kernel else None
-    notes = []
-    if row is not None:
-        measure = f"kernel {row['short_name']}"
-        realized, verdict = row["total_before_us"] - row["total_after_us"], row["verdict"]
-        names = set(row["names_after"])
-        same = [f for f in after_findings
-                if _get(f, "kind") == item["kind"] and _kernel_of(f, None) in names | {row["short_name"]}]
-        if row["status"] == "gone":
-            notes.append("The kernel is gone from the second run: its whole time counts")
-        what = "kernel-time"
-    else:
-        if kernel:
-            notes.append("Its kernel is not in the comparison, so the wall time measures it")
-        wall = d.metric("wall_us")
-        measure, realized, verdict = "wall time", -float(wall.get("change", np.nan)), wall.get("verdict", "inconclusive")
-        why = WALL_WHYS.get(wall.get("why"), why)
-        same = [f for f in after_findings if _get(f, "kind") == item["kind"]]
-        what = "wall-time"
-    after_cost = max([(num(_get(f, "cost_us")) or 0.0) / na for f in same], default=0.0)
-    gone = not same or (own_cost > 0 and after_cost <= (1 - FIXED_DROP) * own_cost)
+    m = _measure(item, finding, d, after_findings, _why(nb, na))
+    realized, verdict, notes = m["realized"], m["verdict"], m["notes"]
+    after_cost = max([(num(_get(f, "cost_us")) or 0.0) / na for f in m["same"]], default=0.0)
+    gone = not m["same"] or (own_cost > 0 and after_cost <= (1 - FIXED_DROP) * own_cost)
     slower = verdict == "real" and realized < 0
     fell = own_cost > 0 and after_cost <= (1 - PARTLY_DROP) * own_cost
-    gained = predicted == predicted and predicted > 0 and realized >= PARTLY_DROP * predicted
+    if predicted == predicted and predicted > 0:
+        gained = realized >= PARTLY_DROP * predicted
+    else:
+        # No time at stake to compare with: the measure itself must fall by a meaningful part,
+        # for fixed too (a costless finding comes and goes with what else the run shows).
+        gained = realized >= PARTLY_DROP * m["before"] > 0
+        gone, fell = gone and gained, False
     result = "fixed" if gone and not slower else "partly" if not slower and (fell or gained) else "not"
-    if not same:
+    if not m["same"]:
         notes.append(f"No {item['kind']} finding in the second run")
     elif gone:
         notes.append(f"Its cost fell by {1 - after_cost / own_cost:.0%}")
+    what, why = m["what"], m["why"]
     if slower:
         notes.append(f"The {what} got slower beyond noise")
     elif verdict == "noise":
         notes.append(f"The {what} change is within noise")
+    elif verdict != "real" and realized < 0:
+        notes.append(f"The {what} got {fmt_us(-realized)} slower, but the change is inconclusive ({why})")
     elif verdict != "real":
         notes.append(f"The {what} change is inconclusive ({why})")
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = realized / predicted if predicted == predicted and predicted else np.nan
-    return {"rank": item["rank"], "title": item["title"], "kind": item["kind"], "measure": measure,
+    return {"rank": item["rank"], "title": item["title"], "kind": item["kind"], "measure": m["measure"],
             "predicted_us": predicted, "realized_us": float(realized), "ratio": float(ratio),
             "after_cost_us": float(after_cost), "verdict": result, "change": verdict,
             "note": ". ".join(notes) + ("." if notes else "")}
+
+
+def _measure(item, finding, d, after_findings, why) -> dict:
+    """What an item is measured on (its kernel's time, else the wall time): the measure's name,
+    its first-run value and gain per run, the comparison's verdict on it, and the second run's
+    findings of the same kind (about the same kernel)."""
+    kernel = _kernel_of(finding, item)
+    row = _kernel_row(d.kernels, kernel) if kernel else None
+    notes = []
+    if row is not None:
+        names = set(row["names_after"]) | {row["short_name"]}
+        if row["status"] == "gone":
+            notes.append("The kernel is gone from the second run: its whole time counts")
+        return {"measure": f"kernel {row['short_name']}", "what": "kernel time", "before": row["total_before_us"],
+                "realized": row["total_before_us"] - row["total_after_us"], "verdict": row["verdict"], "why": why,
+                "same": [f for f in after_findings if _get(f, "kind") == item["kind"] and _kernel_of(f, None) in names],
+                "notes": notes}
+    if kernel:
+        notes.append("Its kernel is not in the comparison, so the wall time measures it")
+    wall = d.metric("wall_us")
+    return {"measure": "wall time", "what": "wall time", "before": float(wall.get("before", np.nan)),
+            "realized": -float(wall.get("change", np.nan)), "verdict": wall.get("verdict", "inconclusive"),
+            "why": WALL_WHYS.get(wall.get("why"), why),
+            "same": [f for f in after_findings if _get(f, "kind") == item["kind"]], "notes": notes}
 
 
 def _why(nb, na) -> str:

@@ -8,7 +8,7 @@ from html import escape
 import numpy as np
 
 from kernelscope.analysis.diff import MATCHES, STATUSES
-from kernelscope.analysis.noise import VERDICTS
+from kernelscope.analysis.noise import NO_REPEATS_WHY, ONE_SIDE_WHY, VERDICTS
 from kernelscope.analysis.remeasure import VERDICTS as ADVICE_VERDICTS
 from kernelscope.units import fmt_us
 
@@ -86,13 +86,14 @@ def overall_verdict(c, r) -> str:
 
 
 def overall_whys(c) -> list:
-    """Why totals have no interval, once per reason: ``(reason, [their labels])``, where a run
-    was repeated (without repeats the noise note says it)."""
+    """Why totals have no interval, once per reason: ``(reason, [their labels])``, where both
+    runs were repeated (a side without repeats is said once, in the notes)."""
     if not any_repeats(c):
         return []
     out = {}
     for r in c.overall.itertuples():
-        if r.why:
+        # A side without repeats is said once, in the notes.
+        if r.why and r.why not in (ONE_SIDE_WHY, NO_REPEATS_WHY):
             out.setdefault(str(r.why), []).append(str(r.label))
     return list(out.items())
 

@@ -81,3 +81,48 @@ def test_repeats_predict_and_realize_per_run():
     assert r.realized_us == pytest.approx((before.meta["span_us"] - after.meta["span_us"]) / 2)
     # These recordings hold no repeat windows, so their wall time is not split by repeat.
     assert r.change == "inconclusive" and "no repeat windows" in r.note
+
+
+def advice_of(workload, before="before.repeats", after="after.repeats"):
+    b = ks.load(DATA / "advice" / f"{workload}.{before}.ksreport.json.gz", progress=False)
+    a = ks.load(DATA / "advice" / f"{workload}.{after}.ksreport.json.gz", progress=False)
+    return b, a, ks.compare(b, a)
+
+
+def test_syncs_kept_off_the_host_are_fixed_and_the_gain_is_real():
+    # 60 x (matmul, .sum().item()) per step, then the sum kept on the GPU: 5 repeats each side.
+    before, after, c = advice_of("item_in_loop")
+    a = c.advice.set_index("kind")
+    syncs = a.loc["syncs"]
+    own = next(f.cost_us for f in before.findings if f.kind == "syncs") / 5
+    now = next(f.cost_us for f in after.findings if f.kind == "syncs") / 5
+    assert syncs["predicted_us"] == pytest.approx(before.what_to_fix().set_index("kind").loc["syncs", "cost_us"] / 5)
+    assert syncs["after_cost_us"] == pytest.approx(now) and now <= (1 - FIXED_DROP) * own
+    wall = c.metric("wall_us")
+    assert syncs["realized_us"] == pytest.approx(-wall["change"]) and wall["verdict"] == "real"
+    assert (syncs["verdict"], syncs["change"]) == ("fixed", "real")
+    # The syncs were priced 4x what removing them gave (the "priced 26x" family).
+    assert 0.2 < syncs["ratio"] < 0.3
+    assert "Its cost fell by 91%" in syncs["note"] and "inconclusive" not in syncs["note"]
+
+
+def test_a_padded_vocabulary_fixes_the_gemm_fallback_on_its_kernel():
+    before, after, c = advice_of("lm_head_50257")
+    (r,) = c.advice.itertuples()
+    assert r.kind == "gemm_fallback" and r.measure == "kernel CUTLASS GEMM 128x128 (sm75)"
+    gone = c.gone.iloc[0]
+    assert r.realized_us == pytest.approx(gone["total_before_us"])        # gone: its whole time
+    assert r.predicted_us == pytest.approx(before.what_to_fix().iloc[0]["cost_us"] / 5)
+    assert 1.0 < r.ratio < 1.2 and (r.after_cost_us, r.verdict, r.change) == (0.0, "fixed", "real")
+    assert r.note.startswith("The kernel is gone from the second run: its whole time counts")
+
+
+def test_an_item_without_time_at_stake_needs_its_measure_to_move():
+    # The same fp32 GEMM recorded twice (5 repeats, then 1 run): the "GPU busy" item names the
+    # kernel but no time; its finding is not in the one-run recording, yet nothing was fixed.
+    before, after, c = advice_of("fp32_matmul", "before.repeats", "before")
+    (r,) = c.advice.itertuples()
+    assert r.kind == "gpu_bound" and np.isnan(r.predicted_us) and r.measure.startswith("kernel cuBLAS GEMM")
+    assert "gpu_bound" not in {f.kind for f in after.findings}
+    assert r.verdict == "not" and r.change == "inconclusive"
+    assert "slower, but the change is inconclusive (repeats on one side only)" in r.note

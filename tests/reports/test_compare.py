@@ -159,7 +159,7 @@ def test_repeats_on_one_side_only_are_inconclusive():
     assert c.repeats == (2, 1)
     assert set(c.kernels["verdict"]) == {"inconclusive"} and c.kernels["ci_low_us"].isna().all()
     assert set(c.overall["verdict"]) == {"inconclusive"}
-    assert c.notes[-1].startswith("Only eager has repeats") and "repeat both" in c.notes[-1]
+    assert c.notes[-1].startswith("Only eager has repeats") and "--repeat N" in c.notes[-1]
     assert "only one side has repeats" in c.metric("gpu_time_us")["why"]
 
 
