@@ -58,7 +58,7 @@ function overallTable(hd, lb, la) {
         h("th", { class: "ks-num", text: la, title: la }),
         h("th", { class: "ks-num", text: "change" }),
         h("th", { class: "ks-num", text: "ratio" }),
-        h("th", { text: "" })
+        h("th", { text: hd.repeated ? "±95% · verdict" : "" })
       )
     ),
     h(
