@@ -69,7 +69,10 @@ def load_ranks(source, client=None, **kwargs):
 
 def compare(before, after, **kwargs):
     """Compare two reports (Reports, or paths ``ks.load`` opens): per-kernel time change, new
-    and gone kernels, per-backend and overall totals, all per run.
+    and gone kernels, per-backend and overall totals, all per run; each change's 95% interval and
+    verdict (real / noise / inconclusive: record both with ``--repeat N`` to measure the noise);
+    and the first report's "what to fix first" items re-measured (``.advice``: fixed / partly /
+    not, predicted against realized).
 
     >>> ks.compare(ks.load("launch_bound.pt.trace.json.gz"), "graphs.pt.trace.json.gz")
     kernelscope comparison: launch_bound.pt.trace.json.gz -> graphs.pt.trace.json.gz

@@ -1,42 +1,63 @@
-"""Comparing two runs: what got faster, what got slower, what is new.
+"""Comparing two runs: what got faster, what got slower, what is new, and whether each change
+is real.
 
 Kernels are matched by name, then the unmatched ones by (short name, backend), so that a kernel
 whose template arguments changed is still compared with itself. Times are per run: a report made
-with ``%%kernelprofile --repeat N`` holds N runs, and its totals are divided by N. Run-to-run noise
-comes from the repeats (``report.meta["repeats"]``): a difference is called a change only when the
-ranges of the per-repeat totals do not overlap (or, with repeats on one side only, when it exceeds
-that side's range). Without repeats one run cannot separate noise from change, and we say so.
+with ``%%kernelprofile --repeat N`` holds N runs, and its totals are divided by N. Whether a
+change is real comes from the spread the repeats measured (:mod:`kernelscope.analysis.noise`):
+with 2+ repeats on both sides, every kernel row and every total gets the 95% confidence
+interval of the change of per-run means (Welch's t; ``ci_low_us``/``ci_high_us``, ``ci_low``/
+``ci_high`` for totals) and a ``verdict``: ``real`` (the interval excludes 0), ``noise`` (it
+holds 0 and is within a negligible margin of the before time) or ``inconclusive`` (too wide, or
+a side without repeats: one run each side cannot tell a change from noise). A row's ``status``
+says the direction only where the verdict is real (slower, faster); otherwise "within noise" or
+"inconclusive". The per-repeat values: each kernel's from ``meta["repeats"]``, each total's
+from :func:`kernelscope.analysis.repeats.repeat_series`.
+
+What the baseline's "what to fix first" list predicted, against what the second run realized,
+is :attr:`Diff.advice` (:mod:`kernelscope.analysis.remeasure`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from kernelscope.analysis.names import base_short_name
+from kernelscope.analysis.noise import (
+    NO_REPEATS_WHY,
+    NOISE_FLOOR_US,
+    NOISE_MARGIN,
+    NOT_SPLIT_WHY,
+    ONE_SIDE_WHY,
+    judge,
+)
+from kernelscope.analysis.repeats import kernel_lists, n_repeats, repeat_series
 from kernelscope.jsonable import jsonable
 
 KERNEL_COLUMNS = ["name", "short_name", "backend", "match", "names_before", "names_after",
                   "launches_before", "launches_after", "total_before_us", "total_after_us",
-                  "change_us", "ratio", "noise_us", "significant", "status"]
+                  "change_us", "ci_low_us", "ci_high_us", "ratio", "verdict", "status"]
+OVERALL_COLUMNS = ["metric", "label", "before", "after", "change", "ci_low", "ci_high", "ratio",
+                   "verdict", "why"]
 OVERALL_METRICS = {
     "gpu_time_us": "GPU kernel time", "copy_time_us": "copy/memset time",
     "busy_us": "GPU busy (union)", "active_us": "GPU active window", "wall_us": "wall time",
     "launches": "kernel launches",
 }
-# Without repeats no noise is measured; a change smaller than this share of the time is not
-# called slower or faster (the note below says differences of a few percent may be noise).
-NO_REPEATS_NOISE = 0.05
-NO_REPEATS_NOTE = ("One run on each side cannot separate noise from change: differences of a few "
-                   f"percent may be noise (changes under {NO_REPEATS_NOISE:.0%} read \"within noise\"). "
-                   "Profile with %%kernelprofile --repeat N to measure it.")
+NO_REPEATS_NOTE = ("One run each side cannot tell a change from noise: every change is inconclusive. "
+                   "Profile both with %%kernelprofile --repeat N (N >= 2; 5 or more gives a useful "
+                   "interval) to measure the noise.")
 # What each kernel row's ``status`` and ``match`` mean, in the words the views show.
 STATUSES = {
-    "slower": "more time in the second run (beyond the noise, where the repeats measured it)",
-    "faster": "less time in the second run (beyond the noise, where the repeats measured it)",
-    "within noise": ("the change is within the run-to-run noise the repeats measured (without repeats: "
-                     f"under {NO_REPEATS_NOISE:.0%})"),
+    "slower": "more time in the second run: the 95% interval of the change is above 0",
+    "faster": "less time in the second run: the 95% interval of the change is below 0",
+    "within noise": (f"the 95% interval of the change holds 0 and lies within {NOISE_MARGIN:.0%} of "
+                     f"the first run's time (or {NOISE_FLOOR_US:g} us): too small to matter"),
+    "inconclusive": ("cannot be told from noise: the 95% interval holds 0 but is wide, or the runs "
+                     "have no repeats (--repeat N) to measure the noise"),
     "same": "exactly the same time in both runs",
     "new": "only in the second run",
     "gone": "only in the first run",
@@ -105,11 +126,24 @@ class Diff:
         row = self.overall[self.overall["metric"] == name]
         return row.iloc[0].to_dict() if len(row) else {}
 
+    @cached_property
+    def advice(self) -> pd.DataFrame:
+        """The re-measure step: for each item of the first run's "what to fix first" list, fixed /
+        partly / not, with the time it predicted against the time the second run gained
+        (:func:`kernelscope.analysis.remeasure.advice`).
+
+        >>> c.advice[["rank", "kind", "predicted_us", "realized_us", "verdict"]]
+           rank          kind  predicted_us  realized_us verdict
+        0     1  launch_bound    26650.0725   22992.4326   fixed
+        """
+        from kernelscope.analysis.remeasure import advice
+        return advice(self)
+
     def to_dict(self) -> dict:
-        """Plain JSON-able data: labels, repeats, notes and the three tables as records.
+        """Plain JSON-able data: labels, repeats, notes, the three tables and the advice as records.
 
         >>> sorted(json.loads(json.dumps(c.to_dict())))
-        ['backends', 'kernels', 'labels', 'noise_note', 'notes', 'overall', 'repeats', 'shared']
+        ['advice', 'backends', 'kernels', 'labels', 'noise_note', 'notes', 'overall', 'repeats', 'shared']
         """
         def recs(df):
             return [jsonable(r) for r in df.to_dict("records")]
@@ -117,12 +151,13 @@ class Diff:
         return {"labels": list(self.labels), "repeats": list(self.repeats),
                 "noise_note": self.noise_note, "notes": list(self.notes), "shared": jsonable(self.shared),
                 "overall": recs(self.overall), "backends": recs(self.backends),
-                "kernels": recs(self.kernels)}
+                "kernels": recs(self.kernels), "advice": recs(self.advice)}
 
 
 def diff(before, after, *, labels=None) -> Diff:
     """Compare two Reports: per-kernel time change, new and gone kernels, per-backend totals,
-    overall GPU and wall time; all per run. Two ranks of one job (``rep.rank(0)``,
+    overall GPU and wall time; all per run, each change with its 95% interval and verdict where
+    the runs were repeated. Two ranks of one job (``rep.rank(0)``,
     ``rep.rank(1)`` of ``ks.load_ranks``) are labelled by their rank, other runs
     by their titles (``rep.title``: the ``-o`` name, the cell, the file name) where those differ,
     else "before" and "after", unless ``labels`` says otherwise. When the runs share little of
@@ -130,30 +165,33 @@ def diff(before, after, *, labels=None) -> Diff:
     paths, and shows it.)
 
     >>> d = diff(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz"))
-    >>> d.metric("wall_us")["ratio"] < 1
-    True
+    >>> d.metric("wall_us")["ratio"] < 1, d.metric("wall_us")["verdict"]
+    (True, 'inconclusive')
     """
     before, after = _report(before), _report(after)
     labels = labels or _rank_labels(before, after) or _title_labels(before, after) or ("before", "after")
-    nb, na = _n_repeats(before), _n_repeats(after)
-    rb, ra = _repeat_lists(before), _repeat_lists(after)
+    nb, na = n_repeats(before.meta), n_repeats(after.meta)
+    rb, ra = kernel_lists(before.meta), kernel_lists(after.meta)
     kernels = _match(_per_name(before, nb), _per_name(after, na), rb, ra)
     notes = []
-    if rb is None and ra is None:
+    if nb < 2 and na < 2:
         noise_note = NO_REPEATS_NOTE
     else:
-        sides = [f"{lab}: {n} repeats" for lab, n, r in zip(labels, (nb, na), (rb, ra)) if r is not None]
-        noise_note = ("Noise from the spread of the repeats (" + ", ".join(sides) + "): a change is "
-                      "called only when the per-repeat ranges do not overlap.")
-        if rb is None or ra is None:
-            notes.append("Only one side has repeats; its range alone stands for the noise.")
+        sides = [f"{lab}: {n} repeats" for lab, n in zip(labels, (nb, na)) if n >= 2]
+        noise_note = ("95% confidence intervals of each change (Welch's t) from the spread of the "
+                      "repeats (" + ", ".join(sides) + "): real where the interval excludes 0, "
+                      f"within noise where it lies within {NOISE_MARGIN:.0%} of the first run's time, "
+                      "else inconclusive.")
+        if nb < 2 or na < 2:
+            notes.append(f"Only {labels[0] if nb >= 2 else labels[1]} has repeats, so the other side's "
+                         "spread is unknown: every change is inconclusive. Record both with --repeat N.")
     shared = _shared(kernels)
     if shared["few"]:
         notes.insert(0, f"The two runs share {shared['kernels']} of {shared['of']} kernels "
                         f"({shared['time_share']:.0%} of their kernel time): they look like different "
                         "workloads, so most rows compare different work (new or gone).")
     return Diff(before=before, after=after, kernels=kernels,
-                backends=_backends(before, after, nb, na), overall=_overall(before, after, nb, na, rb, ra),
+                backends=_backends(before, after, nb, na), overall=_overall(before, after, nb, na),
                 labels=tuple(labels), repeats=(nb, na), noise_note=noise_note, notes=notes, shared=shared)
 
 
@@ -192,23 +230,6 @@ def _shared(kernels: pd.DataFrame) -> dict:
     share = float(t[both].sum()) / total if total > 0 else float("nan")
     return {"kernels": int(both.sum()), "of": int(len(kernels)), "time_share": share,
             "few": bool(share == share and share < SHARED_MIN_SHARE)}
-
-
-def _n_repeats(rep) -> int:
-    r = rep.meta.get("repeats")
-    n = r.get("n") if isinstance(r, dict) else None
-    return int(n) if isinstance(n, (int, float)) and n >= 1 else 1
-
-
-def _repeat_lists(rep):
-    """``{kernel name: np.array(per-repeat totals)}`` when the run has 2+ repeats, else None."""
-    r = rep.meta.get("repeats")
-    if not isinstance(r, dict) or _n_repeats(rep) < 2:
-        return None
-    per = r.get("per_kernel_total_us")
-    if not isinstance(per, dict) or not per:
-        return None
-    return {str(k): np.asarray(v, dtype=float) for k, v in per.items() if isinstance(v, (list, tuple))}
 
 
 def _per_name(rep, n) -> pd.DataFrame:
@@ -259,52 +280,45 @@ def _match(b: pd.DataFrame, a: pd.DataFrame, rb, ra) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=KERNEL_COLUMNS)
     if len(out):
         out = out.iloc[np.argsort(-out["change_us"].abs().to_numpy(), kind="stable")].reset_index(drop=True)
-    out["significant"] = out["significant"].astype("boolean")
     return out
 
 
 def _row(name, short, backend, match, names_b, names_a, lb, la, tb, ta, rb, ra):
     change = ta - tb
     ratio = ta / tb if tb > 0 else (np.inf if ta > 0 else np.nan)
-    sb, sa = _summed(rb, names_b), _summed(ra, names_a)
-    noise, significant = _noise(tb, ta, sb, sa)
-    if match in ("new", "gone"):
-        status, significant = match, True
-    elif significant is None:
-        # No repeats: a change of a few percent is not a verdict (x1.01 is not "slower").
-        small = tb > 0 and abs(change) < NO_REPEATS_NOISE * tb
-        status = "same" if change == 0 else "within noise" if small else "slower" if change > 0 else "faster"
-    elif significant:
-        status = "slower" if change > 0 else "faster"
-    else:
-        status = "within noise"
+    low, high, verdict, _ = judge(_summed(rb, names_b), _summed(ra, names_a), tb)
     return {"name": name, "short_name": short, "backend": backend, "match": match,
             "names_before": names_b, "names_after": names_a, "launches_before": float(lb),
             "launches_after": float(la), "total_before_us": float(tb), "total_after_us": float(ta),
-            "change_us": float(change), "ratio": float(ratio), "noise_us": noise,
-            "significant": significant if significant is None else bool(significant), "status": status}
+            "change_us": float(change), "ci_low_us": float(low), "ci_high_us": float(high),
+            "ratio": float(ratio), "verdict": verdict, "status": _status(match, change, low, high, verdict)}
+
+
+def _status(match, change, low, high, verdict) -> str:
+    """The words a row shows: its direction only where the change is real."""
+    if match in ("new", "gone"):
+        return match
+    if verdict == "real":
+        # The interval's side, not the totals' difference: they can differ where some launches
+        # fell outside every repeat's window.
+        return "slower" if low + high > 0 else "faster"
+    if verdict == "noise":
+        return "within noise"
+    return "same" if change == 0 and low != low else "inconclusive"
 
 
 def _summed(lists, names):
-    """Per-repeat totals of a group of kernel names (elementwise sum), or None if unknown."""
-    if lists is None or not names:
+    """Per-repeat totals of a group of kernel names (elementwise sum), zeros on a side where none
+    of them ran, or None where a side has no per-repeat totals (or misses one of the names)."""
+    if lists is None:
+        return None
+    width = {len(x) for x in lists.values()}
+    if len(width) != 1:
         return None
     arrs = [lists.get(n) for n in names]
-    if any(x is None for x in arrs) or len({len(x) for x in arrs}) != 1:
+    if any(x is None for x in arrs):
         return None
-    return np.sum(arrs, axis=0)
-
-
-def _noise(tb, ta, sb, sa):
-    """(noise_us, significant) from per-repeat totals of each side (None where unknown)."""
-    if sb is None and sa is None:
-        return np.nan, None
-    spreads = [float(np.ptp(x)) for x in (sb, sa) if x is not None and len(x)]
-    noise = max(spreads) if spreads else np.nan
-    if sb is not None and sa is not None:
-        # Disjoint ranges: every repeat of one run beat every repeat of the other.
-        return noise, bool(sa.min() > sb.max() or sa.max() < sb.min())
-    return noise, bool(abs(ta - tb) > noise)
+    return np.sum(arrs, axis=0) if arrs else np.zeros(width.pop())
 
 
 def _backends(before, after, nb, na) -> pd.DataFrame:
@@ -326,42 +340,36 @@ def _backends(before, after, nb, na) -> pd.DataFrame:
                 "change_us", "ratio"]]
 
 
-def _overall(before, after, nb, na, rb, ra) -> pd.DataFrame:
+def _overall(before, after, nb, na) -> pd.DataFrame:
+    """The totals per run: the mean of the per-repeat values where the repeats give them (so the
+    change is the interval's centre), else the recording's total divided by its repeats."""
     def values(rep, n):
         tl = rep.timeline
         d = tl.busy[tl.busy["stream"].isna()]
         wall = rep.wall_time_us
-        ev = (rep.meta.get("repeats") or {}).get("cuda_event_us") if n > 1 else None
-        ev = [x for x in ev if isinstance(x, (int, float))] if isinstance(ev, list) else []
         return {
             "gpu_time_us": rep.gpu_time_us / n,
             "copy_time_us": float(rep.copies["duration_us"].sum()) / n,
             "busy_us": float(d["busy_us"].sum()) / n,
             "active_us": float(d["window_us"].sum()) / n,
-            # With per-repeat CUDA events, their mean is the wall time of one run.
-            "wall_us": float(np.mean(ev)) if ev else (wall / n if wall is not None else np.nan),
+            "wall_us": wall / n if wall is not None else np.nan,
             "launches": len(rep.kernels) / n,
-        }, (np.asarray(ev, float) if len(ev) > 1 else None)
+        }
 
-    vb, wb = values(before, nb)
-    va, wa = values(after, na)
-
-    def gpu_lists(lists):
-        if lists is None:
-            return None
-        arrs = [x for x in lists.values()]
-        return np.sum(arrs, axis=0) if arrs and len({len(x) for x in arrs}) == 1 else None
-
-    spread = {"gpu_time_us": (gpu_lists(rb), gpu_lists(ra)), "wall_us": (wb, wa)}
+    vb, va = values(before, nb), values(after, na)
+    sb, sa = repeat_series(before), repeat_series(after)
     rows = []
     for m, label in OVERALL_METRICS.items():
-        x, y = vb[m], va[m]
-        sb, sa = spread.get(m, (None, None))
-        noise, sig = _noise(x, y, sb, sa)
+        b, a = sb.get(m), sa.get(m)
+        x = float(np.mean(b)) if b is not None else vb[m]
+        y = float(np.mean(a)) if a is not None else va[m]
+        low, high, verdict, why = judge(b, a, x)
+        if why:
+            why = (NOT_SPLIT_WHY if nb >= 2 and na >= 2 else ONE_SIDE_WHY if max(nb, na) >= 2
+                   else NO_REPEATS_WHY)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = y / x if x else np.nan
         rows.append({"metric": m, "label": label, "before": x, "after": y, "change": y - x,
-                     "ratio": ratio, "noise": noise, "significant": sig})
-    out = pd.DataFrame(rows)
-    out["significant"] = out["significant"].astype("boolean")
-    return out
+                     "ci_low": float(low), "ci_high": float(high), "ratio": ratio, "verdict": verdict,
+                     "why": why})
+    return pd.DataFrame(rows, columns=OVERALL_COLUMNS)

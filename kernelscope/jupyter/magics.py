@@ -76,10 +76,16 @@ class KernelProfileMagics(Magics):
     @argument("--no-display", dest="no_display", action="store_true",
               help="Do not display the report (use -o or `%%kernelprofile last`).")
     @argument("--baseline", default=None, metavar="NAME",
-              help="Store this run as the baseline NAME for a later --compare NAME.")
+              help="Store this run as the baseline NAME for a later --compare NAME. When NAME is "
+                   "already stored, re-measure instead: compare this run with it (each item of the "
+                   "baseline's what-to-fix list: fixed / partly / not, predicted against realized) "
+                   "and keep the original baseline, so that every fix is measured against the same "
+                   "before; store a new baseline under a new name. Use --repeat N on both runs to "
+                   "tell a change from noise.")
     @argument("--compare", default=None, metavar="NAME",
               help="Profile the cell and show how it compares with baseline NAME (a stored "
-                   "baseline, or a Report in the namespace under that name).")
+                   "baseline, or a Report in the namespace under that name), with the baseline's "
+                   "what-to-fix items re-measured.")
     @argument("--ncu", action="store_true",
               help="Also get Nsight Compute's report of the cell's kernels (roofline, memory, stall "
                    "reasons, source hot spots, its advice), keeping this kernel's state: a new process "
@@ -108,6 +114,12 @@ class KernelProfileMagics(Magics):
                [--no-display] [--baseline NAME] [--compare NAME]
                [--ncu [--kernels REGEX] [--launches N] [--set NAME]] [--setup CELLS] [--replay-limit S]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
+               /  %kernelprofile baselines
+        Re-measure: `--baseline NAME` stores the run; run the fixed cell with the same
+        `--baseline NAME` (or `--compare NAME`) to see, for each item of the baseline's list,
+        fixed / partly / not, predicted against realized. The baseline stays the first run;
+        a new name stores a new one. Add `--repeat N` (N >= 2, both runs) for confidence
+        intervals: without repeats no change can be told from noise.
         """
         __tracebackhide__ = True  # noqa: F841 - hides this frame in IPython/pytest tracebacks
         args = parse_argstring(self.kernelprofile, line)
@@ -277,8 +289,11 @@ class KernelProfileMagics(Magics):
             return
         if args.action == "baselines":
             for name, rep in self.baselines.items():
-                print(f"{name}: {len(rep.kernels)} kernel launches, "
-                      f"{fmt_us(rep.gpu_time_us)} kernel time")
+                n = (rep.meta.get("repeats") or {}).get("n") or 1
+                runs = f", {n} repeats" if n > 1 else ", 1 run (no repeats)"
+                print(f"{name}: {len(rep.kernels) / n:g} kernel launches, "
+                      f"{fmt_us(rep.gpu_time_us / n)} kernel time per run{runs}"
+                      + (f" ({rep.title})" if getattr(rep, "title", None) else ""))
             if not self.baselines:
                 print("no baselines yet: use %%kernelprofile --baseline NAME")
             return
@@ -298,7 +313,8 @@ class KernelProfileMagics(Magics):
                 why = f"the report could not be saved to {args.save} ({e.strerror or e})"
                 report.meta.setdefault("notes", []).append(why)
                 print(f"kernelscope: {why}", file=sys.stderr)
-        if args.baseline:
+        remeasure = bool(args.baseline) and args.baseline in self.baselines
+        if args.baseline and not remeasure:
             self.baselines[args.baseline] = report
         if report.meta.get("no_gpu"):
             print("kernelscope: no GPU found (torch.cuda.is_available() is False); "
@@ -306,22 +322,31 @@ class KernelProfileMagics(Magics):
         if report.partial:
             what = report.meta.get("error") or "stopped early"
             print(f"kernelscope: partial report: the cell did not finish ({what}).", file=sys.stderr)
-        comparison = None
-        if args.compare:
-            before = self.baselines.get(args.compare)
-            if before is None:
-                before = self.shell.user_ns.get(args.compare)
-            if before is None or not hasattr(before, "kernels"):
-                print(f"kernelscope: no baseline named {args.compare!r} "
-                      f"(stored: {', '.join(self.baselines) or 'none'}); showing the report only.",
-                      file=sys.stderr)
-            else:
-                import kernelscope as ks
-                comparison = ks.compare(before, report)
-                report.meta["compared_with"] = args.compare
+        comparison = self._compare(report, args.compare or (args.baseline if remeasure else None))
+        if remeasure and comparison is not None:
+            print(f"kernelscope: re-measured against baseline {args.baseline!r}, which stays as it was "
+                  "(every fix is measured against the same before); to measure from this run on, "
+                  "store it under a new name: --baseline NEW_NAME (`%kernelprofile baselines` lists them).")
         if args.no_display:
             return
         _display(comparison if comparison is not None else report.display(top=args.top, sort=args.sort))
+
+    def _compare(self, report, name):
+        """The Comparison of ``report`` with the baseline ``name`` (a stored one, else a Report in
+        the namespace), or None (said) where there is none."""
+        if not name:
+            return None
+        before = self.baselines.get(name)
+        if before is None:
+            before = self.shell.user_ns.get(name)
+        if before is None or not hasattr(before, "kernels"):
+            print(f"kernelscope: no baseline named {name!r} "
+                  f"(stored: {', '.join(self.baselines) or 'none'}); showing the report only.",
+                  file=sys.stderr)
+            return None
+        import kernelscope as ks
+        report.meta["compared_with"] = name
+        return ks.compare(before, report)
 
     def _count(self):
         """The number of the cell now running (its ``In [N]``), None outside a numbered cell."""

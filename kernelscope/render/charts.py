@@ -50,8 +50,8 @@ def report_chart(rep, kind: str, *, kernel: str | None = None, top: int = 20):
 
 def comparison_chart(cmp, *, top: int = 20):
     """Per-kernel change in GPU time between two runs (a :class:`~kernelscope.analysis.diff.Comparison`),
-    the largest changes first, coloured by what changed; the whisker is run-to-run noise where
-    the runs were repeated.
+    the largest changes first, coloured by what changed; the whisker is the change's 95% interval
+    where the runs were repeated.
 
     >>> comparison_chart(ks.compare(before, after))
     alt.LayerChart(...)
@@ -66,11 +66,10 @@ def comparison_chart(cmp, *, top: int = 20):
         "status": k["status"].astype(str),
         "change_ms": k["change_us"].astype(float) / 1e3,
         f"{lb} (ms)": k["total_before_us"].astype(float) / 1e3, f"{la} (ms)": k["total_after_us"].astype(float) / 1e3,
-        "noise_ms": k["noise_us"].astype(float) / 1e3,
+        "lo": k["ci_low_us"].astype(float) / 1e3, "hi": k["ci_high_us"].astype(float) / 1e3,
     })
-    df["lo"], df["hi"] = df["change_ms"] - df["noise_ms"], df["change_ms"] + df["noise_ms"]
     palette = {"slower": SLOWER, "faster": FASTER, "new": SLOWER, "gone": FASTER,
-               "within noise": NEUTRAL, "same": NEUTRAL}
+               "within noise": NEUTRAL, "inconclusive": "#c7c7c7", "same": NEUTRAL}
     statuses = [s for s in palette if s in set(df["status"])] or list(palette)
     colors = [palette[s] for s in statuses]
     order = df["kernel"].tolist()
@@ -80,8 +79,9 @@ def comparison_chart(cmp, *, top: int = 20):
         color=alt.Color("status:N", scale=alt.Scale(domain=statuses, range=colors), title="change"),
         tooltip=["kernel", "backend", "status", alt.Tooltip(f"{lb} (ms):Q", format=".4f"),
                  alt.Tooltip(f"{la} (ms):Q", format=".4f"), alt.Tooltip("change_ms:Q", format="+.4f"),
-                 alt.Tooltip("noise_ms:Q", format=".4f", title="noise (ms)")])
-    noise = alt.Chart(df).transform_filter("isValid(datum.noise_ms)").mark_rule(color="#888").encode(
+                 alt.Tooltip("lo:Q", format="+.4f", title="95% interval from (ms)"),
+                 alt.Tooltip("hi:Q", format="+.4f", title="95% interval to (ms)")])
+    noise = alt.Chart(df).transform_filter("isValid(datum.lo)").mark_rule(color="#888").encode(
         x="lo:Q", x2="hi:Q", y=y)
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888", strokeDash=[3, 3]).encode(x="x:Q")
     title = f"Largest per-kernel changes ({min(top, len(cmp.kernels))} of {len(cmp.kernels)} kernels)"

@@ -9,7 +9,10 @@ from kernelscope.analysis.diff import Diff, diff
 
 
 class Comparison(Diff):
-    """Two runs side by side: per-kernel, per-backend and overall changes (per run).
+    """Two runs side by side: per-kernel, per-backend and overall changes (per run), each with
+    the 95% interval of its change and a verdict (real / noise / inconclusive) where the runs
+    were repeated, and the first run's "what to fix first" list re-measured (``c.advice``:
+    fixed / partly / not, predicted against realized).
 
     >>> c = ks.compare(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz"))
     >>> c.kernels[["short_name", "total_before_us", "total_after_us", "ratio"]]
@@ -60,7 +63,8 @@ class Comparison(Diff):
 
 
 def compare(before, after, *, labels=None) -> Comparison:
-    """Compare two Reports (see :func:`kernelscope.analysis.diff.diff`), as a Comparison.
+    """Compare two Reports (see :func:`kernelscope.analysis.diff.diff`), as a Comparison; its
+    display shows the totals, the first run's advice re-measured, and every kernel.
 
     >>> compare(ks.load("launch_bound.pt.trace.json.gz"), ks.load("graphs.pt.trace.json.gz"))
     kernelscope comparison: launch_bound.pt.trace.json.gz -> graphs.pt.trace.json.gz

@@ -233,6 +233,34 @@ def test_baseline_and_compare(shell, capsys):
     assert "no baseline named 'nosuch'" in capsys.readouterr().err
 
 
+def test_baseline_again_re_measures_and_keeps_the_first(shell, capsys):
+    shell.run_cell("%%kernelprofile --baseline step --repeat 2 -o first_step --no-display\n"
+                   "u = torch.mm(torch.ones(8, 8), torch.ones(8, 8))\n")
+    first = _magics(shell).baselines["step"]
+    assert first is shell.user_ns["first_step"]
+    capsys.readouterr()
+    r = shell.run_cell("%%kernelprofile --baseline step --repeat 2 -o fixed_step\n"
+                       "u = torch.mm(torch.ones(64, 64), torch.ones(64, 64))\n")
+    assert r.success, r.error_in_exec
+    out = capsys.readouterr().out
+    # The comparison is shown (with the re-measure section where the baseline listed items), and
+    # one line says the baseline stays the first run and how to store a new one.
+    assert "kernelscope comparison" in out
+    assert "re-measured against baseline 'step', which stays as it was" in out
+    assert "--baseline NEW_NAME" in out and "%kernelprofile baselines" in out
+    assert _magics(shell).baselines["step"] is first
+    assert shell.user_ns["fixed_step"].meta["compared_with"] == "step"
+    # A third run is measured against the same first run, and a new name stores a new baseline.
+    shell.run_cell("%%kernelprofile --baseline step --no-display\nu = torch.ones(4) * 2\n")
+    assert _magics(shell).baselines["step"] is first
+    shell.run_cell("%%kernelprofile --baseline step2 --no-display\nu = torch.ones(4) * 2\n")
+    assert _magics(shell).baselines["step2"] is _magics(shell).last
+    capsys.readouterr()
+    shell.run_line_magic("kernelprofile", "baselines")
+    listed = capsys.readouterr().out
+    assert "step: " in listed and "2 repeats" in listed and "step2: " in listed and "1 run (no repeats)" in listed
+
+
 def _ipython_load_ext(env, cwd):
     code = ("from IPython.core.interactiveshell import InteractiveShell\n"
             "import kernelscope, kernelscope.jupyter.magics as magics\n"

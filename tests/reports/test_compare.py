@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.diff import NO_REPEATS_NOTE, _noise
+from kernelscope.analysis.diff import NO_REPEATS_NOTE
+from kernelscope.analysis.noise import NOISE_FLOOR_US, NOISE_MARGIN, t_quantile
 from kernelscope.capture.repeats import per_repeat_totals
 from kernelscope.render.compare import comparison_html
 from kernelscope.reports.comparison import Comparison
@@ -58,8 +59,9 @@ def test_launch_bound_vs_cuda_graphs(eager_vs_graphs):
         assert r["total_after_us"] == pytest.approx(graphs[name], abs=1e-6)
         assert r["change_us"] == pytest.approx(graphs[name] - eager[name], abs=1e-6)
         assert r["ratio"] == pytest.approx(graphs[name] / eager[name])
-        # One run each: no noise estimate, and the view says so.
-        assert r["significant"] is pd_na() and np.isnan(r["noise_us"])
+        # One run each: no interval, and no verdict but "inconclusive".
+        assert r["verdict"] == r["status"] == "inconclusive"
+        assert np.isnan(r["ci_low_us"]) and np.isnan(r["ci_high_us"])
     # Sorted by absolute change.
     assert list(c.kernels["change_us"].abs()) == sorted(c.kernels["change_us"].abs(), reverse=True)
     gpu = c.metric("gpu_time_us")
@@ -83,23 +85,29 @@ def test_launch_bound_vs_cuda_graphs(eager_vs_graphs):
     assert be.loc["ATen", "total_after_us"] == pytest.approx(sum(graphs.values()), abs=1e-6)
 
 
-def pd_na():
-    import pandas as pd
-    return pd.NA
-
-
 def test_text_view(eager_vs_graphs):
     text = repr(eager_vs_graphs)
     assert text.startswith("kernelscope comparison: eager -> graphs")
-    assert "cannot separate noise" in text and "--repeat N" in text
-    assert re.search(r"wall time\s+28\.49 ms ->\s+5\.50 ms\s+-22\.99 ms\s+x0\.19", text)
-    assert re.search(r"elementwise add \(vectorized x4\).*1000 → 1000.*\+182\.0 us\s+x1\.20\s+slower", text)
+    assert "cannot tell a change from noise" in text and "--repeat N" in text
+    assert re.search(r"wall time\s+28\.49 ms ->\s+5\.50 ms\s+-22\.99 ms\s+x0\.19\n", text)
+    # x1.20 with one run each side: the direction is measured, not proven.
+    assert re.search(r"elementwise add \(vectorized x4\).*1000 → 1000.*\+182\.0 us\s+x1\.20\s+inconclusive", text)
+    # No interval without repeats ("±0.0 us" is the copy time's zero change).
+    assert not re.search(r"±(?!0\.0 us)", text.split("what the first run said")[0])
 
 
-def test_repeats_separate_change_from_noise():
+def welch_by_hand(before, after):
+    """Welch's interval written out: (change, half-width, df)."""
+    b, a = np.asarray(before, float), np.asarray(after, float)
+    vb, va = b.var(ddof=1) / len(b), a.var(ddof=1) / len(a)
+    df = (vb + va) ** 2 / (vb ** 2 / (len(b) - 1) + va ** 2 / (len(a) - 1))
+    return a.mean() - b.mean(), t_quantile(0.975, df) * np.sqrt(vb + va), df
+
+
+def test_repeats_give_each_kernel_an_interval_and_a_verdict():
     eager, graphs = with_two_repeats("launch_bound"), with_two_repeats("graphs")
     c = ks.compare(eager, graphs)
-    assert c.repeats == (2, 2) and "spread of the repeats" in c.noise_note
+    assert c.repeats == (2, 2) and "95% confidence intervals" in c.noise_note and "Welch" in c.noise_note
     # Written out: the two steps of each recording, 1000 kernels apiece.
     steps = {}
     for name in ("launch_bound", "graphs"):
@@ -113,33 +121,46 @@ def test_repeats_separate_change_from_noise():
         assert r["launches_before"] == r["launches_after"] == 500  # per run
         assert r["total_before_us"] == pytest.approx(sum(before) / 2, abs=1e-6)
         assert r["total_after_us"] == pytest.approx(sum(after) / 2, abs=1e-6)
-        assert r["noise_us"] == pytest.approx(max(max(before) - min(before), max(after) - min(after)), abs=1e-6)
-        disjoint = min(after) > max(before) or max(after) < min(before)
-        assert bool(r["significant"]) == disjoint is True
-        assert r["status"] == "slower"
+        change, half, df = welch_by_hand(before, after)
+        assert r["ci_low_us"] == pytest.approx(change - half, abs=1e-6)
+        assert r["ci_high_us"] == pytest.approx(change + half, abs=1e-6)
+        # A replayed graph's kernels ran ~20% longer on the GPU: the interval is well above 0.
+        assert r["ci_low_us"] > 0.15 * r["total_before_us"]
+        assert r["verdict"] == "real" and r["status"] == "slower"
     gpu = c.metric("gpu_time_us")
     assert gpu["before"] == pytest.approx(1837.656 / 2, abs=1e-6)
-    assert bool(gpu["significant"]) is True
-    assert "noise" in repr(c) and "cannot separate" not in repr(c)
+    assert gpu["verdict"] == "real" and gpu["ci_low"] > 0
+    # No repeat windows in these recordings: the other totals cannot be split by repeat.
+    assert c.metric("wall_us")["verdict"] == "inconclusive" and "repeat windows" in c.metric("wall_us")["why"]
+    text = repr(c)
+    assert "±" in text and "cannot tell a change from noise" not in text
+    assert re.search(r"GPU kernel time .* ±\d+\.\d us\s+x1\.20\s+real", text)
 
 
-def test_a_run_against_itself_is_within_noise():
+def test_a_run_against_itself_is_never_a_real_change():
     rep = with_two_repeats("mlp_train")
     c = ks.compare(rep, rep)
-    assert set(c.kernels["status"]) == {"within noise"}
     assert (c.kernels["change_us"] == 0).all()
-    assert not c.kernels["significant"].any()
+    assert set(c.kernels["verdict"]) <= {"noise", "inconclusive"} and "noise" in set(c.kernels["verdict"])
+    # Every interval is centred on 0; it is "noise" exactly where it lies within the margin.
+    k = c.kernels
+    assert np.allclose(k["ci_low_us"], -k["ci_high_us"])
+    margin = np.maximum(NOISE_MARGIN * k["total_before_us"], NOISE_FLOOR_US)
+    assert ((k["ci_high_us"] <= margin) == (k["verdict"] == "noise")).all()
+    assert set(k.loc[k["verdict"] == "noise", "status"]) == {"within noise"}
+    assert set(k.loc[k["verdict"] == "inconclusive", "status"]) <= {"inconclusive"}
     # Without repeats the same comparison calls nothing either: every change is exactly zero.
     plain = ks.load(DATA / "mlp_train.pt.trace.json.gz")
     assert set(ks.compare(plain, plain).kernels["status"]) == {"same"}
 
 
-def test_noise_rule_one_sided():
-    # Only one side has repeats: a change must exceed that side's range.
-    assert _noise(100.0, 104.0, np.array([98.0, 103.0]), None) == (5.0, False)
-    assert _noise(100.0, 106.0, np.array([98.0, 103.0]), None) == (5.0, True)
-    noise, sig = _noise(1.0, 2.0, None, None)
-    assert np.isnan(noise) and sig is None
+def test_repeats_on_one_side_only_are_inconclusive():
+    c = ks.compare(with_two_repeats("launch_bound"), DATA / "graphs.pt.trace.json.gz", labels=("eager", "graphs"))
+    assert c.repeats == (2, 1)
+    assert set(c.kernels["verdict"]) == {"inconclusive"} and c.kernels["ci_low_us"].isna().all()
+    assert set(c.overall["verdict"]) == {"inconclusive"}
+    assert c.notes[-1].startswith("Only eager has repeats") and "--repeat N" in c.notes[-1]
+    assert "only one side has repeats" in c.metric("gpu_time_us")["why"]
 
 
 def test_removed_kernels_are_gone():
@@ -175,7 +196,7 @@ def test_match_by_short_name_and_backend():
     # Everything else: exact names, or new/gone; totals add up on both sides.
     assert c.kernels["total_before_us"].sum() == pytest.approx(sum(mlp.values()), abs=1e-6)
     assert c.kernels["total_after_us"].sum() == pytest.approx(sum(att.values()), abs=1e-6)
-    assert set(c.kernels["status"]) >= {"new", "gone", "slower"}
+    assert set(c.kernels["status"]) >= {"new", "gone", "inconclusive"}
     be = c.backends.set_index("backend")
     assert be.loc["cuDNN", "total_before_us"] == 0 and be.loc["cuDNN", "total_after_us"] > 500
     json.dumps(c.to_dict())
@@ -212,7 +233,7 @@ def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
         pg = b.new_page()
         pg.goto(page_file.as_uri())
         rows = pg.eval_on_selector_all(
-            ".kernelscope-compare table:nth-of-type(2) tbody tr",
+            ".kernelscope-compare table.kernelscope-kernels tbody tr",
             """rows => rows.map(r => {
                 const cells = r.querySelectorAll('td');
                 const box = cells[cells.length - 1].firstElementChild;
@@ -220,7 +241,8 @@ def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
                 const [line, bar] = box.children;
                 const l = line.getBoundingClientRect(), g = bar.getBoundingClientRect();
                 return {change: cells[5].textContent, centre: l.left, left: g.left, right: g.right,
-                        width: g.width, color: getComputedStyle(bar).backgroundColor};
+                        width: g.width, color: getComputedStyle(bar).backgroundColor,
+                        status: cells[cells.length - 2].textContent, opacity: getComputedStyle(bar).opacity};
             })""")
         b.close()
     rows = [r for r in rows if r]
@@ -228,7 +250,10 @@ def test_diverging_bars_in_a_real_browser(tmp_path, chromium):
     widths = [r["width"] for r in rows]
     assert widths[0] == pytest.approx(80, abs=1)  # the largest change spans half the 160 px box
     assert widths == sorted(widths, reverse=True)
+    # One run each side: a matched kernel's change is inconclusive, its bar faint; new and gone are not.
+    assert {r["status"] for r in rows} == {"inconclusive", "new", "gone"}
     for r in rows:
+        assert float(r["opacity"]) == (pytest.approx(0.4) if r["status"] == "inconclusive" else 1.0)
         if r["change"].startswith("+"):
             assert r["left"] >= r["centre"] - 1 and r["color"] == "rgb(214, 39, 40)"
         elif r["change"].startswith("-"):

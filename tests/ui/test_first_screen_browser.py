@@ -34,6 +34,8 @@ def site(tmp_path_factory, reports):
     (root / "cpu.json").write_text(json.dumps(mime_payload(p.report)))
     c = ks.compare(DATA / "mlp_train.pt.trace.json.gz", DATA / "attention.pt.trace.json.gz")
     (root / "compare.json").write_text(json.dumps(c._repr_mimebundle_()["application/vnd.kernelscope.report.v1+json"]))
+    c = ks.compare(*(DATA / "advice" / f"item_in_loop.{s}.repeats.ksreport.json.gz" for s in ("before", "after")))
+    (root / "compare_repeats.json").write_text(json.dumps(c._repr_mimebundle_()["application/vnd.kernelscope.report.v1+json"]))
     with serve_page(root) as url:
         yield url
 
@@ -145,6 +147,12 @@ def test_compare_view_sort_filter_named_sides(site, page):
     rows = page.locator(".ks-compare-table tbody tr")
     assert rows.count() == len(c.kernels) == 29                     # every row, no cap
     assert page.locator(".ks-compare-warning").inner_text().startswith("The two runs share 3 of 29 kernels")
+    # The first run's advice, re-measured: one row per item, its verdict in Python's words.
+    advice = page.locator(".ks-compare-advice tbody tr")
+    assert advice.count() == len(c.advice) > 0
+    assert page.locator(".ks-compare-advice .ks-cmp-verdict").all_inner_texts() == c.advice["verdict"].tolist()
+    assert "ks-num" in (page.locator(".ks-compare-advice tbody td").nth(3).get_attribute("class") or "")
+    assert "±95%" not in heads                                      # one run each side: no interval column
 
     def col(key):
         return page.locator(f".ks-compare-table tbody td[data-col='{key}']").all_inner_texts()
@@ -195,4 +203,27 @@ def test_compare_view_sort_filter_named_sides(site, page):
     assert style["align"] == "left" and style["wrap"] == "nowrap" and style["lines"] < 1.9
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "compare_view.png"), full_page=True)
+    assert not page.errors, page.errors
+
+
+def test_compare_view_with_repeats_shows_intervals_and_verdicts(site, page):
+    """Five repeats each side (an .item() per matmul, then the sum kept on the GPU): each kernel's
+    95% interval in its own column, the totals' verdicts, the advice re-measured as real."""
+    c = ks.compare(*(DATA / "advice" / f"item_in_loop.{s}.repeats.ksreport.json.gz" for s in ("before", "after")))
+    show(page, site, "compare_repeats")
+    heads = page.locator(".ks-compare-table th").all_inner_texts()
+    assert "±95%" in heads and heads.index("±95%") == heads.index("Change") + 1
+    cis = page.locator(".ks-compare-table tbody td[data-col='ci']").all_inner_texts()
+    assert len(cis) == len(c.kernels) and all(t.startswith("±") for t in cis)
+    status = page.locator(".ks-compare-table tbody tr[data-status='slower'] .ks-cmp-status")
+    assert status.count() == 1 and "95% interval of the change: ±" in status.get_attribute("title")
+    wall = page.locator(".ks-compare-overall tr[data-metric='wall_us'] td").all_inner_texts()
+    assert wall[-1].startswith("±") and wall[-1].endswith("real")
+    assert page.locator(".ks-compare-advice .ks-cmp-verdict").all_inner_texts() == ["fixed", "fixed"]
+    # The interval column still leaves the table inside its scroll box.
+    table = page.locator(".ks-compare-table").bounding_box()
+    scroll = page.locator(".ks-compare-scroll").bounding_box()
+    assert table["width"] <= scroll["width"] + 0.5
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "compare_repeats_view.png"), full_page=True)
     assert not page.errors, page.errors

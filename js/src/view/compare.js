@@ -1,5 +1,7 @@
 // The comparison view (ks.compare; payload: kernelscope/view/compare.py): the two runs by
-// name, the overall change, and every kernel with its time on each side, sortable and filterable.
+// name, the overall change, the first run's advice re-measured, and every kernel with its time on
+// each side (and the 95% interval of its change where the runs were repeated), sortable and
+// filterable.
 // Every number and word comes formatted from Python ("–" where a kernel did not run on a side);
 // the raw numbers beside the text only order the rows.
 import { h, useVocabulary, safeColor } from "./format.js";
@@ -34,6 +36,8 @@ export function renderCompare(el, model, _opts = {}) {
         notes.map((n) => h("li", { text: n }))
       )
     );
+  const advice = adviceTable(hd);
+  if (advice) root.append(advice);
   const table = new CompareTable(hd, lb, la);
   root.append(table.el, legend(hd), backendTable(hd, lb, la));
   return { root, table, setFilter: (q) => table.setFilter(q), sortBy: (k) => table.sortBy(k), setSelection() {} };
@@ -54,7 +58,7 @@ function overallTable(hd, lb, la) {
         h("th", { class: "ks-num", text: la, title: la }),
         h("th", { class: "ks-num", text: "change" }),
         h("th", { class: "ks-num", text: "ratio" }),
-        h("th", { text: "" })
+        h("th", { text: hd.repeated ? "±95% · verdict" : "" })
       )
     ),
     h(
@@ -76,8 +80,67 @@ function overallTable(hd, lb, la) {
   );
 }
 
+// The first run's "what to fix first" items, each fixed / partly / not in the second run.
+function adviceTable(hd) {
+  const rows = hd.advice || [];
+  if (!rows.length) return null;
+  const verdicts = hd.advice_verdicts || {};
+  const num = (text) => h("td", { class: "ks-num", text });
+  return h(
+    "div",
+    { class: "ks-compare-advice" },
+    h(
+      "div",
+      { class: "ks-compare-advice-head" },
+      h("b", { text: hd.advice_title || "" }),
+      hd.advice_head ? h("span", { class: "ks-note", text: ` (${hd.advice_head})` }) : null
+    ),
+    h(
+      "table",
+      { class: "ks-static-table" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ["#", "item", "measure", "predicted", "realized", "ratio", "now", "verdict", "note"].map((t) =>
+            h("th", {
+              class: ["#", "predicted", "realized", "ratio", "now"].includes(t) ? "ks-num" : "ks-left",
+              text: t,
+            })
+          )
+        )
+      ),
+      h(
+        "tbody",
+        {},
+        rows.map((r) =>
+          h(
+            "tr",
+            { "data-verdict": r.verdict },
+            num(String(r.rank)),
+            h("td", { class: "ks-left ks-cmp-advice-title", text: r.title, title: `${r.title} (${r.kind})` }),
+            h("td", { class: "ks-left", text: r.measure }),
+            num(r.predicted_text),
+            num(r.realized_text),
+            num(r.ratio_text),
+            num(r.after_text),
+            h("td", {
+              class: `ks-left ks-cmp-verdict ks-cmp-${r.verdict}`,
+              text: r.verdict_text,
+              title: verdicts[r.verdict] || null,
+            }),
+            h("td", { class: "ks-left ks-note", text: r.note })
+          )
+        )
+      )
+    )
+  );
+}
+
 // Columns: how each sorts (its raw value) and what it shows (the text Python formatted).
-function columns(lb, la) {
+function columns(lb, la, repeated) {
   const orNone = (v) => (v === null || v === undefined ? -Infinity : v);
   return [
     { key: "kernel", label: "Kernel", left: true, sort: (r) => r.short_name.toLowerCase() },
@@ -110,17 +173,26 @@ function columns(lb, la) {
       sort: (r) => r.change_us,
       text: (r) => r.change_text,
     },
+    repeated
+      ? {
+          key: "ci",
+          label: "±95%",
+          title: "half-width of the change's 95% interval (Welch's t, from the repeats)",
+          sort: (r) => orNone(r.ci_high_us === null ? null : r.ci_high_us - r.ci_low_us),
+          text: (r) => r.ci_text,
+        }
+      : null,
     { key: "ratio", label: "Ratio", title: `${la} / ${lb}`, sort: (r) => orNone(r.ratio), text: (r) => r.ratio_text },
     { key: "status", label: "Status", left: true, sort: (r) => r.status },
     { key: "bar", label: "faster ← → slower", nosort: true },
-  ];
+  ].filter(Boolean);
 }
 
 class CompareTable {
   constructor(hd, lb, la) {
     this.hd = hd;
     this.rows = hd.kernels || [];
-    this.cols = columns(lb, la);
+    this.cols = columns(lb, la, !!hd.repeated);
     // null: the order Python sent (largest change first, either way).
     this.state = { sort: null, desc: true, filter: "", status: "" };
     const statuses = [...new Set(this.rows.map((r) => r.status))];
@@ -244,10 +316,13 @@ class CompareTable {
         return h("td", {
           class: `ks-left ks-cmp-status ks-cmp-${r.status.replace(/\s+/g, "-")}`,
           text: r.status,
-          title: (hd.statuses || {})[r.status] || null,
+          title:
+            [(hd.statuses || {})[r.status], r.ci_text ? `95% interval of the change: ${r.ci_text}` : null]
+              .filter(Boolean)
+              .join("\n") || null,
         });
       }
-      if (c.key === "bar") return h("td", {}, bar(r, this.scale, hd.bar_colors || {}));
+      if (c.key === "bar") return h("td", {}, bar(r, this.scale, hd));
       const text = c.text(r);
       return h("td", { class: `ks-num${text === hd.absent ? " ks-absent" : ""}`, "data-col": c.key, text });
     });
@@ -255,17 +330,20 @@ class CompareTable {
   }
 }
 
-/** A diverging bar: faster grows left of the centre line, slower right; noise stays grey. */
-function bar(r, scale, colors) {
+/** A diverging bar: faster grows left of the centre line, slower right; noise stays grey, and
+ * an inconclusive change is faint (Python names both: hd.quiet, hd.faint). */
+function bar(r, scale, hd) {
+  const colors = hd.bar_colors || {};
   const box = h("div", { class: "ks-cmp-bar" }, h("div", { class: "ks-cmp-mid" }));
   if (!scale || !Number.isFinite(r.change_us) || !r.change_us) return box;
   const w = Math.min(50, (Math.abs(r.change_us) / scale) * 50);
-  const quiet = r.status === "within noise" || r.status === "same";
+  const quiet = (hd.quiet || ["within noise", "same"]).includes(r.status);
   const color = quiet ? colors.neutral : r.change_us > 0 ? colors.slower : colors.faster;
+  const faint = r.status === "inconclusive" && Number.isFinite(hd.faint) ? `;opacity:${hd.faint}` : "";
   box.append(
     h("div", {
       class: "ks-cmp-fill",
-      style: `left:${r.change_us < 0 ? 50 - w : 50}%;width:${w}%;background:${safeColor(color)}`,
+      style: `left:${r.change_us < 0 ? 50 - w : 50}%;width:${w}%;background:${safeColor(color)}${faint}`,
     })
   );
   return box;
