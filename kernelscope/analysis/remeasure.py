@@ -72,7 +72,7 @@ def advice(d) -> pd.DataFrame:
     >>> a = advice(c)        # a launch-bound loop, then the same loop as a CUDA graph
     >>> r = a.iloc[0]
     >>> r.measure, int(r.predicted_us), int(r.realized_us), float(r.after_cost_us), r.verdict, r.change
-    ('wall time', 26650, 22992, 0.0, 'fixed', 'inconclusive')
+    ('wall time', 10658, 22992, 0.0, 'fixed', 'inconclusive')
     >>> a.loc[0, "note"]
     'No launch_bound finding in the second run. The wall time change is inconclusive (no repeats; use --repeat N).'
     """
