@@ -3,8 +3,9 @@ active window, the evidence links (a range of the timeline, a gap, kernels of th
 timeline rules' devices (``device_rows``, ``on_device``)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
+from kernelscope.analysis.intervals import Spans
 from kernelscope.jsonable import jsonable, num
 from kernelscope.units import fmt_us
 
@@ -40,14 +41,18 @@ class Finding:
     # {"view": "kernels", "names": [kernel names], "label"}; None when nothing narrower than the
     # whole report does.
     link: dict | None = None
+    # The time ``cost_us`` is made of, where the rule knows it (idle gaps, sync waits, copies):
+    # the first screen counts each microsecond once with it (analysis/priorities.py). Not part of
+    # to_dict or the payload: a launch-bound trace has one gap per kernel.
+    spans: Spans | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        """Plain JSON-able data (numbers as Python floats/ints).
+        """Plain JSON-able data (numbers as Python floats/ints), without ``spans``.
 
-        >>> Finding("x", "info", "t", "d").to_dict()["kind"]
-        'x'
+        >>> sorted(Finding("x", "info", "t", "d", spans=Spans.of("cuda:0", [0], [5])).to_dict())[:4]
+        ['cause', 'cost_us', 'detail', 'evidence']
         """
-        return jsonable(asdict(self))
+        return jsonable({f.name: getattr(self, f.name) for f in fields(self) if f.name != "spans"})
 
 
 def severity_for(cost_us: float, window_us: float | None) -> str:
