@@ -134,3 +134,26 @@ def on_device(dev, tl) -> str:
     ''
     """
     return f" on {dev['device']}" if len(device_rows(tl)) > 1 else ""
+
+
+def outside_parts(dev, tl, base) -> tuple[float, float, Spans]:
+    """(before, after, spans): a device's time before its first and after its last work within
+    the wall time ``base`` (:func:`~kernelscope.analysis.findings.host.wall_base`), and where it
+    lies: the time the ``outside_gpu_work`` item holds and the idle items do not price.
+
+    The trace's clock starts at the region's start, so with the profiler's span as the wall time
+    the split is exact; with CUDA events (recorded inside the span, after the profiler started) the
+    time after the last work is the span's, the rest comes before the first.
+
+    >>> dev = device_rows(rep.timeline)[0]
+    >>> before, after, spans = outside_parts(dev, rep.timeline, rep.wall_time_us)
+    >>> fmt_us(before), fmt_us(after), spans.length == before + after
+    ('2.59 ms', '149.8 us', True)
+    """
+    w0, w1 = float(dev["window_start_us"]), float(dev["window_end_us"])
+    outside = max(float(base) - float(dev["window_us"]), 0.0)
+    window = tl.window or {}
+    span_end = num(window.get("span_us")) or num(window.get("wall_us")) or w1
+    after = min(max(span_end - w1, 0.0), outside)
+    before = outside - after
+    return before, after, Spans.of(dev["device"], [w0 - before, w1], [w0, w1 + after])
