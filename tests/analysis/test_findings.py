@@ -40,8 +40,11 @@ def test_launch_bound_is_first(reports):
     # Busy over the wall time (issue 28); 7.13% of the first-to-last window.
     assert e["busy_share"] == pytest.approx(e["busy_us"] / e["wall_us"]) == pytest.approx(0.0645, abs=5e-4)
     assert e["window_busy_share"] == pytest.approx(0.0713, abs=5e-4)
-    # Its cost is the idle time the host explains: the whole wall time minus the busy time here.
-    assert f.cost_us == pytest.approx(e["wall_us"] - e["busy_us"], abs=1e-6)
+    # Its cost is the idle time the host explains inside the GPU's first-to-last window: the wall
+    # time minus the busy time and minus the time outside that window (an item of its own).
+    assert f.cost_us == pytest.approx(e["wall_us"] - e["busy_us"] - e["idle_outside_window_us"], abs=1e-6)
+    out = by_kind(rep, "outside_gpu_work")
+    assert out.cost_us == pytest.approx(e["idle_outside_window_us"]) and out.severity == "low"
     assert "CUDA graph" in f.detail and "reduce-overhead" in f.detail
     assert "already apply" not in f.detail
 
@@ -61,10 +64,12 @@ def test_mlp_is_host_bound_with_its_cause(reports):
     assert "cudaStreamSynchronize in aten::copy_" in f.detail
     assert e["sync_calls"] == {"cudaStreamSynchronize in aten::copy_": 2}
     assert e["median_launch_interval_us"] > 3 * e["median_launch_call_us"]
-    # The idle the host explains over the wall time, less the syncs' idle (their own item).
-    sync = by_kind(rep, "syncs")
+    # The idle the host explains over the wall time, less the syncs' idle and the time before the
+    # GPU's first work and after its last (each an item of its own).
+    sync, out = by_kind(rep, "syncs"), by_kind(rep, "outside_gpu_work")
     assert f.cost_us == pytest.approx(e["idle_host_us"] + e["idle_sync_us"] + e["idle_unknown_us"]
-                                      + e["idle_outside_window_us"] - sync.cost_us)
+                                      + e["idle_outside_window_us"] - sync.cost_us - out.cost_us)
+    assert sync.cost_us == pytest.approx(e["idle_sync_us"]) and out.cost_us == pytest.approx(e["idle_outside_window_us"])
     assert "launch_bound" not in kinds(rep)
 
 
@@ -138,7 +143,9 @@ def test_ranked_by_cost_and_json_able(reports):
         for f in rep.findings:
             assert f.severity in fnd.SEVERITIES
             assert (f.severity == "info") == (f.cost_us == 0)
-            json.dumps(f.to_dict())
+            # The time a finding is made of stays off its JSON (a gap per kernel, at times).
+            d = f.to_dict()
+            assert "spans" not in d and json.loads(json.dumps(d)) == d
 
 
 def test_severity_thresholds():
