@@ -95,11 +95,13 @@ HOST_KINDS = ("launch_bound", "host_bound", "host_idle", "gpu_idle")
 # run's setup, the synchronizations, the time outside the GPU's work. Each keeps only what the
 # ones before it did not claim, and the host's findings (HOST_KINDS) keep what none claimed.
 CLAIMS = ("cold_start", "syncs", OUTSIDE_KIND)
-# What each claim's holder is called where a finding says which of its time another item holds.
-_HELD_BY = {"cold_start": "went to the first run's setup: the first-run item holds it",
-            "syncs": "came from synchronizations: the host-blocking calls item holds it",
-            OUTSIDE_KIND: "lies before the GPU's first work or after its last (the profiler's "
-                                "start-up, the cell's own Python): the item of time outside the GPU's work holds it"}
+# How a finding says which of its time a claim holds (and the time outside the GPU's work under a
+# line's worth, which no item holds).
+_OUTSIDE = "lies before the GPU's first work or after its last, the profiler's start-up and the cell's own Python"
+_HELD_BY = {"cold_start": "went to the first run's setup (the first-run item holds it)",
+            "syncs": "came from synchronizations (the host-blocking calls item holds it)",
+            OUTSIDE_KIND: _OUTSIDE + " (an item of its own holds it)",
+            "outside": _OUTSIDE + " (not the GPU's time)"}
 
 
 def _count_once(out, report, tl=None) -> list:
@@ -149,15 +151,13 @@ def _less(f, claimed) -> Finding:
         held = spans.overlap(other)
         if held > 0:
             spans = spans - other
-            said.append(f"{fmt_us(held * f.cost_us / total)} "
-                        + _HELD_BY.get(kind, "lies before the GPU's first work or after its last (the "
-                                             "profiler's start-up, the cell's own Python): not the GPU's"))
+            said.append(f"{fmt_us(held * f.cost_us / total)} {_HELD_BY[kind]}")
     if not said:
         return f
     cost = f.cost_us * spans.length / total if total else 0.0
-    return dataclasses.replace(f, cost_us=cost, spans=spans, link=_relink(f.link, spans),
-                               detail=f.detail + " Of this idle time, " + "; ".join(said)
-                               + ": it is not counted here again.")
+    words = (" Of this idle time, " + "; ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+             + (": it is" if len(said) == 1 else ": they are") + " not counted here again.")
+    return dataclasses.replace(f, cost_us=cost, spans=spans, link=_relink(f.link, spans), detail=f.detail + words)
 
 
 def _relink(link, spans):
