@@ -46,7 +46,8 @@ def test_sync_idle_is_in_exactly_one_item(name):
     holders = [it["kind"] for it in items
                if any(f.spans is not None and f.spans.overlap(sync) > 0 for f in _held(rep, it))]
     assert holders == ["syncs"]
-    assert next(it for it in items if it["kind"] == "syncs")["cost_us"] == pytest.approx(sync.length)
+    syncs = next(f for f in rep.findings if f.kind == "syncs")
+    assert syncs.spans.length == pytest.approx(sync.length) and syncs.cost_us <= sync.length * (1 + 1e-9)
     host = [f for f in rep.findings if f.kind in HOST_KINDS]
     assert host and all(f.spans.overlap(sync) == 0 and "came from synchronizations" in f.detail for f in host)
     assert sum(it["share_of_wall"] for it in items) <= 1 + 1e-9
@@ -63,8 +64,8 @@ def test_links_at_the_same_gap_do_not_merge_different_time():
     items = what_to_fix(findings, rep.wall_time_us)
     by = {it["kind"]: it for it in items}
     assert not by["host_bound"]["also"] and by["syncs"]["cost_us"] == pytest.approx(sync.cost_us)
-    assert sum(it["cost_us"] for it in items) == pytest.approx(sum(
-        f.cost_us for f in rep.findings if f.kind in ("host_bound", "syncs", "serialized_copies", "outside_gpu_work")))
+    # Their time does not overlap: every item costs what its finding does, none is cut.
+    assert all(it["cost_us"] == pytest.approx(findings[it["finding"]].cost_us) and not it["within"] for it in items)
     # The host item's own link marks time it holds, not the syncs' gap.
     host = next(f for f in rep.findings if f.kind == "host_bound")
     mark = Spans.of("cuda:0", [host.link["mark_start_us"]], [host.link["mark_end_us"]])
@@ -83,21 +84,27 @@ def test_one_copy_is_one_item():
     on_it = [it for it in items if any(f.spans is not None and f.spans.overlap(copy) > 0 for f in _held(rep, it))]
     assert len(on_it) == 1
     it = on_it[0]
-    assert it["kind"] == "serialized_copies" and it["cost_text"] == "19.37 ms" and it["share_text"] == "79% of wall time"
-    assert it["also"] and it["also"][0].startswith("Copy-bound phase: for 19.37 ms")
-    assert "copy_bound" not in [x["kind"] for x in items]
+    # The costlier of the two speaks (the copy-bound phase's 19.37 ms, or the serialized copies'
+    # where they price it as high), the other is in its ``also``.
+    kinds = {"serialized_copies", "copy_bound"}
+    assert it["kind"] in kinds and it["cost_text"] == "19.37 ms" and it["share_text"] == "79% of wall time"
+    other = next(f for f in rep.findings if f.kind in kinds - {it["kind"]})
+    assert it["also"] == [other.title] and other.kind not in [x["kind"] for x in items]
 
 
-def test_pageable_copies_on_the_compute_stream_are_one_item():
-    """mlp_train's two pageable input copies ran on the compute stream: the pageable finding's time
-    (each copy's part beyond the link's rate) lies inside the serialized copies', one item."""
+def test_each_pageable_copy_is_in_one_item():
+    """mlp_train's two pageable input copies ran on the compute stream: whichever copy findings
+    speak of them, one item holds each (the pageable finding's time is each copy's part beyond the
+    link's rate)."""
     rep = ks.load(DATA / "mlp_train.pt.trace.json.gz")
     pageable = next(f for f in rep.findings if f.kind == "pageable_copies")
-    serialized = next(f for f in rep.findings if f.kind == "serialized_copies")
     assert pageable.spans.length == pytest.approx(pageable.cost_us)
-    assert serialized.spans.overlap(pageable.spans) == pytest.approx(pageable.spans.length)
-    it = next(x for x in _items(rep) if x["kind"] == "serialized_copies")
-    assert it["also"] == [pageable.title] and it["cost_us"] == pytest.approx(serialized.cost_us)
+    items = _items(rep)
+    c = rep.copies
+    for r in c[c["src_memory"] == "Pageable"].itertuples():
+        copy = Spans.of(r.device, [r.start_us], [r.start_us + r.duration_us])
+        on_it = [x for x in items if any(f.spans is not None and f.spans.overlap(copy) > 0 for f in _held(rep, x))]
+        assert len(on_it) == 1 and pageable.title in (on_it[0]["title"], *on_it[0]["also"])
 
 
 # -- the time outside the GPU's work: its own low item -----------------------------------------
@@ -127,8 +134,8 @@ def test_a_short_region_leads_with_its_cause_not_the_start_up():
     window leads, at its own size, and the start-up (89%) is a low item after it."""
     rep = ks.load(DATA / "triton_kernels.pt.trace.json.gz")
     items = _items(rep)
-    assert [(x["kind"], x["severity"]) for x in items] == [("gpu_idle", "medium"), ("outside_gpu_work", "low")]
-    assert items[0]["share_text"] == "5.1% of wall time" and items[1]["share_text"] == "89% of wall time"
+    assert [x["kind"] for x in items] == ["gpu_idle", "outside_gpu_work"] and items[1]["severity"] == "low"
+    assert items[0]["share_of_wall"] <= 0.06 and items[1]["share_text"] == "89% of wall time"
 
 
 # -- merges keep every finding's time --------------------------------------------------------------
