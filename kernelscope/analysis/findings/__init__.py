@@ -129,7 +129,7 @@ def _count_once(out, report, tl=None) -> list:
     for i, f in enumerate(res):
         if f.kind in HOST_KINDS and f.cost_us > 0:
             if f.spans is not None:
-                f = _less(f, claimed)
+                f = _less(f, claimed, whole=True)
             elif sync is not None:
                 # A host finding that does not know its time: the synchronizations' idle, as a sum.
                 held = min(sync.cost_us, f.cost_us)
@@ -142,19 +142,24 @@ def _count_once(out, report, tl=None) -> list:
     return res
 
 
-def _less(f, claimed) -> Finding:
-    """``f`` without the time the claims before it hold (``claimed``: (kind, spans) pairs): its
-    cost cut in proportion to the part of its spans they cover, and one sentence for each."""
-    spans, said = f.spans, []
+def _less(f, claimed, whole: bool = False) -> Finding:
+    """``f`` without the time the claims before it hold (``claimed``: (kind, spans) pairs), and one
+    sentence for each. ``whole``: its cost loses all the time they hold (a host finding: what it
+    leaves out of its idle, the recording's own cost per launch, lies between the launches, not in
+    the syncs' waits or before the GPU's first work); else it is cut in proportion (a sync item
+    prices its calls, not the idle after them)."""
+    spans, said, cost = f.spans, [], f.cost_us
     total = spans.length
     for kind, other in claimed:
         held = spans.overlap(other)
         if held > 0:
             spans = spans - other
-            said.append(f"{fmt_us(held * f.cost_us / total)} {_HELD_BY[kind]}")
+            take = min(held, cost) if whole else held * f.cost_us / total
+            cost -= take
+            said.append(f"{fmt_us(take if whole else held)} {_HELD_BY[kind]}")
     if not said:
         return f
-    cost = f.cost_us * spans.length / total if total else 0.0
+    cost = max(cost, 0.0)
     words = (" Of this idle time, " + "; ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
              + (": it is" if len(said) == 1 else ": they are") + " not counted here again.")
     return dataclasses.replace(f, cost_us=cost, spans=spans, link=_relink(f.link, spans), detail=f.detail + words)
