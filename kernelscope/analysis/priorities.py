@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from kernelscope.analysis.findings import HOST_KINDS
 from kernelscope.analysis.findings.base import SEVERITIES, severity_for
 from kernelscope.analysis.findings.outside import OUTSIDE_KIND
 from kernelscope.analysis.intervals import Spans
@@ -34,8 +35,8 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "w
     ``link`` (or ``None``), ``finding`` (its index in ``findings``), ``also`` (titles of findings
     merged into it), ``within`` (when part of its time is already in the items above) and
     ``note`` (those two in one line, as the views show it).
-    With no finding that costs time, one finding is the item, with no time at stake: the first
-    that says what to do, else the first. ``of`` names what ``wall_us`` is (``Report.time_base``:
+    With no finding that costs time (but the time outside the GPU's work), one finding leads the
+    list, with no time at stake: the first that says what to do, else the first. ``of`` names what ``wall_us`` is (``Report.time_base``:
     an Nsight Compute replay's shares are of its kernel time).
 
     Each microsecond counts once. Where findings carry the time their cost is made of
@@ -73,13 +74,12 @@ def what_to_fix(findings, wall_us=None, top: int = FIX_LIST_MAX, *, of: str = "w
     # Merges can raise an item's cost; the time outside the GPU's work comes after the causes.
     items.sort(key=lambda it: (it["kind"] == OUTSIDE_KIND, -it["cost_us"]))
     items = _within_wall(items, wall_us, of)
-    if not items:
-        # Nothing costs time: the first finding that says what to do (the GPU-bound one names
-        # the kernels to speed up), else the first one.
-        usable = [i for i, f in enumerate(findings or []) if _get(f, "kind") != "analysis_error"]
-        first = next((i for i in usable if _get(findings[i], "fix")), usable[0] if usable else None)
+    if all(it["kind"] == OUTSIDE_KIND for it in items):
+        # Nothing the GPU's work could gain costs time: the first finding that says what to do
+        # (the GPU-bound one names the kernels to speed up), else the first one, leads.
+        first = _what_to_do(findings or [])
         if first is not None:
-            items.append(_item(findings[first], first, None, wall_us, of))
+            items.insert(0, _item(findings[first], first, None, wall_us, of))
     for n, it in enumerate(items, 1):
         it["rank"] = n
         it["note"] = _note(it)
@@ -154,6 +154,14 @@ def _within_wall(items, wall_us, of) -> list:
         listed += it["cost_us"]
         out.append(it)
     return out
+
+
+def _what_to_do(findings):
+    """The index of the first finding that says what to do, else of the first one; a host finding
+    whose idle the other items hold (no time left at stake) has nothing to say here."""
+    usable = [i for i, f in enumerate(findings) if _get(f, "kind") != "analysis_error"
+              and _get(f, "kind") != OUTSIDE_KIND and not (_get(f, "kind") in HOST_KINDS and not _get(f, "cost_us"))]
+    return next((i for i in usable if _get(findings[i], "fix")), usable[0] if usable else None)
 
 
 def _in_order(findings) -> list:

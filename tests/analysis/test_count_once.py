@@ -179,3 +179,14 @@ def test_the_intervals_stay_out_of_the_payload():
     assert all(set(it) == keys for it in _items(rep))
     text = json.dumps(fixes_panel(rep)) + json.dumps([f.to_dict() for f in rep.findings])
     assert "spans" not in text
+
+
+def test_where_only_the_start_up_costs_time_what_the_run_says_leads():
+    """graphs: two CUDA-graph replays busy 93% of their window; the 57% before the first and after
+    the last is the only time at stake. What the run says (the graphs apply) comes first, with no
+    time at stake, and the host's idle finding, whose time the start-up item holds, is no item."""
+    rep = ks.load(DATA / "graphs.pt.trace.json.gz")
+    items = _items(rep)
+    assert [(x["kind"], x["cost_us"] is None) for x in items] == [("cuda_graphs", True), ("outside_gpu_work", False)]
+    idle = next(f for f in rep.findings if f.kind == "gpu_idle")
+    assert idle.cost_us == 0 and idle.severity == "info" and "an item of its own holds it" in idle.detail

@@ -59,9 +59,11 @@ def test_graph_replay_busy_in_its_window_is_idle_over_the_wall():
     idle = next(f for f in rep.findings if f.kind == "gpu_idle")
     assert "profiler's own start-up" in idle.detail   # the span holds it: said
     # That start-up, before the first replay and after the last, is the idle time: its own low
-    # item leads (nothing else costs time), not a high "idle GPU" (issue 41).
+    # item, not a high "idle GPU" (issue 41); nothing else costs time, so what the run says (the
+    # graphs apply) leads, with no time at stake.
     top = what_to_fix(rep.findings, rep.wall_time_us)
-    assert [(x["kind"], x["severity"]) for x in top] == [("outside_gpu_work", "low")]
+    assert [(x["kind"], x["severity"], x["cost_us"] is None) for x in top] == [
+        ("cuda_graphs", "info", True), ("outside_gpu_work", "low", False)]
     from kernelscope.render.html import report_html
     assert "<b>40.0%</b> <span style='color:#666'>GPU busy" in report_html(rep).replace("color:#6a737d", "color:#666") \
         or "40.0%" in report_html(rep)
