@@ -1,6 +1,7 @@
 """Interval arithmetic over time spans (microseconds): merging overlapping intervals, the
 length their union covers, how much of each interval a merged set covers, and the overlap of two
-sets. The timeline's busy time, idle gaps and stream overlap, the findings, cold-start and rank
+sets; :class:`Spans`, such sets per device with union, difference and intersection (the time a
+finding's cost is made of). The timeline's busy time, idle gaps and stream overlap, the findings, cold-start and rank
 analyses all count time with these, so that overlapping work is counted once everywhere.
 """
 from __future__ import annotations
@@ -69,3 +70,91 @@ def intersection_length(a, b) -> float:
     both = union_length(np.concatenate([np.asarray(a[0], float), np.asarray(b[0], float)]),
                         np.concatenate([np.asarray(a[1], float), np.asarray(b[1], float)]))
     return la + lb - both
+
+
+def _sweep(a, b, keep_a: bool, keep_b: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the line where (in ``a``) == keep_a and (in ``b``) == keep_b, as disjoint
+    sorted intervals: ``a`` and ``b`` are each disjoint sorted ``(starts, ends)``."""
+    (a_s, a_e), (b_s, b_e) = a, b
+    p = np.concatenate([a_s, a_e, b_s, b_e])
+    da = np.concatenate([np.ones(len(a_s)), -np.ones(len(a_e)), np.zeros(len(b_s) + len(b_e))])
+    db = np.concatenate([np.zeros(len(a_s) + len(a_e)), np.ones(len(b_s)), -np.ones(len(b_e))])
+    o = np.argsort(p, kind="stable")
+    p, ca, cb = p[o], np.cumsum(da[o]), np.cumsum(db[o])
+    # Segment i runs from p[i] to p[i + 1]; at a tie its length is 0 and it is dropped, so only
+    # the counts after the last event of a tie matter.
+    on = ((ca[:-1] > 0) == keep_a) & ((cb[:-1] > 0) == keep_b) & (p[1:] > p[:-1])
+    return merge_intervals(p[:-1][on], p[1:][on])
+
+
+class Spans:
+    """Disjoint sorted intervals per key (a device): the time a finding's cost is made of, so
+    that a list of findings can count each microsecond once (``analysis/priorities.py``).
+
+    >>> a = Spans.of("cuda:0", [0, 10], [5, 20])
+    >>> b = Spans.of("cuda:0", [3], [12])
+    >>> (a | b).length, (a - b).length, (a & b).length, (a - b).overlap(b)
+    (20.0, 11.0, 4.0, 0.0)
+    >>> Spans.of(["cuda:0", "cuda:1"], [0, 0], [5, 5]).length    # another device: its own time
+    10.0
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: dict | None = None):
+        # {key: (starts, ends)}, each already disjoint and sorted (merge_intervals' output).
+        self.parts = {k: v for k, v in (parts or {}).items() if len(v[0])}
+
+    @classmethod
+    def of(cls, keys, starts, ends) -> Spans:
+        """Intervals [start, end) under one key, or one key per interval; empty and missing
+        intervals are dropped, overlapping ones merged."""
+        s = np.asarray(starts, dtype=float).ravel()
+        e = np.asarray(ends, dtype=float).ravel()
+        ok = (e > s) & np.isfinite(s) & np.isfinite(e)
+        if np.ndim(keys) == 0:
+            return cls({keys: merge_intervals(s[ok], e[ok])})
+        k = np.asarray(keys, dtype=object).ravel()[ok]
+        s, e = s[ok], e[ok]
+        return cls({key: merge_intervals(s[k == key], e[k == key]) for key in dict.fromkeys(k.tolist())})
+
+    @classmethod
+    def of_rows(cls, df, key: str = "device") -> Spans:
+        """The rows of a table with ``start_us`` and ``end_us`` (and ``key``: their device)."""
+        return cls.of(df[key].to_numpy(object), df["start_us"].to_numpy(float), df["end_us"].to_numpy(float))
+
+    @property
+    def length(self) -> float:
+        """The time they cover, each key's counted apart."""
+        return float(sum((e - s).sum() for s, e in self.parts.values()))
+
+    def _pair(self, other: Spans, keep_a: bool, keep_b: bool) -> Spans:
+        empty = (np.empty(0), np.empty(0))
+        keys = dict.fromkeys([*self.parts, *other.parts])
+        return Spans({k: _sweep(self.parts.get(k, empty), other.parts.get(k, empty), keep_a, keep_b)
+                      for k in keys})
+
+    def __or__(self, other: Spans) -> Spans:
+        empty = (np.empty(0), np.empty(0))
+        out = {}
+        for k in dict.fromkeys([*self.parts, *other.parts]):
+            (a_s, a_e), (b_s, b_e) = self.parts.get(k, empty), other.parts.get(k, empty)
+            out[k] = merge_intervals(np.concatenate([a_s, b_s]), np.concatenate([a_e, b_e]))
+        return Spans(out)
+
+    def __sub__(self, other: Spans) -> Spans:
+        return self._pair(other, True, False) if other.parts else self
+
+    def __and__(self, other: Spans) -> Spans:
+        return self._pair(other, True, True)
+
+    def overlap(self, other: Spans) -> float:
+        """The time both cover."""
+        return (self & other).length if other.parts and self.parts else 0.0
+
+    def __bool__(self) -> bool:
+        return self.length > 0
+
+    def __repr__(self) -> str:
+        n = sum(len(s) for s, _ in self.parts.values())
+        return f"Spans({n} intervals over {len(self.parts)} key(s), {self.length:.1f} us)"

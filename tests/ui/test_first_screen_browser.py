@@ -52,8 +52,8 @@ def test_first_screen_lists_what_to_fix(site, page, reports):
     items = page.locator(".ks-fixes .ks-fix")
     assert items.count() == len(fixes)
     first = items.first
-    assert first.locator(".ks-fix-cost").inner_text() == "42.87 ms"
-    assert first.locator(".ks-fix-share").inner_text() == "87% of wall time"
+    assert first.locator(".ks-fix-cost").inner_text() == "38.44 ms"
+    assert first.locator(".ks-fix-share").inner_text() == "78% of wall time"
     assert first.locator(".ks-fix-title").inner_text() == rep.findings[0].title
     assert fixes[0]["cause"] in first.locator(".ks-fix-cause").inner_text()
     assert fixes[0]["fix"] in first.locator(".ks-fix-fix").inner_text()

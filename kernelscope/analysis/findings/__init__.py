@@ -11,7 +11,8 @@ range of the timeline, or kernels of the table): :mod:`kernelscope.analysis.prio
 are counted with them, the text says "GPU work items" and names them.
 
 The package: ``base`` (Finding, severity, evidence links), then one module per family of rules:
-``host`` (launch-bound, host-bound, GPU idle, host idle, cold start), ``copies`` (pageable and
+``host`` (launch-bound, host-bound, GPU idle, host idle, cold start), ``outside`` (the time
+before the GPU's first work and after its last), ``copies`` (pageable and
 serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
 ``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``,
 ``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys).
@@ -19,10 +20,21 @@ serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline
 from __future__ import annotations
 
 import dataclasses
+import re
 
-from kernelscope.analysis.findings.base import SEVERITIES, Finding, severity_for
+import numpy as np
+
+from kernelscope.analysis.findings.base import (
+    SEVERITIES,
+    Finding,
+    device_rows,
+    outside_parts,
+    range_link,
+    severity_for,
+)
 from kernelscope.analysis.findings.copies import copy_findings
-from kernelscope.analysis.findings.host import host_findings
+from kernelscope.analysis.findings.host import host_findings, wall_base
+from kernelscope.analysis.findings.outside import OUTSIDE_KIND, outside_findings
 from kernelscope.analysis.findings.roofline import roofline_findings
 from kernelscope.analysis.findings.timeline import (
     gpu_bound_findings,
@@ -30,6 +42,7 @@ from kernelscope.analysis.findings.timeline import (
     stream_findings,
     sync_findings,
 )
+from kernelscope.analysis.intervals import Spans
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
@@ -52,14 +65,14 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     from kernelscope.analysis.findings.tuning import tuning_findings
     from kernelscope.analysis.replay import is_replay
-    rules = (empty_capture_findings, host_findings, sync_findings, copy_findings, stream_findings,
-             graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
+    rules = (empty_capture_findings, host_findings, sync_findings, outside_findings, copy_findings,
+             stream_findings, graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
              counter_findings, rule_findings, access_findings, tuning_findings)
     if is_replay(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
         # stream overlap were not recorded, so the timeline's rules have nothing to say.
-        timeline_rules = {host_findings, sync_findings, copy_findings, stream_findings, graph_findings,
-                          gpu_bound_findings, empty_capture_findings}
+        timeline_rules = {host_findings, sync_findings, outside_findings, copy_findings, stream_findings,
+                          graph_findings, gpu_bound_findings, empty_capture_findings}
         rules = tuple(r for r in rules if r not in timeline_rules)
     out = []
     for rule in rules:
@@ -72,33 +85,97 @@ def find_all(report) -> list:
     # A GEMM fallback says why its kernel is far from the roof: one finding for it, not two.
     fell = {(f.evidence.get("op"), f.evidence.get("kernel")) for f in out if f.kind == "gemm_fallback"}
     out = [f for f in out if not (f.kind == "roofline" and (f.evidence.get("op"), f.evidence.get("kernel")) in fell)]
-    out = _count_once(out, report)
+    out = _count_once(out, report, tl)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: (-f.cost_us, order.get(f.severity, 9)))
 
 
 # Findings whose time is the GPU idling while the host did not feed it (the timeline's rules).
 HOST_KINDS = ("launch_bound", "host_bound", "host_idle", "gpu_idle")
+# Findings that name what a stretch of idle time went to, in the order they claim it: a first
+# run's setup, the synchronizations, the time outside the GPU's work. Each keeps only what the
+# ones before it did not claim, and the host's findings (HOST_KINDS) keep what none claimed.
+CLAIMS = ("cold_start", "syncs", OUTSIDE_KIND)
+# How a finding says which of its time a claim holds (and the time outside the GPU's work under a
+# line's worth, which no item holds).
+_OUTSIDE = "lies before the GPU's first work or after its last, the profiler's start-up and the cell's own Python"
+_HELD_BY = {"cold_start": "went to the first run's setup (the first-run item holds it)",
+            "syncs": "came from synchronizations (the host-blocking calls item holds it)",
+            OUTSIDE_KIND: _OUTSIDE + " (an item of its own holds it)",
+            "outside": _OUTSIDE + " (not the GPU's time)"}
 
 
-def _count_once(out, report) -> list:
-    """Each microsecond once, and severity against the share shown: a host finding's idle holds
-    the synchronizations' idle, which the ``syncs`` finding lists on its own, so the host finding
-    keeps the rest; every finding that costs time takes its severity from its share of the wall
-    time (the share the first screen shows beside it)."""
-    sync = next((f for f in out if f.kind == "syncs" and f.cost_us > 0), None)
+def _count_once(out, report, tl=None) -> list:
+    """Each microsecond once, and severity against the share shown: the findings of
+    :data:`CLAIMS` each keep the idle time (their ``spans``) the ones before them did not claim,
+    and a host finding's idle keeps what none of them claimed, so the synchronizations' idle and
+    the time before the GPU's first work or after its last are not counted in it again; every
+    finding that costs time takes its severity from its share of the wall time (the share the
+    first screen shows beside it), but the time outside the GPU's work stays low.
+
+    >>> [(f.kind, round(f.cost_us)) for f in rep.findings if f.cost_us][:3]
+    [('host_bound', 4831), ('outside_gpu_work', 2736), ('syncs', 427)]
+    """
     wall = getattr(report, "wall_time_us", None)
-    res = []
-    for f in out:
-        if sync is not None and f.kind in HOST_KINDS and f.cost_us > 0:
-            # The idle after the syncs is theirs, all of it (the syncs item prices only what
-            # taking them out gives: the rest is the host's pace, which a graph cannot replay
-            # while the syncs stay).
-            held = min(max(sync.cost_us, num(sync.evidence.get("idle_caused_us")) or 0.0), f.cost_us)
-            f = dataclasses.replace(f, cost_us=f.cost_us - held, detail=f.detail + (
-                f" Of this idle time, {fmt_us(held)} came from synchronizations: the host-blocking "
-                "calls item holds it, so it is not counted here again."))
-        if f.cost_us > 0 and wall:
+    res, claimed = list(out), []
+    for kind in CLAIMS:
+        for i, f in enumerate(res):
+            if f.kind == kind and f.spans is not None and f.cost_us > 0:
+                res[i] = _less(f, claimed)
+                claimed.append((kind, res[i].spans))
+    if tl is not None and not any(k == OUTSIDE_KIND for k, _ in claimed):
+        # Under a line's worth (no item of its own), it is still no host finding's time.
+        claimed.extend(("outside", outside_parts(dev, tl, wall_base(dev, tl))[2]) for dev in device_rows(tl))
+    sync = next((f for f in res if f.kind == "syncs" and f.cost_us > 0), None)
+    for i, f in enumerate(res):
+        if f.kind in HOST_KINDS and f.cost_us > 0:
+            if f.spans is not None:
+                f = _less(f, claimed, whole=True)
+            elif sync is not None:
+                # A host finding that does not know its time: the synchronizations' idle, all of
+                # it (the syncs item prices only what taking them out gives), as a sum.
+                held = min(max(sync.cost_us, num(sync.evidence.get("idle_caused_us")) or 0.0), f.cost_us)
+                f = dataclasses.replace(f, cost_us=f.cost_us - held, detail=f.detail + (
+                    f" Of this idle time, {fmt_us(held)} came from synchronizations: the host-blocking "
+                    "calls item holds it, so it is not counted here again."))
+        if wall and f.kind != OUTSIDE_KIND and (f.cost_us > 0 or f is not out[i]):
             f = dataclasses.replace(f, severity=severity_for(f.cost_us, wall))
-        res.append(f)
+        res[i] = f
     return res
+
+
+def _less(f, claimed, whole: bool = False) -> Finding:
+    """``f`` without the time the claims before it hold (``claimed``: (kind, spans) pairs), and one
+    sentence for each. ``whole``: its cost loses all the time they hold (a host finding: what it
+    leaves out of its idle, the recording's own cost per launch, lies between the launches, not in
+    the syncs' waits or before the GPU's first work); else it is cut in proportion (a sync item
+    prices its calls, not the idle after them)."""
+    spans, said, cost = f.spans, [], f.cost_us
+    total = spans.length
+    for kind, other in claimed:
+        held = spans.overlap(other)
+        if held > 0:
+            spans = spans - other
+            take = min(held, cost) if whole else held * f.cost_us / total
+            cost -= take
+            said.append(f"{fmt_us(take if whole else held)} {_HELD_BY[kind]}")
+    if not said:
+        return f
+    cost = max(cost, 0.0)
+    words = (" Of this idle time, " + "; ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+             + (": it is" if len(said) == 1 else ": they are") + " not counted here again.")
+    return dataclasses.replace(f, cost_us=cost, spans=spans, link=_relink(f.link, spans), detail=f.detail + words)
+
+
+def _relink(link, spans):
+    """A timeline link that marks time the finding no longer holds points at the longest stretch
+    it keeps instead (two items do not mark the same gap)."""
+    if not (isinstance(link, dict) and link.get("view") == "timeline" and "mark_start_us" in link):
+        return link
+    marked = Spans.of(link.get("device"), [link["mark_start_us"]], [link["mark_end_us"]])
+    if not marked or spans.overlap(marked) > 0 or not spans:
+        return link
+    dev, (s, e) = max(spans.parts.items(), key=lambda kv: float((kv[1][1] - kv[1][0]).max()))
+    j = int(np.argmax(e - s))
+    what = re.match(r"timeline: the longest (.+?) \(", link.get("label") or "")
+    return range_link(dev, float(s[j]), float(e[j]), what.group(1) if what else "idle time") or link

@@ -3,8 +3,9 @@ active window, the evidence links (a range of the timeline, a gap, kernels of th
 timeline rules' devices (``device_rows``, ``on_device``)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
+from kernelscope.analysis.intervals import Spans
 from kernelscope.jsonable import jsonable, num
 from kernelscope.units import fmt_us
 
@@ -40,14 +41,18 @@ class Finding:
     # {"view": "kernels", "names": [kernel names], "label"}; None when nothing narrower than the
     # whole report does.
     link: dict | None = None
+    # The time ``cost_us`` is made of, where the rule knows it (idle gaps, sync waits, copies):
+    # the first screen counts each microsecond once with it (analysis/priorities.py). Not part of
+    # to_dict or the payload: a launch-bound trace has one gap per kernel.
+    spans: Spans | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        """Plain JSON-able data (numbers as Python floats/ints).
+        """Plain JSON-able data (numbers as Python floats/ints), without ``spans``.
 
-        >>> Finding("x", "info", "t", "d").to_dict()["kind"]
-        'x'
+        >>> sorted(Finding("x", "info", "t", "d", spans=Spans.of("cuda:0", [0], [5])).to_dict())[:4]
+        ['cause', 'cost_us', 'detail', 'evidence']
         """
-        return jsonable(asdict(self))
+        return jsonable({f.name: getattr(self, f.name) for f in fields(self) if f.name != "spans"})
 
 
 def severity_for(cost_us: float, window_us: float | None) -> str:
@@ -129,3 +134,26 @@ def on_device(dev, tl) -> str:
     ''
     """
     return f" on {dev['device']}" if len(device_rows(tl)) > 1 else ""
+
+
+def outside_parts(dev, tl, base) -> tuple[float, float, Spans]:
+    """(before, after, spans): a device's time before its first and after its last work within
+    the wall time ``base`` (:func:`~kernelscope.analysis.findings.host.wall_base`), and where it
+    lies: the time the ``outside_gpu_work`` item holds and the idle items do not price.
+
+    The trace's clock starts at the region's start, so with the profiler's span as the wall time
+    the split is exact; with CUDA events (recorded inside the span, after the profiler started) the
+    time after the last work is the span's, the rest comes before the first.
+
+    >>> dev = device_rows(rep.timeline)[0]
+    >>> before, after, spans = outside_parts(dev, rep.timeline, rep.wall_time_us)
+    >>> fmt_us(before), fmt_us(after), spans.length == before + after
+    ('2.59 ms', '149.8 us', True)
+    """
+    w0, w1 = float(dev["window_start_us"]), float(dev["window_end_us"])
+    outside = max(float(base) - float(dev["window_us"]), 0.0)
+    window = tl.window or {}
+    span_end = num(window.get("span_us")) or num(window.get("wall_us")) or w1
+    after = min(max(span_end - w1, 0.0), outside)
+    before = outside - after
+    return before, after, Spans.of(dev["device"], [w0 - before, w1], [w0, w1 + after])

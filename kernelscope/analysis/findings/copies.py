@@ -15,7 +15,7 @@ from kernelscope.analysis.findings.base import (
     severity_for,
     span_link,
 )
-from kernelscope.analysis.intervals import covered_length, merge_intervals, union_length
+from kernelscope.analysis.intervals import Spans, covered_length, merge_intervals, union_length
 from kernelscope.analysis.peaks import device_peaks
 from kernelscope.units import fmt_bytes, fmt_us
 
@@ -100,8 +100,11 @@ def _pageable_finding(report, pageable, pinned, window) -> Finding:
              "through a pinned buffer, and held the host until each was done.")
     fix = ("Allocate host tensors in pinned memory (pin_memory(), DataLoader(pin_memory=True)) and copy "
            "with .to(\"cuda\", non_blocking=True).")
+    # Its time: each copy's part beyond what it takes at the link's rate (its tail).
+    end = pageable["start_us"].to_numpy(float) + d
+    spans = Spans.of(pageable["device"].to_numpy(object), end - np.maximum(0.0, d - ideal), end)
     return Finding("pageable_copies", severity_for(cost, window), title, detail, evidence, cost,
-                   cause=cause, fix=fix, link=span_link(pageable, "pageable copy"))
+                   cause=cause, fix=fix, link=span_link(pageable, "pageable copy"), spans=spans)
 
 
 def _serialized_finding(tl, host, window) -> Finding | None:
@@ -131,6 +134,8 @@ def _serialized_finding(tl, host, window) -> Finding | None:
     longest = max(rows, key=lambda x: x["time_us"])
     copy_link = range_link(longest["_device"], longest["_start"], longest["_start"] + longest["time_us"],
                            "copy on the compute stream")
+    spans = Spans.of([x["_device"] for x in rows], [x["_start"] for x in rows],
+                     [x["_start"] + x["time_us"] for x in rows])
     rows = [{a: b for a, b in x.items() if not a.startswith("_")} for x in rows]
     copied = sum(x["time_us"] for x in rows)
     # Overlap hides the shorter of the two: copies beside little compute gain little.
@@ -151,4 +156,4 @@ def _serialized_finding(tl, host, window) -> Finding | None:
     fix = ("Prefetch from pinned memory with non_blocking=True on a side stream "
            "(torch.cuda.Stream) and wait on it only where the data is needed.")
     return Finding("serialized_copies", severity_for(cost, window), title, detail,
-                   evidence, cost, cause=cause, fix=fix, link=copy_link)
+                   evidence, cost, cause=cause, fix=fix, link=copy_link, spans=spans)

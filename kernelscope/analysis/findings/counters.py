@@ -12,7 +12,7 @@ import numpy as np
 
 from kernelscope.analysis.counters import kernel_counters, region_means
 from kernelscope.analysis.findings.base import Finding, severity_for
-from kernelscope.analysis.intervals import covered_length, merge_intervals
+from kernelscope.analysis.intervals import Spans, covered_length, merge_intervals
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
 
@@ -215,6 +215,9 @@ def _copy_bound(report, tl, window) -> list:
                           for k, g in hc.groupby("copy_kind"))
         phases = [{"start_us": float(a), "end_us": float(b), "copy_only_us": float(o)}
                   for a, b, o in sorted(zip(cs, ce, only), key=lambda x: -x[2])[:5]]
+        # Its time: the copies' union less the kernels' (the copy findings hold the same copies).
+        name = str(hc["device"].iloc[0]) if "device" in hc.columns else dev
+        spans = Spans.of(name, cs, ce) - Spans.of(name, ks_, ke)
         out.append(Finding(
             "copy_bound", severity_for(copy_only, window),
             f"Copy-bound phase: for {fmt_us(copy_only)} ({copy_only / window:.0%} of the active window) the "
@@ -230,7 +233,8 @@ def _copy_bound(report, tl, window) -> list:
             fix="Overlap the copies with compute (pinned memory, non_blocking=True, a side stream), or move less data.",
             link={"view": "timeline", "device": str(hc["device"].iloc[0]) if "device" in hc.columns else None,
                   "start_us": phases[0]["start_us"], "end_us": phases[0]["end_us"],
-                  "label": f"timeline: the longest copy-only phase ({fmt_us(phases[0]['copy_only_us'])})"}))
+                  "label": f"timeline: the longest copy-only phase ({fmt_us(phases[0]['copy_only_us'])})"},
+            spans=spans))
     return out
 
 

@@ -4,6 +4,7 @@ a first run that pays for compiles and loading (cold start).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import NamedTuple
 
@@ -15,9 +16,11 @@ from kernelscope.analysis.findings.base import (
     device_rows,
     gap_link,
     on_device,
+    outside_parts,
     range_link,
     severity_for,
 )
+from kernelscope.analysis.intervals import Spans
 from kernelscope.analysis.recording_cost import PROFILER_US_PER_LAUNCH, PROFILER_US_PER_OP, recording_added_us
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
@@ -104,14 +107,35 @@ def host_findings(report, tl) -> list:
         cold_host = max(cold["cold_us"] - cold["first_launch_extra_us"], 0.0) if cold and cold["cold"] else 0.0
         if cold_host and not cold_said and (cold_host >= COLD_EXPLAINS_SHARE * w.idle_wall or not w.bound):
             # A first run: its compiles and loading are no steady-state host overhead.
-            out.append(_cold_finding(cold, w.base, w.idle_wall, dev))
+            out.append(_with_cold_spans(_cold_finding(cold, w.base, w.idle_wall, dev), cold, tl))
             cold_said = True
             if cold_host >= COLD_EXPLAINS_SHARE * w.idle_wall:
                 continue
         if not w.bound and not (w.host_idle > 0 and w.host_idle >= HOST_IDLE_WORTH_SHARE * w.base):
             continue
-        out.append(_host_finding(report, tl, dev, ls, w, cold_host if cold_said else 0.0))
+        f = _host_finding(report, tl, dev, ls, w, cold_host if cold_said else 0.0)
+        cold_f = next((c for c in out if c.kind == "cold_start"), None) if cold_said else None
+        # The first-run item holds its time (``held`` above): its spans are not this one's either.
+        if cold_f is not None and cold_f.spans and f.spans is not None:
+            f = dataclasses.replace(f, spans=f.spans - cold_f.spans)
+        out.append(f)
     return out
+
+
+def _with_cold_spans(f: Finding, cold, tl) -> Finding:
+    """The first-run finding with the time it holds: its host intervals while the device was idle."""
+    ms, me = cold["intervals"]
+    a = tl.activities
+    busy = Spans.of_rows(a.loc[a["device"] == f.evidence["device"], ["device", "start_us", "end_us"]])
+    return dataclasses.replace(f, spans=Spans.of(f.evidence["device"], ms, me) - busy)
+
+
+def _host_spans(g, dev, tl, w: _Waits) -> Spans:
+    """The time a host finding's cost is made of: the gaps the host explains and, where the GPU
+    idles most of the wall time, the gaps nothing explains and the time outside its work."""
+    causes = ("host", "sync", "unknown") if w.bound else ("host", "sync")
+    spans = Spans.of_rows(g.loc[g["cause"].isin(causes), ["device", "start_us", "end_us"]])
+    return spans | outside_parts(dev, tl, w.base)[2] if w.bound else spans
 
 
 def _host_finding(report, tl, dev, ls, w: _Waits, held: float) -> Finding:
@@ -164,7 +188,7 @@ def _host_finding(report, tl, dev, ls, w: _Waits, held: float) -> Finding:
                    "idle time (compiles, module loading); it is not counted here again.")
     evidence["cause"] = "host" if ls["idle_host_us"] >= ls["idle_sync_us"] else "sync"
     return Finding(kind, severity_for(cost, w.base), title, detail, evidence,
-                   cost, cause=cause_line, fix=fix_line, link=link)
+                   cost, cause=cause_line, fix=fix_line, link=link, spans=_host_spans(g, dev, tl, w))
 
 
 def _host_evidence(dev, ls, w: _Waits, g, k, hg, sg, host) -> dict:

@@ -18,7 +18,7 @@ from kernelscope.analysis.findings.base import (
     severity_for,
     span_link,
 )
-from kernelscope.analysis.intervals import union_length
+from kernelscope.analysis.intervals import Spans, union_length
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
@@ -92,7 +92,7 @@ def sync_findings(report, tl) -> list:
     link = (gap_link(sg, "idle after a synchronization") if len(sg)
             else span_link(b[~closing], "host-blocking call", "end_us"))
     return [Finding("syncs", severity_for(cost, window), title, detail, evidence, cost,
-                    cause=cause, fix=fix, link=link)]
+                    cause=cause, fix=fix, link=link, spans=Spans.of_rows(sg) if len(sg) else Spans())]
 
 
 def stream_findings(report, tl) -> list:
