@@ -97,16 +97,17 @@ def host_findings(report, tl) -> list:
     >>> [f.kind for f in host_findings(rep, rep.timeline)]
     ['host_bound']
     """
-    from kernelscope.analysis.cold_start import COLD_EXPLAINS_SHARE, cold_start
+    from kernelscope.analysis.cold_start import COLD_EXPLAINS_SHARE, cold_of
     out = []
-    cold = cold_start(report, tl.activities["start_us"], tl.activities["end_us"]) if len(tl.activities) else None
+    cold = cold_of(report, tl)
     cold_said = False
     for dev in device_rows(tl):
         ls = tl.launch_stats.set_index("device").loc[dev["device"]]
         w = _waits(dev, tl, ls)
-        cold_host = max(cold["cold_us"] - cold["first_launch_extra_us"], 0.0) if cold and cold["cold"] else 0.0
-        if cold_host and not cold_said and (cold_host >= COLD_EXPLAINS_SHARE * w.idle_wall or not w.bound):
-            # A first run: its compiles and loading are no steady-state host overhead.
+        cold_host = max(cold["cold_us"] - cold["first_launch_extra_us"], 0.0) if cold else 0.0
+        if cold_host and not cold_said:
+            # A first run: its compiles and loading are no steady-state host overhead, even where
+            # they explain only part of the idle time (the host item keeps the rest).
             out.append(_with_cold_spans(_cold_finding(cold, w.base, w.idle_wall, dev), cold, tl))
             cold_said = True
             if cold_host >= COLD_EXPLAINS_SHARE * w.idle_wall:
@@ -359,18 +360,19 @@ def _cold_finding(cold, base, idle_wall, dev) -> Finding:
     """``cold_start``: the run pays what a process pays once; profile it again."""
     cost = float(min(cold["cold_us"], base))
     share = cost / base if base else float("nan")
-    what = ("compiling, loading and first-call setup" if cold["compile_us"] else
-            "module loading and first-call setup")
+    what = (("compiling, " if cold["compile_us"] or cold["jit_us"] else "")
+            + ("cuDNN's algorithm search, " if cold["search_us"] else ""))
+    what += "loading and first-call setup" if what else "module loading and first-call setup"
     title = f"This looks like a first run: {fmt_us(cost)} ({share:.0%} of the wall time) went to {what}"
     detail = ("What a process pays once: " + "; ".join(cold["parts"]) + ". The second run does not pay "
-              "it, so steady-state advice (CUDA graphs, fewer launches) does not apply to this recording. "
+              "it, so steady-state advice (CUDA graphs, fewer launches or syncs) does not apply to this time. "
               "Profile it again, or use --warmup 1 (%%kernelprofile --warmup 1; with ks.profile(), call "
               "the code once before the recorded call).")
     rest = idle_wall - cold["cold_us"] + cold["first_launch_extra_us"]
     if rest > 0.05 * base:
-        detail += (f" The GPU idled {fmt_us(rest)} more that these do not explain; on a first run that is "
-                   "often setup the profiler does not name (a Triton JIT compiles in Python).")
-    ev = {k: v for k, v in cold.items() if k not in ("intervals", "cold")}
+        detail += (f" The GPU idled {fmt_us(rest)} more that these do not explain (host work the profiler "
+                   "does not name, before the first or between launches).")
+    ev = {k: v for k, v in cold.items() if k not in ("intervals", "search_intervals", "cold")}
     ev.update({"device": dev["device"], "wall_us": base, "idle_us": idle_wall})
     ms, me = cold["intervals"]
     link = (range_link(dev["device"], float(ms[0]), float(me[-1]), "first-run setup") if len(ms) else None)

@@ -18,7 +18,7 @@ from kernelscope.analysis.findings.base import (
     severity_for,
     span_link,
 )
-from kernelscope.analysis.intervals import Spans, union_length
+from kernelscope.analysis.intervals import Spans, covered_length, union_length
 from kernelscope.analysis.summary import kernel_summary
 from kernelscope.jsonable import num
 from kernelscope.units import fmt_us
@@ -39,12 +39,24 @@ def sync_findings(report, tl) -> list:
     >>> [x["call"] for x in sync_findings(rep, rep.timeline)[0].evidence["calls"]][1:3]
     ['cudaStreamSynchronize in aten::copy_ (under aten::to)', 'cudaDeviceSynchronize']
     """
+    from kernelscope.analysis.cold_start import cold_of
     b = tl.blocking
     if not len(b):
         return []
     g = tl.gaps
     sg = g[g["cause"] == "sync"] if len(g) else g
-    cost = float(sg["duration_us"].sum()) if len(sg) else 0.0
+    cold = cold_of(report, tl)
+    searched, held = 0, 0.0
+    if cold is not None:
+        # A first run's item holds what it explains: the syncs of cuDNN's algorithm search, and
+        # the idle after a sync that its loading and setup fill (each microsecond once).
+        total = float(sg["duration_us"].sum()) if len(sg) else 0.0
+        b, sg, searched, held = _left_by_first_run(b, sg, cold)
+        if not len(b):
+            return []
+        cost = max(total - held, 0.0)
+    else:
+        cost = float(sg["duration_us"].sum()) if len(sg) else 0.0
     end = tl.window.get("end_us")
     # The region's closing synchronize returns after the GPU's last work: it waits for work that
     # had to finish anyway and costs nothing.
@@ -68,6 +80,13 @@ def sync_findings(report, tl) -> list:
     if after_end:
         detail += (f" {after_end} of them returned after the GPU's last work (the region's closing "
                    "synchronize), which costs nothing.")
+    if searched or held >= 1:
+        detail += (" This looks like a first run: "
+                   + (f"{int(searched)} more synchronizations were cuDNN's algorithm search (a warm run "
+                      "makes none)" if searched else "")
+                   + ("; " if searched and held >= 1 else "")
+                   + (f"{fmt_us(held)} of the idle after these lies in first-run setup" if held >= 1 else "")
+                   + ": the first-run item holds that time.")
     detail += (" Fix: keep values on the GPU instead of .item()/.cpu()/print inside the loop; copy "
                "to pinned memory with non_blocking=True and synchronize once; find hidden syncs "
                "with torch.cuda.set_sync_debug_mode(\"warn\").")
@@ -205,6 +224,27 @@ def gpu_bound_findings(report, tl) -> list:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+def _left_by_first_run(b, sg, cold) -> tuple[pd.DataFrame, pd.DataFrame, int, float]:
+    """What the sync finding keeps of a first run (``cold``, from
+    :func:`~kernelscope.analysis.cold_start.cold_of`): the blocking calls outside cuDNN's
+    algorithm search, the sync gaps mostly outside first-run setup (its link), how many calls
+    the search made, and the sync idle that first-run setup covers (the first-run item's)."""
+    ss, se = cold["search_intervals"]
+    searched = 0
+    if len(ss):
+        t = b["start_us"].to_numpy(float)
+        i = np.searchsorted(ss, t, "right") - 1
+        inside = (i >= 0) & (t < se[np.maximum(i, 0)])
+        searched = int(inside.sum())
+        b = b[~inside]
+    ms, me = cold["intervals"]
+    held = 0.0
+    if len(sg) and len(ms):
+        cov = covered_length(ms, me, sg["start_us"], sg["end_us"])
+        held = float(cov.sum())
+        sg = sg[cov < 0.5 * sg["duration_us"].to_numpy(float)]
+    return b, sg, searched, held
 
 
 def _call_sites(b: pd.DataFrame) -> list:
