@@ -266,6 +266,18 @@ def _variants_by_name(trace) -> dict:
     return by_name
 
 
+def compiled_variant(trace, name, threads, registers, shared_mem) -> dict | None:
+    """The compiled variant (a row of ``trace.variants`` as a dict) that a launch of ``name`` with
+    this block size, registers and shared memory ran, matched as the ``config`` column is; None
+    where none or several with different configs match (the kernel rules read its PTX facts).
+
+    >>> r = ks.load("advice/triton_strided_read.before.ksreport.json.gz")
+    >>> compiled_variant(r.trace, "scale_strided", 128, 30, 0)["loads_scalar"]
+    8
+    """
+    return _variant_of(_variants_by_name(trace).get(name), int(threads), int(registers), int(shared_mem))[0]
+
+
 def _candidates_by_kernel(trace) -> dict:
     """``{kernel name: [autotuning candidate]}`` of ``trace.autotune`` (config, warps, registers)."""
     tuned: dict = {}

@@ -54,8 +54,8 @@ def test_host_idle_is_said_where_the_gpu_is_busy_over_half(reps):
     assert f.cost_us == pytest.approx(wait - added) and added > 0
     assert f.title == f"The GPU waited on the host {fmt_us(wait)}, {wait / wall:.0%} of the wall time"
     assert f.cause and f.fix and f.link["view"] == "timeline"
-    # It is the first thing to fix.
-    assert rep.findings[0].kind == "host_idle"
+    # It is the first thing to fix after CuPy's two fp32 GEMMs on CUDA cores (TF32 off), which cost more.
+    assert [f.kind for f in rep.findings[:2]] == ["fp32_gemm", "host_idle"]
 
 
 @pytest.mark.parametrize("name", ["triton", "autotune"])

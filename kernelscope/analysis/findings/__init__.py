@@ -15,7 +15,9 @@ The package: ``base`` (Finding, severity, evidence links), then one module per f
 before the GPU's first work and after its last), ``copies`` (pageable and
 serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
 ``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``,
-``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys).
+``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys),
+``kernels`` (fp32 GEMMs on CUDA cores, grids smaller than the GPU, unfused elementwise chains) and
+``triton_variants`` (a Triton kernel's compiled facts: uncoalesced loads, register spills).
 """
 from __future__ import annotations
 
@@ -62,12 +64,19 @@ def find_all(report) -> list:
     from kernelscope.analysis.findings.counters import counter_findings
     from kernelscope.analysis.findings.empty_capture import empty_capture_findings
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
+    from kernelscope.analysis.findings.kernels import (
+        fp32_gemm_findings,
+        tiny_grid_findings,
+        unfused_elementwise_findings,
+    )
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
+    from kernelscope.analysis.findings.triton_variants import register_spills_findings, uncoalesced_findings
     from kernelscope.analysis.findings.tuning import tuning_findings
     from kernelscope.analysis.replay import is_replay
     rules = (empty_capture_findings, host_findings, sync_findings, outside_findings, copy_findings,
              stream_findings, graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
-             counter_findings, rule_findings, access_findings, tuning_findings)
+             counter_findings, rule_findings, access_findings, tuning_findings, fp32_gemm_findings,
+             tiny_grid_findings, unfused_elementwise_findings, uncoalesced_findings, register_spills_findings)
     if is_replay(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
         # stream overlap were not recorded, so the timeline's rules have nothing to say.
@@ -85,6 +94,7 @@ def find_all(report) -> list:
     # A GEMM fallback says why its kernel is far from the roof: one finding for it, not two.
     fell = {(f.evidence.get("op"), f.evidence.get("kernel")) for f in out if f.kind == "gemm_fallback"}
     out = [f for f in out if not (f.kind == "roofline" and (f.evidence.get("op"), f.evidence.get("kernel")) in fell)]
+    out = _one_per_kernel(out)
     out = _count_once(out, report, tl)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: (-f.cost_us, order.get(f.severity, 9)))
@@ -179,3 +189,42 @@ def _relink(link, spans):
     j = int(np.argmax(e - s))
     what = re.match(r"timeline: the longest (.+?) \(", link.get("label") or "")
     return range_link(dev, float(s[j]), float(e[j]), what.group(1) if what else "idle time") or link
+
+
+# The kernel rules, whose findings name the kernels they price.
+KERNEL_KINDS = ("fp32_gemm", "tiny_grid", "unfused_elementwise", "register_spills", "uncoalesced_access")
+
+
+def _kernels_named(f) -> set:
+    ev = f.evidence or {}
+    names = set(ev.get("kernels") or [])
+    if ev.get("kernel"):
+        names.add(ev["kernel"])
+    return {str(n) for n in names}
+
+
+def _one_per_kernel(findings) -> list:
+    """Findings less those another speaks for, so that a kernel's time counts once: the roofline
+    finding of a kernel a kernel rule prices, a GEMM fallback among fp32 GEMMs (TF32 is the fix),
+    a small grid where another kernel rule names its cause (a new config or precision changes the
+    grid too), the autotuner's spilling winner where ``register_spills`` prices it, and our own
+    uncoalesced finding (from the PTX) where Nsight Compute measured the same kernel's access."""
+    from kernelscope.analysis.findings.triton_variants import VARIANT_SOURCE
+    named = {kind: set() for kind in KERNEL_KINDS}
+    for f in findings:
+        if f.kind in named:
+            named[f.kind] |= _kernels_named(f)
+    covered = set().union(*named.values())
+    measured = {str(f.evidence.get("kernel")) for f in findings
+                if f.kind == "uncoalesced_access" and f.evidence.get("source") != VARIANT_SOURCE}
+
+    def spoken(f) -> bool:
+        kernel = str((f.evidence or {}).get("kernel"))
+        return ((f.kind == "roofline" and kernel in covered)
+                or (f.kind == "gemm_fallback" and kernel in named["fp32_gemm"])
+                or (f.kind == "tiny_grid" and kernel in named["fp32_gemm"] | named["register_spills"]
+                    | named["uncoalesced_access"] | named["unfused_elementwise"])
+                or (f.kind == "autotune_winner_spills" and kernel in named["register_spills"])
+                or (f.kind == "uncoalesced_access" and f.evidence.get("source") == VARIANT_SOURCE and kernel in measured))
+    return [f for f in findings if not spoken(f)]
+
