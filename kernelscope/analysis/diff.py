@@ -134,7 +134,7 @@ class Diff:
 
         >>> c.advice[["rank", "kind", "predicted_us", "realized_us", "verdict"]]
            rank          kind  predicted_us  realized_us verdict
-        0     1  launch_bound    10658.0725   22992.4326   fixed
+        0     1  launch_bound     7943.1048   22992.4326   fixed
         """
         from kernelscope.analysis.remeasure import advice
         return advice(self)

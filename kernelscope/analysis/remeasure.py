@@ -63,6 +63,9 @@ VERDICTS = {
     "not": "the finding's cost and the measure barely moved, or the measure got slower beyond noise",
 }
 
+# Items of the first screen that name no fix to re-measure.
+NOT_ADVICE = ("outside_gpu_work",)
+
 
 def advice(d) -> pd.DataFrame:
     """For each item of ``d.before``'s "what to fix first" list, fixed / partly / not in
@@ -72,14 +75,16 @@ def advice(d) -> pd.DataFrame:
     >>> a = advice(c)        # a launch-bound loop, then the same loop as a CUDA graph
     >>> r = a.iloc[0]
     >>> r.measure, int(r.predicted_us), int(r.realized_us), float(r.after_cost_us), r.verdict, r.change
-    ('wall time', 10658, 22992, 0.0, 'fixed', 'inconclusive')
+    ('wall time', 7943, 22992, 0.0, 'fixed', 'inconclusive')
     >>> a.loc[0, "note"]
     'No launch_bound finding in the second run. The wall time change is inconclusive (no repeats; use --repeat N).'
     """
     before, after = d.before, d.after
     nb, na = d.repeats
     base, of = before.time_base
-    items = what_to_fix(before.findings, base, of=of)
+    # The time outside the GPU's work (the profiler's start-up, the cell's own Python) is no
+    # advice with a fix: it is not re-measured.
+    items = [it for it in what_to_fix(before.findings, base, of=of) if it["kind"] not in NOT_ADVICE]
     after_findings = [f for f in (after.findings or []) if _get(f, "kind") != "analysis_error"]
     rows = [_assess(it, before.findings[it["finding"]], d, after_findings, nb, na) for it in items]
     walls = [r["rank"] for r in rows if r["measure"] == "wall time"]

@@ -12,7 +12,7 @@ def fixes_panel(rep) -> list:
     (``analysis/priorities.py``), JSON-ready.
 
     >>> [x["rank"] for x in fixes_panel(rep)], fixes_panel(rep)[0]["share_text"]
-    ([1, 2, 3, 4], '61% of wall time')
+    ([1, 2, 3, 4], '45% of wall time')
     """
     base_us, of = rep.time_base
     return jsonable(what_to_fix(rep.findings, base_us, of=of))

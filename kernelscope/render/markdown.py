@@ -57,7 +57,7 @@ def report_markdown(rep, top: int = TOP) -> str:
     <BLANKLINE>
     ## What to fix first (time at stake, share of wall time)
     <BLANKLINE>
-    1. **[high] 6.56 ms, 61% of wall time**: Host-bound: the GPU idles 90% of the wall time, mostly waiting on host work between launches
+    1. **[high] 4.83 ms, 45% of wall time**: Host-bound: the GPU idles 90% of the wall time, mostly waiting on host work between launches
     ...
     ## Costliest kernels (2 of 25)
     <BLANKLINE>

@@ -18,6 +18,7 @@ def test_a_cuda_graph_fixes_the_launch_bound_item():
     before, after = load("launch_bound.pt.trace.json.gz"), load("graphs.pt.trace.json.gz")
     c = ks.compare(before, after)
     a, items = c.advice, before.what_to_fix()
+    items = items[items["kind"] != "outside_gpu_work"]     # no fix to re-measure
     assert list(a.columns) == ADVICE_COLUMNS
     assert a["rank"].tolist() == items["rank"].tolist() and a["title"].tolist() == items["title"].tolist()
     r = a.iloc[0]
@@ -27,8 +28,9 @@ def test_a_cuda_graph_fixes_the_launch_bound_item():
     assert r.realized_us == pytest.approx(before.meta["span_us"] - after.meta["span_us"])
     # Both runs were recorded: the realized gain also holds the recording's own cost per launch,
     # which the graph took away with the launches and which the price leaves out (it prices the
-    # run without the profiler), so the ratio is above 1 here.
-    assert r.ratio == pytest.approx(r.realized_us / r.predicted_us) and 1.0 < r.ratio < 2.5
+    # run without the profiler), and the profiler's start-up outside the GPU's work (2.7 ms, its
+    # own item): so the ratio is above 1 here.
+    assert r.ratio == pytest.approx(r.realized_us / r.predicted_us) and 1.0 < r.ratio < 3.5
     # The graph replay has no launch_bound finding: fixed, but one run each side proves nothing.
     assert "launch_bound" not in {f.kind for f in after.findings}
     assert (r.after_cost_us, r.verdict, r.change) == (0.0, "fixed", "inconclusive")
@@ -42,7 +44,8 @@ def test_a_run_against_itself_fixes_nothing():
     rep = load("wild/gpt2_infer.pt.trace.json.gz")
     c = ks.compare(rep, rep)
     a = c.advice
-    assert len(a) == len(rep.what_to_fix()) >= 3
+    items = rep.what_to_fix()
+    assert len(a) == (items["kind"] != "outside_gpu_work").sum() >= 3
     assert set(a["verdict"]) == {"not"} and (a["realized_us"] == 0).all()
     # Items about one kernel are measured on that kernel, the others on the wall time.
     kernel_items = a[a["measure"].str.startswith("kernel ")]
@@ -61,13 +64,11 @@ def test_warming_up_fixes_the_cold_start_and_every_wall_item_shares_one_gain():
     wall = cold.wall_time_us - warm.wall_time_us
     assert a.loc["cold_start", "verdict"] == "fixed" and a.loc["cold_start", "realized_us"] == pytest.approx(wall)
     assert (a["measure"] == "wall time").all() and np.allclose(a["realized_us"], wall)
-    assert "shared with items 2, 3, 4" in a.loc["cold_start", "note"]
-    # A finding still there at a small part of its cost counts as fixed (and says by how much).
-    sc = a.loc["serialized_copies"]
-    own = next(f.cost_us for f in cold.findings if f.kind == "serialized_copies")
-    after = next(f.cost_us for f in warm.findings if f.kind == "serialized_copies")
-    assert sc["after_cost_us"] == pytest.approx(after) and after < own
-    assert sc["verdict"] == ("fixed" if after <= (1 - FIXED_DROP) * own else "partly")
+    # The first-run item holds the whole wall time the warm-up gave back: no other wall item shares it.
+    assert a.loc["cold_start", "predicted_us"] == pytest.approx(wall, rel=0.01)
+    # It is the only item now: the first run holds the whole wall time (the other findings' time
+    # lies inside it), so none shares the gain.
+    assert list(a.index) == ["cold_start"]
 
 
 def with_two_repeats(name):
@@ -121,12 +122,11 @@ def test_a_padded_vocabulary_fixes_the_gemm_fallback_on_its_kernel():
     assert r.note.startswith("The kernel is gone from the second run: its whole time counts")
 
 
-def test_an_item_without_time_at_stake_needs_its_measure_to_move():
-    # The same fp32 GEMM recorded twice (5 repeats, then 1 run): the "GPU busy" item names the
-    # kernel but no time; its finding is not in the one-run recording, yet nothing was fixed.
+def test_the_same_code_recorded_twice_is_not_fixed():
+    # The same fp32 GEMM recorded twice (5 repeats, then 1 run): its fp32 item is still there at
+    # the same price, so nothing was fixed, whatever one run's wall time says.
     before, after, c = advice_of("fp32_matmul", "before.repeats", "before")
-    (r,) = c.advice.itertuples()
-    assert r.kind == "gpu_bound" and np.isnan(r.predicted_us) and r.measure.startswith("kernel cuBLAS GEMM")
-    assert "gpu_bound" not in {f.kind for f in after.findings}
-    assert r.verdict == "not" and r.change == "inconclusive"
-    assert "slower, but the change is inconclusive (repeats on one side only)" in r.note
+    r = c.advice.iloc[0]
+    assert r.kind == "fp32_gemm" and r.predicted_us > 0
+    own = next(f.cost_us for f in after.findings if f.kind == "fp32_gemm")
+    assert r.after_cost_us == pytest.approx(own) and r.verdict == "not" and r.change == "inconclusive"
