@@ -39,17 +39,24 @@ def _reports():
                                   "tuning/triton_tuning.ksreport.json.gz", "mlp_train.pt.trace.json.gz"])
 def test_sync_idle_is_in_exactly_one_item(name):
     """Sync-heavy runs (91-97% of the wall time idles after a synchronization) with a host finding
-    beside: the syncs item holds the sync idle, the host item the rest, and the two add up."""
+    beside: the syncs item holds the sync idle (less what a first run, autotuning's compiles,
+    claims first), the host item none of it, and the shares add up to at most the wall."""
     rep = ks.load(DATA / name)
     sync = Spans.of_rows(rep.gaps[rep.gaps["cause"] == "sync"])
     items = _items(rep)
-    holders = [it["kind"] for it in items
-               if any(f.spans is not None and f.spans.overlap(sync) > 0 for f in _held(rep, it))]
-    assert holders == ["syncs"]
+    # Beside the syncs, only a first run may hold sync idle (it claims first: Helion's autotuning
+    # compiles between its synchronizations); a host item keeps none of it (a gap's edges aside).
+    held = {it["kind"]: sum(f.spans.overlap(sync) for f in _held(rep, it) if f.spans is not None) for it in items}
+    holders = [k for k, v in held.items() if v > 1e-4 * sync.length]
+    assert holders in (["syncs"], ["cold_start", "syncs"])
     syncs = next(f for f in rep.findings if f.kind == "syncs")
-    assert syncs.spans.length == pytest.approx(sync.length) and syncs.cost_us <= sync.length * (1 + 1e-9)
-    host = [f for f in rep.findings if f.kind in HOST_KINDS]
-    assert host and all(f.spans.overlap(sync) == 0 and "came from synchronizations" in f.detail for f in host)
+    # Each microsecond once: the first run (which claims first) and the syncs hold disjoint parts.
+    cold = next((f for f in rep.findings if f.kind == "cold_start" and f.spans is not None), None)
+    if cold is not None:
+        assert syncs.spans.overlap(cold.spans) <= 1e-6 * sync.length
+    else:
+        assert syncs.spans.length == pytest.approx(sync.length, rel=1e-3)
+    assert syncs.cost_us <= sync.length * (1 + 1e-9)
     assert sum(it["share_of_wall"] for it in items) <= 1 + 1e-9
 
 
