@@ -73,7 +73,9 @@ def test_busy_in_a_short_window_is_an_idle_gpu(reps, name):
     assert f.title.startswith("The GPU was idle 9")
     out = next(f for f in rep.findings if f.kind == "outside_gpu_work")
     assert out.severity == "low" and out.cost_us == pytest.approx(rep.wall_time_us - dev["window_us"])
-    assert [x["kind"] for x in what_to_fix(rep.findings, rep.wall_time_us)] == ["gpu_idle", "outside_gpu_work"]
+    kinds = [x["kind"] for x in what_to_fix(rep.findings, rep.wall_time_us)]
+    # (autotune's fp32 GEMMs on CUDA cores, a kernel item, may come first.)
+    assert kinds[-1] == "outside_gpu_work" and kinds.index("gpu_idle") == len(kinds) - 2
 
 
 def test_triton_run_waited_46_percent(reps):

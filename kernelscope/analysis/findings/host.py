@@ -139,6 +139,18 @@ def _host_spans(g, dev, tl, w: _Waits) -> Spans:
     return spans | outside_parts(dev, tl, w.base)[2] if w.bound else spans
 
 
+def _host_paced(w: _Waits, dev) -> bool:
+    """Whether the host's late launches and syncs explain most of the idle time. Where the GPU
+    idles most of its own first-to-last window too, judged on the idle inside it: the time outside
+    (the profiler's start-up, the cell's own Python) is its own item and says nothing of the
+    launches; a GPU busy most of its window keeps the wall-time judgement (a short burst of work
+    in a long cell is an idle GPU, not a host-bound one)."""
+    inside = w.idle_wall - w.outside
+    if dev["busy_share"] < HOST_BOUND_MAX_BUSY and inside > 0:
+        return w.host_idle >= HOST_IDLE_MIN_SHARE * inside
+    return w.host_idle >= HOST_IDLE_MIN_SHARE * w.idle_wall
+
+
 def _host_finding(report, tl, dev, ls, w: _Waits, held: float) -> Finding:
     """One device's host finding (see :func:`host_findings`); ``held``: the idle time the
     first-run finding already holds (not counted again)."""
@@ -157,7 +169,7 @@ def _host_finding(report, tl, dev, ls, w: _Waits, held: float) -> Finding:
     # host work the profiler did not record (numpy, Python) filling most of it is host-bound.
     launch_bound = (w.bound and launches >= LAUNCH_BOUND_MIN_LAUNCHES
                     and ls["median_kernel_us"] <= SHORT_KERNEL_US
-                    and w.host_idle >= HOST_IDLE_MIN_SHARE * w.idle_wall
+                    and _host_paced(w, dev)
                     and ls["idle_host_us"] >= ls["idle_sync_us"]    # paced by launches, not by syncs
                     and not (report.ops is not None and len(report.ops)
                              and host["uncovered_us"] > HOST_IDLE_MIN_SHARE * host["idle_us"]))
@@ -295,7 +307,7 @@ def _host_bound_text(tl, dev, ls, w: _Waits, evidence, did, n_host_gaps, n_sync_
     being launch-bound: host-bound, idle most of the wall time (GPU idle), or host idle."""
     by_sync = ls["idle_sync_us"] > ls["idle_host_us"]
     what = "synchronizations" if by_sync else "host work between launches"
-    if w.bound and w.host_idle >= HOST_IDLE_MIN_SHARE * w.idle_wall:
+    if w.bound and _host_paced(w, dev):
         kind = "host_bound"
         title = (f"Host-bound: the GPU idles {1 - w.busy_wall:.0%} of the wall time, mostly "
                  f"waiting on {what}")
