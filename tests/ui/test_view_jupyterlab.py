@@ -91,7 +91,9 @@ def test_trace_file_tab_fills_its_height_and_hands_the_trace_to_perfetto(lab, pa
     # The lanes grow to fill the tab: the legend ends near the tab's bottom, no scrolling needed.
     assert legend["y"] + legend["height"] <= tab["y"] + tab["height"]
     assert tab["y"] + tab["height"] - (legend["y"] + legend["height"]) < 60
-    assert wrap["height"] > 0.6 * tab["height"]
+    # (the first screen above the tabs holds llama's two items now, the launch-bound one and the
+    # time outside the GPU's work: the lanes get a little over half of the 900 px tab)
+    assert wrap["height"] > 0.5 * tab["height"]
     page.screenshot(path=str(ARTIFACTS / "lab_file_tab_timeline.png"))
     # Perfetto: the raw trace, downloaded as the file it is ...
     view.locator(".ks-perfetto-button").click()
