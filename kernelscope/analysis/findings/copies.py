@@ -138,8 +138,10 @@ def _serialized_finding(tl, host, window) -> Finding | None:
                      [x["_start"] + x["time_us"] for x in rows])
     rows = [{a: b for a, b in x.items() if not a.startswith("_")} for x in rows]
     copied = sum(x["time_us"] for x in rows)
-    # Overlap hides the shorter of the two: copies beside little compute gain little.
-    compute = union_length(kern["start_us"], kern["end_us"])
+    # Overlap hides the shorter of the two: copies beside little compute gain little (the
+    # kernels of the copies' own devices: another GPU's compute hides nothing).
+    mine = kern[kern["device_index"].isin(host["device_index"].unique())]
+    compute = union_length(mine["start_us"], mine["end_us"])
     cost = min(copied, compute)
     streams = sorted({x["stream"] for x in rows})
     title = (f"{len(rows)} host copies ran on the compute stream{'s' * (len(streams) > 1)} "
