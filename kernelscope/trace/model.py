@@ -135,6 +135,11 @@ SYNC_CALLS = {
 }
 # Launch calls that replay a CUDA graph (``graph_launch`` of the kernels they launched).
 GRAPH_LAUNCH_CALLS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+# Calls that open and close a stream capture: launches between them on that thread build a
+# graph's nodes and run nothing, so they have no kernel of their own.
+CAPTURE_BEGIN_CALLS = ("cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph", "cuStreamBeginCapture",
+                       "cuStreamBeginCapture_v2", "cuStreamBeginCaptureToGraph", "hipStreamBeginCapture")
+CAPTURE_END_CALLS = ("cudaStreamEndCapture", "cuStreamEndCapture", "hipStreamEndCapture")
 
 
 def frame(columns: dict, schema: dict) -> pd.DataFrame:
