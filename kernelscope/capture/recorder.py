@@ -197,6 +197,10 @@ class profile:
                     "`prof.stop()` on a profiler started with `prof.start()`, or leave its `with` "
                     "block; then run again.")
             _active = self
+        from kernelscope.capture import graph_watch
+        watch = graph_watch.current()
+        # Captures numbered above this one are made inside the region (meta["graph_captures"]).
+        self._graph_since = watch.captures if watch is not None else 0
         self._stopping = False
         try:
             self._start(torch)
@@ -447,6 +451,11 @@ class profile:
             meta["distributed"] = merge_rank_tag(meta.get("distributed"), self._rank)
         if error is not None:
             meta["error"] = f"{type(error).__name__}: {error}"[:500]
+        if len(trace.kernels) and trace.kernels["graph_launch"].fillna(False).any():
+            from kernelscope.capture.graph_watch import current
+            watch = current()
+            meta["graph_captures"] = (watch.for_recording(trace.kernels, getattr(self, "_graph_since", 0))
+                                      if watch is not None else {"watch": False, "records": []})
         report = Report(trace)
         if self._repeat_events or self._repeats:
             from kernelscope.capture.repeats import per_repeat_totals

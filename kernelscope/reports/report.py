@@ -71,6 +71,9 @@ class Report:
                 old = old[old["source"] != NCU_SOURCE]
             trace = dataclasses.replace(trace, stalls=stalls if not len(old) else
                                         pd.concat([old, stalls], ignore_index=True))
+        from kernelscope.analysis.graph_match import attach
+        # Replayed CUDA graph kernels take the op that captured them, before any analysis.
+        trace = attach(trace)
         self.trace = trace
         self.meta = trace.meta
         self.ncu = ncu
@@ -115,6 +118,20 @@ class Report:
         2  nvjet_sm90_tst_320x128_64x3_1x2_h_bz...  long_scoreboard           0.2922
         """
         return self.trace.stalls
+
+    @cached_property
+    def graphs(self) -> pd.DataFrame:
+        """The CUDA graphs the recording replayed, one row each: where each was captured, its
+        replays, kernels and GPU time per replay, the capture's own cost, and the share of its
+        kernels attributed to the op that captured them (``analysis/graphs.py: graph_table``).
+        The kernels themselves carry ``graph``, ``graph_replay``, ``graph_node``,
+        ``capture_basis``, ``capture_module`` and, where none is known, ``graph_unmatched``.
+
+        >>> len(rep.graphs)      # the MLP step replayed no graph
+        0
+        """
+        from kernelscope.analysis.graphs import graph_table
+        return graph_table(self.trace, self.kernels)
 
     @cached_property
     def autotune(self) -> pd.DataFrame:
