@@ -197,9 +197,26 @@ def replays(k: pd.DataFrame) -> list[Replay]:
 
 
 def _same_labels(caps: list) -> bool:
-    cols = ("op", "input_dims", "input_types", "module", "source")
+    """Whether captures agree on every node's op, shapes, dtypes and module (then which of them
+    a replay ran does not change what its kernels are said to be)."""
+    cols = ("op", "input_dims", "input_types", "module")
     first = [[n.get(c) for c in cols] for n in caps[0].nodes]
     return all([[n.get(c) for c in cols] for n in c.nodes] == first for c in caps[1:])
+
+
+def _common_sources(caps: list) -> Capture:
+    """The last of several captures with the same labels, its source lines kept only where all
+    of them agree (a line they differ on is not known)."""
+    cap = caps[-1]
+    if len(caps) == 1:
+        return cap
+    nodes = [dict(n) for n in cap.nodes]
+    for i, n in enumerate(nodes):
+        if any(c.nodes[i].get("source") != n.get("source") for c in caps[:-1]):
+            n["source"] = None
+    out = Capture(cap.label, cap.origin, nodes, cap.capture_us, cap.deps, cap.start_us)
+    out.in_region = getattr(cap, "in_region", False)
+    return out
 
 
 def _pair_in_region(watch: list, recorded: list) -> dict:
@@ -223,8 +240,9 @@ def _pair_in_region(watch: list, recorded: list) -> dict:
 def match(trace, k: pd.DataFrame):
     """Per graph kernel (row of ``k``): the capture and node that made it, or why none is known.
 
-    Returns ``(placements, reasons, captures)``: ``placements`` maps a row to ``(capture, node
-    index, basis, replay)``, ``reasons`` maps an unmatched row to its reason.
+    Returns ``(placements, reasons, graph_of)``: ``placements`` maps a row to ``(source capture,
+    node index, basis, capture)``, ``reasons`` maps an unmatched row to its reason, ``graph_of``
+    names the graph of an unmatched row whose replay was matched.
     """
     reps = replays(k)
     watch, recorded = watch_captures(trace.meta), trace_captures(trace)
@@ -240,7 +258,8 @@ def match(trace, k: pd.DataFrame):
             keys[r] = kernel_key(names[r], [c[r] for c in cols[:3]], [c[r] for c in cols[3:]])
     eager = _eager_names(trace, k) if recorded else {}
     streams = k["stream"].to_numpy()
-    placements, reasons = {}, {}
+    placements, reasons, graph_of = {}, {}, {}
+    watch_on = bool((trace.meta.get("graph_captures") or {}).get("watch"))
     for rep in reps:
         rows = rep.rows
         if watch:
@@ -251,9 +270,9 @@ def match(trace, k: pd.DataFrame):
                 if len(caps) > 1 and not _same_labels(caps):
                     for r in rows:
                         reasons[r] = (f"{len(caps)} captured graphs have exactly these kernels, grids and "
-                                      "blocks but were captured from different ops or shapes")
+                                      "blocks but were captured from different ops, shapes or modules")
                     continue
-                cap = caps[-1]
+                cap = _common_sources(caps)
                 basis = "graph watch: kernel name, grid and block" + \
                         (f" (one of {len(caps)} identical captures)" if len(caps) > 1 else "")
                 placed, why = place_watch(cap, rk, np.arange(len(rows)))
@@ -262,10 +281,11 @@ def match(trace, k: pd.DataFrame):
                     placements[rows[pos]] = (src or cap, node, basis, cap)
                 for pos in set(range(len(rows))) - set(placed):
                     reasons[rows[pos]] = why
+                    graph_of[rows[pos]] = cap.label
                 continue
         _place_by_order(trace, k, rep, recorded, eager, streams, names, placements, reasons,
-                        watched=bool(watch))
-    return placements, reasons, watch + recorded
+                        watched=watch_on)
+    return placements, reasons, graph_of
 
 
 def _place_by_order(trace, k, rep, recorded, eager, streams, names, placements, reasons, *, watched):
@@ -274,8 +294,7 @@ def _place_by_order(trace, k, rep, recorded, eager, streams, names, placements, 
     fits = [c for c in recorded if c.start_us is not None and c.start_us <= rep.launch_start_us
             and sum(n["kind"] == "kernel" for n in c.nodes) == n_k]
     if not fits:
-        why = ("no capture in the recording or the graph watch has these kernels" if watched or recorded
-               else NO_WATCH)
+        why = ("no capture in the recording or the graph watch has these kernels" if watched else NO_WATCH)
         for r in rows:
             reasons[r] = why
         return
@@ -320,7 +339,7 @@ def attach(trace):
     k = trace.kernels
     if "graph" in k.columns or not len(k) or not k["graph_launch"].fillna(False).any():
         return trace
-    placements, reasons, _ = match(trace, k)
+    placements, reasons, graph_of = match(trace, k)
     k = k.copy()
     for col, kind in ATTR_COLUMNS.items():
         k[col] = pd.Series([None] * len(k), dtype=object if kind == "object" else kind, index=k.index)
@@ -354,6 +373,8 @@ def attach(trace):
         k.iat[i, k.columns.get_loc("capture_module")] = module
     for row, why in reasons.items():
         k.iat[k.index.get_loc(row), k.columns.get_loc("graph_unmatched")] = why
+    for row, label in graph_of.items():
+        k.iat[k.index.get_loc(row), k.columns.get_loc("graph")] = label
     k["op"] = pd.Series(op, dtype=object, index=k.index)
     k["op_index"] = pd.array([None if v is None or v is pd.NA else int(v) for v in op_index], dtype="Int64")
     k["source"] = pd.Series(source, dtype=object, index=k.index)

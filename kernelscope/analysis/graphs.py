@@ -132,7 +132,7 @@ def graph_table(trace, kernels: pd.DataFrame) -> pd.DataFrame:
     for label, part in g.groupby("label", sort=False):
         per = part.groupby("correlation").agg(first=("start_us", "min"), last=("end_us", "max"),
                                               n=("name", "size"), busy=("duration_us", "sum"))
-        ops = part.loc[part["graph"].notna(), "op"].dropna().value_counts().head(3)
+        ops = part.loc[part["graph_unmatched"].isna(), "op"].dropna().value_counts().head(3)
         why = part["graph_unmatched"].dropna()
         c_us, where = cost.get(label, (None, "unknown: not attributed"))
         rows.append({"graph": label, "captured": where, "replays": len(per),
@@ -140,8 +140,7 @@ def graph_table(trace, kernels: pd.DataFrame) -> pd.DataFrame:
                      "replay_us": float((per["last"] - per["first"]).median()),
                      "kernel_us_per_replay": float(per["busy"].median()),
                      "total_us": float(part["duration_us"].sum()), "capture_us": c_us,
-                     "attributed": float(part["graph"].notna().mean() if "graph" in part else 0.0)
-                     if label in cost else 0.0,
+                     "attributed": float(part["graph_unmatched"].isna().mean()) if label in cost else 0.0,
                      "ops": ", ".join(f"{o} ×{n}" for o, n in ops.items()),
                      "unmatched": why.iloc[0] if len(why) else None})
     out = pd.DataFrame(rows, columns=GRAPH_COLUMNS)

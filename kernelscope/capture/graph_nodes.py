@@ -99,14 +99,23 @@ def _name(params: _KernelParams):
 
 
 def _deps(node, index: dict) -> list:
-    f = _fn("cuGraphNodeGetDependencies")
+    # The _v2 call also reads edges that carry data (ports, programmatic launches), which the
+    # first version refuses to list (CUDA_ERROR_LOSSY_QUERY): a node would look like a root.
+    f2, f = _fn("cuGraphNodeGetDependencies_v2"), _fn("cuGraphNodeGetDependencies")
     n = ctypes.c_size_t(0)
-    if f is None or f(ctypes.c_void_p(node), None, ctypes.byref(n)) != 0 or not n.value:
+    if f2 is not None:
+        if f2(ctypes.c_void_p(node), None, None, ctypes.byref(n)) != 0 or not n.value:
+            return []
+        arr, edges = (ctypes.c_void_p * n.value)(), (ctypes.c_uint64 * n.value)()
+        rc = f2(ctypes.c_void_p(node), arr, edges, ctypes.byref(n))
+    elif f is not None:
+        if f(ctypes.c_void_p(node), None, ctypes.byref(n)) != 0 or not n.value:
+            return []
+        arr = (ctypes.c_void_p * n.value)()
+        rc = f(ctypes.c_void_p(node), arr, ctypes.byref(n))
+    else:
         return []
-    arr = (ctypes.c_void_p * n.value)()
-    if f(ctypes.c_void_p(node), arr, ctypes.byref(n)) != 0:
-        return []
-    return sorted(index[a] for a in arr[:n.value] if a in index)
+    return sorted(index[a] for a in arr[:n.value] if a in index) if rc == 0 else []
 
 
 def describe(node, index: dict) -> dict:

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 from kernelscope.capture import graph_nodes
 
@@ -168,25 +169,39 @@ class GraphWatch:
                 n.setdefault("input_types", types)
                 n.setdefault("module", module)
                 n.setdefault("source", source)
-        self.records.append({
-            "capture": self.captures, "stream": cap.stream, "thread": cap.thread,
-            "wall_ns": cap.wall0, "capture_us": (time.perf_counter_ns() - cap.t0) / 1e3,
-            "exec_id": graph_nodes.exec_id(exec_handle), "nodes": cap.nodes,
-        })
+        rec = {"capture": self.captures, "stream": cap.stream, "thread": cap.thread,
+               "wall_ns": cap.wall0, "capture_us": (time.perf_counter_ns() - cap.t0) / 1e3,
+               "exec_id": graph_nodes.exec_id(exec_handle), "nodes": cap.nodes, "freed_ns": None}
+        self.records.append(rec)
         del self.records[:-MAX_GRAPHS]
+        # A graph freed before a recording starts cannot be what the recording replays.
+        try:
+            weakref.finalize(graph_obj, _freed, rec, self)
+        except TypeError:
+            pass
 
 
-    def for_recording(self, kernels, since: int) -> dict:
+    def mark(self) -> tuple:
+        """Where a recording starts: (captures so far, the clock), for :meth:`for_recording`."""
+        return self.captures, time.perf_counter_ns()
+
+    def for_recording(self, kernels, since: tuple) -> dict:
         """What a recording keeps (its ``meta["graph_captures"]``): the captures made during it
         (``in_region``) and the earlier ones that launched as many kernels as one of its replays."""
         g = kernels["graph_launch"].fillna(False).to_numpy(dtype=bool)
         sizes = set(kernels.loc[g].groupby("correlation").size().tolist())
         keep = []
         for r in self.records:
-            inside = r["capture"] > since
+            inside = r["capture"] > since[0]
+            if r["freed_ns"] is not None and r["freed_ns"] < since[1]:
+                continue    # freed before the recording started
             if inside or sum(n.get("kind") == "kernel" for n in r["nodes"]) in sizes:
                 keep.append({**r, "in_region": inside})
         return {"watch": self.on, "records": keep, "errors": list(self.errors[-5:])}
+
+
+def _freed(rec: dict, watch: "GraphWatch") -> None:
+    rec["freed_ns"] = time.perf_counter_ns()
 
 
 def _module_hooks(cap: _Capture) -> list:

@@ -200,7 +200,7 @@ class profile:
         from kernelscope.capture import graph_watch
         watch = graph_watch.current()
         # Captures numbered above this one are made inside the region (meta["graph_captures"]).
-        self._graph_since = watch.captures if watch is not None else 0
+        self._graph_since = watch.mark() if watch is not None else (0, 0)
         self._stopping = False
         try:
             self._start(torch)
@@ -454,7 +454,7 @@ class profile:
         if len(trace.kernels) and trace.kernels["graph_launch"].fillna(False).any():
             from kernelscope.capture.graph_watch import current
             watch = current()
-            meta["graph_captures"] = (watch.for_recording(trace.kernels, getattr(self, "_graph_since", 0))
+            meta["graph_captures"] = (watch.for_recording(trace.kernels, getattr(self, "_graph_since", (0, 0)))
                                       if watch is not None else {"watch": False, "records": []})
         report = Report(trace)
         if self._repeat_events or self._repeats:
