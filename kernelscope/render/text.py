@@ -51,6 +51,8 @@ def _header_lines(p: Panels) -> list:
         lines.append(f"  wall time{clock}: {fmt_us(s['wall_us'])}   kernels: {s['launches']:,} launches of "
                      f"{s['kernels']:,} kernels   GPU kernel time: {fmt_us(s['gpu_time_us'])}"
                      f"   copies + memsets: {s['copies']:,}")
+    if h.completeness:
+        lines.append(f"  recording: {h.completeness['line']}")
     lines += [f"  note: {n}" for n in p.notes]
     return lines
 
