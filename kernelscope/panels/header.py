@@ -60,8 +60,8 @@ def header_panel(rep, k: pd.DataFrame, copies: pd.DataFrame, tl, names: np.ndarr
 def ledger(rep) -> dict | None:
     """The report's completeness ledger as data (None where it could not be computed).
 
-    >>> ledger(rep)["line"][:42]
-    '74 kernels, 4 copies, 2 memsets, 88 runtim'
+    >>> ledger(rep)["line"][:40]
+    '74 kernel launches, 4 copies, 2 memsets,'
     """
     return safe(lambda: rep.completeness.to_dict(), None)
 

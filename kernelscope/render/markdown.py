@@ -55,6 +55,9 @@ def report_markdown(rep, top: int = TOP) -> str:
     NVIDIA H200 (sm\_90, 132 SMs) · wall time (profiler span) 10.81 ms · GPU busy 9.5% · 74 kernel launches
     of 25 kernels · GPU kernel time 737.5 us · 6 copies + memsets
     <BLANKLINE>
+    Recording: 74 kernel launches, 4 copies, 2 memsets, 88 runtime calls, 454 CPU ops; every launch has its GPU
+    record; profiler's drop counts: not told by this source
+    <BLANKLINE>
     ## What to fix first (time at stake, share of wall time)
     <BLANKLINE>
     1. **[high] 4.83 ms, 45% of wall time**: Host-bound: the GPU idles 90% of the wall time, mostly waiting on host work between launches

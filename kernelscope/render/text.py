@@ -27,6 +27,8 @@ def report_text(rep, top: int | None = None) -> str:
       source: launch_bound.pt.trace.json.gz
       devices: NVIDIA H200 (sm_90, 132 SMs)
       wall time (profiler span): 28.49 ms   kernels: 2,000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
+      recording: 2,000 kernel launches, 0 copies, 0 memsets, 2,002 runtime calls, 2,000 CPU ops; every launch has its
+      GPU record; profiler's drop counts: not told by this source
     <BLANKLINE>
       kernel                                           backend    launches      total       mean     median        min        max    std dev  share
     ...
