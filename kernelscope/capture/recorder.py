@@ -438,6 +438,9 @@ class profile:
         meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes + notes_from(self._stderr)
         if self._stderr:
             meta["profiler_log"] = self._stderr[:MAX_LOG_LINES]
+        # What Kineto/CUPTI said they lost, from the whole log (the completeness ledger reads it).
+        from kernelscope.analysis.completeness import profiler_said
+        meta["profiler_said"] = profiler_said(self._stderr)
         if self.title:
             meta["title"] = self.title
         meta["cuda_event_us"] = cuda_us

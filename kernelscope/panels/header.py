@@ -24,6 +24,9 @@ class Header:
     devices: list             # one record per device (name, compute_major, compute_minor, num_sms, ...)
     stats: dict               # the headline figures: wall and GPU time, busy share, launches, ...
     capabilities: dict        # a run's timeline or an Nsight Compute replay: tabs, tiles, who measured
+    # The completeness ledger (analysis/completeness.py: ``rep.completeness.to_dict()``); its
+    # ``line`` is what every output shows under the tiles.
+    completeness: dict | None = None
 
     def device_texts(self) -> list:
         """Each device as one phrase ("?" for what the trace's header did not record).
@@ -50,7 +53,17 @@ def header_panel(rep, k: pd.DataFrame, copies: pd.DataFrame, tl, names: np.ndarr
     return Header(title=title if isinstance(title, str) and title else "report",
                   source=str(src) if src and not str(src).startswith("<") else None,
                   partial=bool(rep.partial), devices=records(rep.devices),
-                  stats=stats(rep, k, copies, tl, names), capabilities=capabilities(rep.meta))
+                  stats=stats(rep, k, copies, tl, names), capabilities=capabilities(rep.meta),
+                  completeness=ledger(rep))
+
+
+def ledger(rep) -> dict | None:
+    """The report's completeness ledger as data (None where it could not be computed).
+
+    >>> ledger(rep)["line"][:40]
+    '74 kernel launches, 4 copies, 2 memsets,'
+    """
+    return safe(lambda: rep.completeness.to_dict(), None)
 
 
 def stats(rep, k: pd.DataFrame, copies: pd.DataFrame, tl, names: np.ndarray | None = None) -> dict:

@@ -59,7 +59,9 @@ def _head(p: Panels) -> str:
              f"{' · ' + devs if devs else ''}</span>"
              + (" <b style='color:#a40e26'>(partial: the run stopped early)</b>" if h.partial else ""))
     notes = "".join(f"<li>{_e(n)}</li>" for n in p.notes)
-    return (f"<div>{title}</div><div style='margin:4px 0'>{tiles}</div>"
+    ledger = (f"<div class='ks-ledger' style='{_MUTED}margin:2px 0'>recording: {_e(h.completeness['line'])}</div>"
+              if h.completeness else "")
+    return (f"<div>{title}</div><div style='margin:4px 0'>{tiles}</div>" + ledger
             + (f"<ul style='{_MUTED}margin:2px 0'>{notes}</ul>" if notes else ""))
 
 

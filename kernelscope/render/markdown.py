@@ -41,7 +41,7 @@ def first_screen(rep, top: int = TOP) -> dict:
                                             "kernels", "copies", "ops")},
             "fixes_of": p.time_of, "fixes": [{k: x.get(k) for k in _FIX_FIELDS} for x in p.fixes],
             "findings": len(p.findings), "kernels": kernels, "kernels_in_all": p.kernel_table.distinct,
-            "notes": p.notes}
+            "completeness": h.completeness, "notes": p.notes}
 
 
 def report_markdown(rep, top: int = TOP) -> str:
@@ -54,6 +54,9 @@ def report_markdown(rep, top: int = TOP) -> str:
     <BLANKLINE>
     NVIDIA H200 (sm\_90, 132 SMs) · wall time (profiler span) 10.81 ms · GPU busy 9.5% · 74 kernel launches
     of 25 kernels · GPU kernel time 737.5 us · 6 copies + memsets
+    <BLANKLINE>
+    Recording: 74 kernel launches, 4 copies, 2 memsets, 88 runtime calls, 454 CPU ops; every launch has its GPU
+    record; profiler's drop counts: not told by this source
     <BLANKLINE>
     ## What to fix first (time at stake, share of wall time)
     <BLANKLINE>
@@ -74,6 +77,8 @@ def report_markdown(rep, top: int = TOP) -> str:
             f"{h['copies']:,} copies + memsets"]
     out = [f"# kernelscope: {_md(s['title'])}" + (" (partial: the run stopped early)" if s["partial"] else ""), "",
            " · ".join(line)]
+    if s["completeness"]:
+        out += ["", f"Recording: {_md(s['completeness']['line'])}"]
     out += [f"> note: {_md(n)}" for n in s["notes"]]
     out += _fix_lines(s) + _kernel_lines(s)
     return printable("\n".join(out))

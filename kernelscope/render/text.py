@@ -27,6 +27,8 @@ def report_text(rep, top: int | None = None) -> str:
       source: launch_bound.pt.trace.json.gz
       devices: NVIDIA H200 (sm_90, 132 SMs)
       wall time (profiler span): 28.49 ms   kernels: 2,000 launches of 2 kernels   GPU kernel time: 1.84 ms   copies + memsets: 0
+      recording: 2,000 kernel launches, 0 copies, 0 memsets, 2,002 runtime calls, 2,000 CPU ops; every launch has its
+      GPU record; profiler's drop counts: not told by this source
     <BLANKLINE>
       kernel                                           backend    launches      total       mean     median        min        max    std dev  share
     ...
@@ -51,6 +53,8 @@ def _header_lines(p: Panels) -> list:
         lines.append(f"  wall time{clock}: {fmt_us(s['wall_us'])}   kernels: {s['launches']:,} launches of "
                      f"{s['kernels']:,} kernels   GPU kernel time: {fmt_us(s['gpu_time_us'])}"
                      f"   copies + memsets: {s['copies']:,}")
+    if h.completeness:
+        lines.append(f"  recording: {h.completeness['line']}")
     lines += [f"  note: {n}" for n in p.notes]
     return lines
 

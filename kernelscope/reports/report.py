@@ -285,6 +285,18 @@ class Report:
         from kernelscope.analysis.findings import find_all
         return find_all(self)
 
+    @cached_property
+    def completeness(self):
+        """The completeness ledger (a ``Completeness``): kernels, copies, memsets, runtime calls and
+        CPU ops recorded, and each gap (launches with no kernel, kernels with no launch, records
+        the profiler dropped, events the reader repaired) with what it means for the numbers.
+
+        >>> rep.completeness.complete, rep.completeness.recorded["kernels"]
+        (True, 74)
+        """
+        from kernelscope.analysis.completeness import completeness
+        return completeness(self.trace)
+
     def what_to_fix(self) -> pd.DataFrame:
         """What to fix first, as the first screen lists it (text, HTML and widget read the same
         list): one row per item with ``rank``, ``kind``, ``severity``, ``title``, ``cost_us``,

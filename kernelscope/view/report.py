@@ -128,6 +128,8 @@ def view_model(rep, window: tuple | None = None, *, options: dict | None = None)
         # What this report can show: a run's timeline, or an Nsight Compute replay's kernels only
         # (its tabs, tiles, who measured the durations; analysis/replay.py).
         "capabilities": p.header.capabilities,
+        # The completeness ledger (analysis/completeness.py): its ``line`` under the tiles.
+        "completeness": p.header.completeness,
         # The tab a report opens on: CPU ops when the run recorded no GPU work.
         "open_tab": "CPU ops" if not len(k_all) and not len(copies_all) and len(rep.ops) else "Kernels",
         "backends": p.backends,

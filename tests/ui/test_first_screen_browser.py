@@ -126,6 +126,11 @@ def test_widget_says_what_text_and_html_say(site, page, reports):
     tiles = dict(zip(page.locator(".ks-tile-label").all_inner_texts(), page.locator(".ks-tile-value").all_inner_texts()))
     assert tiles["GPU busy"] == "0.2%"
     assert page.locator(".ks-fix-title").first.inner_text().startswith("The GPU was idle 99.8%")
+    # The completeness ledger's line is Python's text (its JAX copy has no launch call Kineto recorded).
+    line = reports["jax_cell"].completeness.line
+    assert "missing: 1 kernels or copies with no launch" in line
+    assert page.locator(".ks-ledger").inner_text() == f"recording: {line}"
+    assert f"recording: {line}" in report_text(reports["jax_cell"])
     assert not page.errors, page.errors
 
 

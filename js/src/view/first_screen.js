@@ -1,5 +1,6 @@
 // The report's first screen: the title, the headline tiles (wall time, GPU busy, launches,
 // kernels, kernel time, copies, CPU ops: the payload's `stats`, kernelscope/view/report.py) and
+// the ledger line (`completeness`, kernelscope/analysis/completeness.py), and
 // the list of what to fix first, ranked by the time at stake (the payload's `fixes`:
 // kernelscope/analysis/priorities.py), each with links to its evidence and to the finding.
 import { h, fmtUs, fmtPct, fmtInt } from "./format.js";
@@ -22,6 +23,13 @@ export function header(model) {
       devs ? h("span", { class: "ks-devices", text: devs }) : null
     ),
     tiles(hd),
+    // The completeness ledger's line, as Python wrote it (analysis/completeness.py).
+    hd.completeness && hd.completeness.line
+      ? h("div", {
+          class: hd.completeness.complete ? "ks-note ks-ledger" : "ks-note ks-ledger ks-ledger-missing",
+          text: `recording: ${hd.completeness.line}`,
+        })
+      : null,
     (hd.stats || {}).no_gpu
       ? h("div", {
           class: "ks-note ks-no-gpu",

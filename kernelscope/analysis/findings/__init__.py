@@ -15,6 +15,7 @@ The package: ``base`` (Finding, severity, evidence links), then one module per f
 before the GPU's first work and after its last), ``copies`` (pageable and
 serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline``, ``gemm_fallback``,
 ``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``,
+``completeness`` (the recording's ledger: launches with no kernel, records dropped),
 ``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys),
 ``kernels`` (fp32 GEMMs on CUDA cores, grids smaller than the GPU, unfused elementwise chains) and
 ``triton_variants`` (a Triton kernel's compiled facts: uncoalesced loads, register spills).
@@ -61,6 +62,7 @@ def find_all(report) -> list:
     if tl is None:
         from kernelscope.analysis.timeline import timeline
         tl = timeline(report)
+    from kernelscope.analysis.findings.completeness import completeness_findings
     from kernelscope.analysis.findings.counters import counter_findings
     from kernelscope.analysis.findings.empty_capture import empty_capture_findings
     from kernelscope.analysis.findings.gemm_fallback import gemm_fallback_findings
@@ -76,7 +78,8 @@ def find_all(report) -> list:
     rules = (empty_capture_findings, host_findings, sync_findings, outside_findings, copy_findings,
              stream_findings, graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
              counter_findings, rule_findings, access_findings, tuning_findings, fp32_gemm_findings,
-             tiny_grid_findings, unfused_elementwise_findings, uncoalesced_findings, register_spills_findings)
+             tiny_grid_findings, unfused_elementwise_findings, uncoalesced_findings, register_spills_findings,
+             completeness_findings)
     if is_replay(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
         # stream overlap were not recorded, so the timeline's rules have nothing to say.
