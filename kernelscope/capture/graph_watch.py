@@ -273,57 +273,29 @@ def _triton_marks(cap: _Capture) -> list:
     return out
 
 
-# Python operators as torch calls them (Tensor.__iadd__) -> the aten op they run.
-_DUNDER_OPS = {"iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "truediv": "div",
-               "radd": "add", "rmul": "mul", "rsub": "rsub", "getitem": "index", "setitem": "index_put_",
-               "neg": "neg", "pow": "pow", "ipow": "pow_"}
-
-
-def _function_op(func) -> str:
-    name = getattr(func, "__name__", None) or str(func)
-    if name.startswith("__") and name.endswith("__"):
-        name = name[2:-2]
-        name = _DUNDER_OPS.get(name, name)
-    return "aten::" + name
-
-
 def _OpMarks(watch: GraphWatch, cap: _Capture):
-    """A mode that notes which nodes each op added to the capture's graph.
+    """A dispatch mode that notes which nodes each aten op added to the capture's graph.
 
-    Where torch's compiler is already loaded, a dispatch mode sees the aten ops themselves (what
-    Kineto names a kernel's op). Elsewhere a torch-function mode sees the torch calls (``linear``,
-    ``layer_norm``: the aten op each one is): the first dispatch mode of a process makes torch
-    import its compiler (6.7 s on the H200), a price a watch must not add to a first capture.
+    A dispatch mode sits below autograd and leaves the model's own path as it is (a
+    torch-function mode would turn off fast paths such as TransformerEncoderLayer's). Its one
+    cost: the first dispatch mode of a process makes torch import its compiler (4-7 s on the
+    H200), paid once, at the first capture, where torch.compile has not already paid it.
     """
-    def note(func_name, args, before, after):
-        if after > before >= 0:
-            dims, kinds = _tensor_info(args)
-            cap.marks.append((before, after, func_name, dims, kinds, cap.module_path(),
-                              _source_line(sys._getframe(2))))
+    from torch.utils._python_dispatch import TorchDispatchMode
 
-    if "torch._dynamo" in sys.modules:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        class OpMarks(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                before = graph_nodes.node_count(cap.handle)
-                out = func(*args, **(kwargs or {}))
-                name = "aten::" + func._schema.name.split("::", 1)[-1] if hasattr(func, "_schema") else str(func)
-                note(name, args, before, graph_nodes.node_count(cap.handle))
-                return out
-        return OpMarks()
-
-    from torch.overrides import TorchFunctionMode
-
-    class FunctionMarks(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
+    class OpMarks(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             before = graph_nodes.node_count(cap.handle)
             out = func(*args, **(kwargs or {}))
             after = graph_nodes.node_count(cap.handle)
-            if after > before:
-                note(_function_op(func), args, before, after)
+            if after > before >= 0:
+                dims, kinds = _tensor_info(args)
+                name = "aten::" + func._schema.name.split("::", 1)[-1] if hasattr(func, "_schema") else str(func)
+                cap.marks.append((before, after, name, dims, kinds, cap.module_path(),
+                                  _source_line(sys._getframe(1))))
             return out
-    return FunctionMarks()
+
+    return OpMarks()
 
 
 def watch_graphs(on: bool = True) -> GraphWatch:

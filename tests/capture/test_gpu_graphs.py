@@ -102,9 +102,7 @@ def test_decode_graphs_per_batch_size_replayed_out_of_order():
     assert len(k) == 6 * 28 and k["graph_unmatched"].isna().all()
     ops = rep.trace.ops
     # Each replay's first GEMM (the first block's QKV projection) carries that replay's batch size.
-    # (aten::mm under a dispatch mode, aten::linear under the torch-function mode: see graph_watch)
-    first_mm = k[k["op"].isin(["aten::mm", "aten::linear"])].sort_values("start_us") \
-        .groupby("correlation", sort=False).head(1)
+    first_mm = k[k["op"] == "aten::mm"].sort_values("start_us").groupby("correlation", sort=False).head(1)
     first_mm = first_mm.sort_values("launch_start_us")
     batch = [ops.iloc[int(i)]["input_dims"][0][0] for i in first_mm["op_index"]]
     assert batch == order
