@@ -77,7 +77,7 @@ def decode_graphs(torch, dec, sizes):
     with torch.no_grad():
         for b in sizes:
             tok = torch.randint(0, 32000, (b,), device="cuda")
-            _warm(torch, lambda: dec.step(tok, cache))
+            _warm(torch, lambda tok=tok: dec.step(tok, cache))
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g):
                 out = dec.step(tok, cache)
@@ -95,7 +95,7 @@ def resnetish(torch):
     try:
         import torchvision
         return torchvision.models.resnet18().cuda().eval(), "torchvision resnet18"
-    except Exception:
+    except Exception:  # noqa: BLE001 - any torchvision failure: the same shape of model by hand
         m = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
                           block(64, 64, 1), block(64, 128, 2), block(128, 256, 2), block(256, 512, 2),
                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000))
@@ -104,6 +104,7 @@ def resnetish(torch):
 
 def run(name, out: Path, body, *, watch=True):
     import torch
+
     import kernelscope as ks
     w = ks.watch_graphs(on=watch)
     n0 = len(w.records)
@@ -115,7 +116,7 @@ def run(name, out: Path, body, *, watch=True):
         body["region"](pre)
         torch.cuda.synchronize()
     wall = time.perf_counter() - t0
-    with open(trace, "rb") as f, gzip.open(str(trace) + ".gz", "wb") as g:
+    with trace.open("rb") as f, gzip.open(str(trace) + ".gz", "wb") as g:
         shutil.copyfileobj(f, g)
     trace.unlink()
     p.report.save(str(out / f"{name}.ks.json"))
@@ -226,6 +227,7 @@ def workloads(torch):
 
 def probe(out: Path):
     import torch
+
     from kernelscope.capture import graph_nodes
     lib = graph_nodes.driver()
     facts = {"torch": torch.__version__, "cuda": torch.version.cuda,
@@ -237,7 +239,7 @@ def probe(out: Path):
     try:
         import cuda.bindings
         facts["cuda_bindings"] = getattr(cuda.bindings, "__version__", "?")
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a fact about the machine, whatever the failure
         facts["cuda_bindings"] = f"missing ({type(e).__name__})"
     # What the watch costs: 5,000 eager launches with it on and off, and one capture each way.
     import kernelscope as ks
@@ -285,7 +287,7 @@ def main(argv):
             continue
         try:
             run(name, out, make(), watch=(name != "no_watch"))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - one workload's failure is reported, the others run
             import traceback
             traceback.print_exc()
             print(f"{name}: FAILED {type(e).__name__}: {e}", flush=True)

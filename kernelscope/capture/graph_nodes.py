@@ -89,11 +89,9 @@ def nodes(graph) -> list:
 
 def _name(params: _KernelParams):
     out = ctypes.c_char_p()
-    if params.func and _fn("cuFuncGetName") is not None:
-        if _fn("cuFuncGetName")(ctypes.byref(out), ctypes.c_void_p(params.func)) == 0 and out.value:
-            return out.value.decode("utf-8", "replace")
-    if params.kern and _fn("cuKernelGetName") is not None:
-        if _fn("cuKernelGetName")(ctypes.byref(out), ctypes.c_void_p(params.kern)) == 0 and out.value:
+    for handle, call in ((params.func, "cuFuncGetName"), (params.kern, "cuKernelGetName")):
+        f = _fn(call)
+        if handle and f is not None and f(ctypes.byref(out), ctypes.c_void_p(handle)) == 0 and out.value:
             return out.value.decode("utf-8", "replace")
     return None
 

@@ -135,7 +135,7 @@ class GraphWatch:
             cap.mode = _OpMarks(self, cap).__enter__()
             cap.hooks = _module_hooks(cap) + _triton_marks(cap)
             self._current = cap
-        except Exception as e:     # a watch never breaks the user's capture
+        except Exception as e:  # noqa: BLE001 - a watch never breaks the user's capture
             self.errors.append(f"capture start: {type(e).__name__}: {e}"[:300])
 
     def _end_ops(self, graph_obj):
@@ -149,7 +149,7 @@ class GraphWatch:
             handles = graph_nodes.nodes(cap.handle)
             index = {h: i for i, h in enumerate(handles)}
             cap.nodes = [graph_nodes.describe(h, index) for h in handles]
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a watch never breaks the user's capture
             self.errors.append(f"capture end: {type(e).__name__}: {e}"[:300])
             return None
         return cap
@@ -161,7 +161,7 @@ class GraphWatch:
         cap.graph_obj = cap.mode = cap.hooks = None
         try:
             exec_handle = graph_obj.raw_cuda_graph_exec() if hasattr(graph_obj, "raw_cuda_graph_exec") else 0
-        except Exception:
+        except Exception:  # noqa: BLE001 - no exec handle: the record lacks an exec id, nothing else
             exec_handle = 0
         self.captures += 1
         for first, stop, op, dims, types, module, source in cap.marks:
@@ -202,7 +202,7 @@ class GraphWatch:
         return {"watch": self.on, "records": keep, "errors": list(self.errors[-5:])}
 
 
-def _freed(rec: dict, watch: "GraphWatch") -> None:
+def _freed(rec: dict, watch: GraphWatch) -> None:
     rec["freed_ns"] = time.perf_counter_ns()
 
 
