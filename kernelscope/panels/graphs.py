@@ -54,7 +54,7 @@ def cell_text(key: str, v) -> str:
     """
     if v is None or (isinstance(v, float) and v != v):
         return "-"
-    if key.endswith("_us"):
+    if key.endswith("_us") or "_us_" in key:
         return fmt_us(v)
     if key == "attributed":
         return fmt_pct(v, None)

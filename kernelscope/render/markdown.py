@@ -41,7 +41,7 @@ def first_screen(rep, top: int = TOP) -> dict:
                                             "kernels", "copies", "ops")},
             "fixes_of": p.time_of, "fixes": [{k: x.get(k) for k in _FIX_FIELDS} for x in p.fixes],
             "findings": len(p.findings), "kernels": kernels, "kernels_in_all": p.kernel_table.distinct,
-            "notes": p.notes}
+            "notes": p.notes, "graphs": p.graphs}
 
 
 def report_markdown(rep, top: int = TOP) -> str:
@@ -75,7 +75,7 @@ def report_markdown(rep, top: int = TOP) -> str:
     out = [f"# kernelscope: {_md(s['title'])}" + (" (partial: the run stopped early)" if s["partial"] else ""), "",
            " · ".join(line)]
     out += [f"> note: {_md(n)}" for n in s["notes"]]
-    out += _fix_lines(s) + _kernel_lines(s)
+    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(s)
     return printable("\n".join(out))
 
 
@@ -108,6 +108,19 @@ def _kernel_lines(s: dict) -> list:
             occ += f" ({_md(k['occupancy_limiter'])})"
         out.append(f"| {_md(k['short_name'])} | {_md(k['backend'])} | {k['launches']:,} | {fmt_us(k['total_us'])} "
                    f"| {fmt_us(k['mean_us'])} | {fmt_pct(k['share'])} | {occ} |")
+    return out
+
+
+def _graph_lines(s: dict) -> list:
+    """The CUDA graphs replayed, one table row each (labels and cells: panels/graphs.py)."""
+    g = s.get("graphs")
+    if not g:
+        return []
+    cols = g["columns"]
+    out = ["", f"## {_md(g['title'])} (`rep.graphs`)", "",
+           "| " + " | ".join(_md(c["label"]) for c in cols) + " |",
+           "|" + "|".join("--:" if c["num"] else "---" for c in cols) + "|"]
+    out += ["| " + " | ".join(_md(r["text"][c["key"]]) for c in cols) + " |" for r in g["rows"]]
     return out
 
 
