@@ -41,7 +41,7 @@ def first_screen(rep, top: int = TOP) -> dict:
                                             "kernels", "copies", "ops")},
             "fixes_of": p.time_of, "fixes": [{k: x.get(k) for k in _FIX_FIELDS} for x in p.fixes],
             "findings": len(p.findings), "kernels": kernels, "kernels_in_all": p.kernel_table.distinct,
-            "notes": p.notes, "graphs": p.graphs}
+            "notes": p.notes}
 
 
 def report_markdown(rep, top: int = TOP) -> str:
@@ -75,7 +75,7 @@ def report_markdown(rep, top: int = TOP) -> str:
     out = [f"# kernelscope: {_md(s['title'])}" + (" (partial: the run stopped early)" if s["partial"] else ""), "",
            " · ".join(line)]
     out += [f"> note: {_md(n)}" for n in s["notes"]]
-    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(s)
+    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(report_panels(rep).graphs)
     return printable("\n".join(out))
 
 
@@ -111,9 +111,8 @@ def _kernel_lines(s: dict) -> list:
     return out
 
 
-def _graph_lines(s: dict) -> list:
+def _graph_lines(g: dict | None) -> list:
     """The CUDA graphs replayed, one table row each (labels and cells: panels/graphs.py)."""
-    g = s.get("graphs")
     if not g:
         return []
     cols = g["columns"]
