@@ -96,6 +96,7 @@ def test_a_replayed_kernel_shows_its_capture(site, small, reports):
     assert fields["graph"] == "capture 1" if launches["graph"].nunique() == 1 else "capture 1" in fields["graph"]
     assert launches["capture_basis"].iloc[0] in fields["capture_basis"]
     assert "graph_unmatched" not in fields
+    small.screenshot(path=str(ARTIFACTS / "graphs_kernel_details.png"), full_page=True)
     # The graph's launches open in the kernel table.
     small.locator(".ks-tab[data-tab='CUDA graphs']").click()
     small.locator(".ks-graph-launches").first.click()
