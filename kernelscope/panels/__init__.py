@@ -20,6 +20,7 @@ import pandas as pd
 from kernelscope.analysis.distinct import first_rows
 from kernelscope.panels.base import records, safe
 from kernelscope.panels.fixes import findings_panel, fixes_panel
+from kernelscope.panels.graphs import graphs_panel
 from kernelscope.panels.header import Header, header_panel
 from kernelscope.panels.kernels import KernelTable, kernel_table
 from kernelscope.panels.measured import counter_samples, stalls_panel
@@ -33,7 +34,7 @@ __all__ = ["Panels", "report_panels"]
 
 # The order in which a failed panel's note is listed (the order the view has always listed them).
 _PROBLEM_ORDER = ("timeline", "findings", "what to fix", "backend breakdown", "roofline",
-                  "Nsight Compute deep dive", "autotuning")
+                  "Nsight Compute deep dive", "autotuning", "CUDA graphs")
 
 
 class Panels:
@@ -170,6 +171,11 @@ class Panels:
     def tuning_kernels(self) -> dict:
         """Per kernel name its producer and knob sets (the tuning block's whole-report part)."""
         return tuning_kernels(self.rep)
+
+    @cached_property
+    def graphs(self) -> dict | None:
+        """The CUDA graphs the recording replayed (``rep.graphs``) with their labels, or None."""
+        return self._safe(lambda: graphs_panel(self.rep), None, "CUDA graphs")
 
 
 # One Panels per report (weakly held), made again when the report's tables were replaced.

@@ -38,7 +38,7 @@ def report_html(rep, top: int | None = None) -> str:
     p = report_panels(rep)
     return (
         "<div class='kernelscope-static' style='font-family:system-ui,sans-serif;font-size:13px'>"
-        + _head(p) + _findings(p) + _kernels(p, TOP if top is None else top) + _ncu(p) + _backends(p)
+        + _head(p) + _findings(p) + _kernels(p, TOP if top is None else top) + _graphs(p) + _ncu(p) + _backends(p)
         + f"<p style='{_MUTED}font-size:11px'>Static view. The interactive report (timeline, occupancy, "
           "roofline) shows in JupyterLab with kernelscope installed, with or without a kernel.</p></div>"
     )
@@ -104,6 +104,19 @@ def _kernel_row(t, r: dict) -> str:
                       for d in t.counter_tracks if d.unit == "%")
             + (f"<td style='{_CELL}'>{_e(f.get('top_stall'))}</td>" if t.stall_source else "")
             + "</tr>")
+
+
+def _graphs(p: Panels) -> str:
+    """The CUDA graphs replayed (labels, tooltips and cells: panels/graphs.py), escaped."""
+    g = p.graphs
+    if not g:
+        return ""
+    cols = g["columns"]
+    head = "".join(f"<th style='{_CELL}text-align:left' title='{_e(c['tip'])}'>{_e(c['label'])}</th>" for c in cols)
+    rows = "".join(_TR + "".join(f"<td style='{_NUM if c['num'] else _CELL}'>{_e(r['text'][c['key']])}</td>"
+                                 for c in cols) + "</tr>" for r in g["rows"])
+    return (f"<div class='ks-graphs' style='margin-top:6px'><b>{_e(g['title'])}</b>"
+            f"<table style='{_TABLE}margin:2px 0 6px'><thead>{_TR}{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def _ncu(p: Panels) -> str:

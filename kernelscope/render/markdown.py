@@ -80,7 +80,7 @@ def report_markdown(rep, top: int = TOP) -> str:
     if s["completeness"]:
         out += ["", f"Recording: {_md(s['completeness']['line'])}"]
     out += [f"> note: {_md(n)}" for n in s["notes"]]
-    out += _fix_lines(s) + _kernel_lines(s)
+    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(report_panels(rep).graphs)
     return printable("\n".join(out))
 
 
@@ -113,6 +113,18 @@ def _kernel_lines(s: dict) -> list:
             occ += f" ({_md(k['occupancy_limiter'])})"
         out.append(f"| {_md(k['short_name'])} | {_md(k['backend'])} | {k['launches']:,} | {fmt_us(k['total_us'])} "
                    f"| {fmt_us(k['mean_us'])} | {fmt_pct(k['share'])} | {occ} |")
+    return out
+
+
+def _graph_lines(g: dict | None) -> list:
+    """The CUDA graphs replayed, one table row each (labels and cells: panels/graphs.py)."""
+    if not g:
+        return []
+    cols = g["columns"]
+    out = ["", f"## {_md(g['title'])} (`rep.graphs`)", "",
+           "| " + " | ".join(_md(c["label"]) for c in cols) + " |",
+           "|" + "|".join("--:" if c["num"] else "---" for c in cols) + "|"]
+    out += ["| " + " | ".join(_md(r["text"][c["key"]]) for c in cols) + " |" for r in g["rows"]]
     return out
 
 

@@ -34,7 +34,7 @@ def report_text(rep, top: int | None = None) -> str:
     ...
     """
     p = report_panels(rep)
-    lines = _header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _fix_lines(p)
+    lines = _header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + _fix_lines(p)
     return printable("\n".join(lines))
 
 
@@ -92,6 +92,21 @@ def _measured_lines(t, names) -> list:
         rows = [(a, b) for a, b in rows if isinstance(b, str)]
         if rows:
             out += ["", f"  top warp stall ({t.stall_source}): " + "; ".join(f"{clip(a, 40)}: {b}" for a, b in rows)]
+    return out
+
+
+def _graph_lines(p: Panels) -> list:
+    """The CUDA graphs replayed (panels/graphs.py): a line of figures per graph, then where it
+    was captured, its captured ops and why any kernel is unmatched."""
+    g = p.graphs
+    if not g:
+        return []
+    cols = {c["key"]: c for c in g["columns"]}
+    out = ["", f"  {g['title']} (rep.graphs):"]
+    for r in g["rows"]:
+        t = r["text"]
+        out.append(f"  {t['graph']}: " + " · ".join(f"{cols[k]['label']} {t[k]}" for k in cols if cols[k]["num"]))
+        out += [f"     {cols[k]['label']}: {t[k]}" for k in cols if not cols[k]["num"] and k != "graph" and t[k] != "-"]
     return out
 
 

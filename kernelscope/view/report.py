@@ -20,6 +20,7 @@ import pandas as pd
 from kernelscope.jsonable import jsonable
 from kernelscope.panels import Panels, report_panels
 from kernelscope.panels.base import safe
+from kernelscope.panels.graphs import kernel_field_spec
 from kernelscope.panels.header import raw_trace
 from kernelscope.panels.kernels import name_notes, name_table
 from kernelscope.panels.measured import PER_KERNEL, counter_panel
@@ -148,6 +149,8 @@ def view_model(rep, window: tuple | None = None, *, options: dict | None = None)
         "stalls": p.stalls,
         # What produced each kernel, its knobs, and its autotunings' candidates (panels/tuning.py).
         "tuning": safe(lambda: tuning_payload(rep, where, p.tuning_kernels), None, problems, "autotuning"),
+        # The CUDA graphs replayed, and the labels of each replayed kernel's fields (panels/graphs.py).
+        "graphs": p.graphs,
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": p.kernel_detail,
         # Display options (%%kernelprofile --top, --sort; Report.display(top=..., sort=...)).
@@ -163,7 +166,7 @@ def _whole(rep) -> Panels:
     computed them (a big report's call tree, on its own thread since the report was made, last)."""
     p = report_panels(rep)
     for part in ("timeline", "names", "launch_starts", "host_starts", "counters", "header", "findings", "fixes",
-                 "backends", "roofline", "stalls", "shapes", "kernel_detail", "depth", "ops", "overview"):
+                 "backends", "roofline", "stalls", "shapes", "kernel_detail", "graphs", "depth", "ops", "overview"):
         getattr(p, part)
     return p
 
@@ -192,7 +195,9 @@ def _parts(k, copies, gaps, host, counters, ncu_cols) -> list:
     extra = [c for c in ("flops", "bytes", "dram_bytes") if c in k.columns and is_numeric(k[c])]
     counter_cols = [c for c in PER_KERNEL if c in k.columns and is_numeric(k[c])]
     launch_spec = (LAUNCH_COLUMNS + [(c, "f64") for c in ncu_cols + extra] + [(c, "f32") for c in counter_cols]
-                   + ([("top_stall", "str")] if "top_stall" in k.columns else []))
+                   + ([("top_stall", "str")] if "top_stall" in k.columns else [])
+                   # A replayed graph kernel's capture: graph, replay, node, how matched (panels/graphs.py).
+                   + kernel_field_spec(k))
     copy_spec = COPY_COLUMNS + [(c, "f32") for c in PER_KERNEL if c in copies.columns]
     parts = [("kernels", k, launch_spec), ("copies", copies, copy_spec), ("gaps", gaps, GAP_COLUMNS),
              ("host", host, HOST_COLUMNS)]

@@ -3,7 +3,8 @@
 // tuning block (tuning.js), the Nsight Compute deep dive (kernel.js), the occupancy breakdown and
 // curves of the first launch's shape (kernelscope/panels/shapes.py: occupancy_entries), the
 // measured counters and stalls (measured.js) and the Nsight Compute metrics beside ours
-// (kernelscope/trace/ncu/export.py: COMPARED_METRICS). The payload: kernelscope/view/report.py.
+// (kernelscope/trace/ncu/export.py: COMPARED_METRICS), and the capture of graph-replayed launches
+// (graphs.js). The payload: kernelscope/view/report.py.
 import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, vocab } from "./format.js";
 import { str, int, num } from "./data.js";
 import { launchesSummary, shapeCells } from "./table_stats.js";
@@ -12,6 +13,7 @@ import { occupancyChart } from "./charts.js";
 import { kernelDetail } from "./kernel.js";
 import { tuningBlock } from "./tuning.js";
 import { copyText } from "./files.js";
+import { graphBlock } from "./graphs.js";
 
 /** Details of the selected kernel(s): launches, op, source, occupancy breakdown and curves.
  * opts.requestCurves(shape) -> Promise<entry>: a live kernel computes a launch shape's curves;
@@ -35,6 +37,8 @@ export function renderDetails(el, model, names, opts = {}) {
   // Launch shape over every selected launch: a range or "mixed" where they differ.
   const shape = shapeCells(model, launchesSummary(model, idx));
   el.append(infoBlock(model, names, idx, sums, shape));
+  const graph = graphBlock(model, idx); // the capture of launches a CUDA graph replayed
+  if (graph) el.append(graph);
   const tune = tuningBlock(model, names, new Set(sums.ops.keys()), opts);
   if (tune) el.append(tune);
   const deep = kernelDetail(model, idx); // Nsight Compute's measurements, when the report has them

@@ -1,9 +1,10 @@
 // The report view shared by the anywidget and the JupyterLab MIME renderer / file viewer: the
 // first screen (first_screen.js) over the tabs (Kernels: table.js and details.js; Timeline:
-// timeline.js; Backends, CPU ops and Findings: lists.js; Roofline: charts.js), each drawn the
-// first time it is shown, and the links between them (a kernel picked on the timeline is the
-// table's selection, a finding's evidence opens the table or the timeline at it). The payload:
-// kernelscope/view/report.py (view_model); a ranks or compare payload has its own view.
+// timeline.js; CUDA graphs: graphs.js; Backends, CPU ops and Findings: lists.js; Roofline:
+// charts.js), each drawn the first time it is shown, and the links between them (a kernel picked
+// on the timeline is the table's selection, a finding's evidence opens the table or the timeline
+// at it). The payload: kernelscope/view/report.py (view_model); a ranks or compare payload has
+// its own view.
 import { h, backendColor, useVocabulary } from "./format.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
@@ -15,8 +16,11 @@ import { windowChooser } from "./windows.js";
 import { header, fixList } from "./first_screen.js";
 import { backendTables, opsTable, findingsList } from "./lists.js";
 import { renderDetails } from "./details.js";
+import { graphsView, hasGraphs } from "./graphs.js";
 
-const TABS = ["Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings"];
+// "CUDA graphs" shows only for a report that replayed a graph (graphs.js).
+const GRAPHS = "CUDA graphs";
+const TABS = ["Kernels", "Timeline", GRAPHS, "Backends", "CPU ops", "Roofline", "Findings"];
 
 /**
  * Render a decoded view model into `el`.
@@ -91,9 +95,16 @@ function makeTabs(v, root) {
   };
   // The tabs this report can fill (an Nsight Compute replay has no timeline or CPU ops): from Python.
   const caps = hd.capabilities || {};
-  const tabs = caps.tabs ? TABS.filter((t) => caps.tabs.includes(t)) : TABS;
+  const tabs = (caps.tabs ? TABS.filter((t) => caps.tabs.includes(t) || t === GRAPHS) : TABS).filter(
+    (t) => t !== GRAPHS || hasGraphs(hd)
+  );
   for (const name of tabs) {
-    const label = name === "Findings" ? `Findings (${(hd.findings || []).length})` : name;
+    const label =
+      name === "Findings"
+        ? `Findings (${(hd.findings || []).length})`
+        : name === GRAPHS
+          ? `${hd.graphs.title} (${hd.graphs.rows.length})`
+          : name;
     tabButtons[name] = h("button", {
       class: "ks-tab",
       role: "tab",
@@ -172,6 +183,7 @@ function tabRenderers(v) {
     Findings() {
       v.panels.Findings.append(findingsList(hd.findings || []));
     },
+    [GRAPHS]: () => graphsTab(v),
   };
 }
 
@@ -186,6 +198,26 @@ function kernelsTab(v) {
   if (ctl.selected && ctl.selected.length) ctl.table.setSelection(ctl.selected);
   renderDetails(ctl.details, model, ctl.selected || [], v.detailOpts);
   v.panels.Kernels.append(ctl.table.el, ctl.details);
+}
+
+/** The CUDA graphs replayed: a graph's launches open in the kernel table, a node's kernel is
+ * selected there (its details show its capture). */
+function graphsTab(v) {
+  const { ctl } = v;
+  const showKernels = () => {
+    v.select("Kernels");
+    return ctl.table;
+  };
+  v.panels[GRAPHS].append(
+    graphsView(v.model, {
+      showLaunches: (rows, label) => showKernels().apply({ launches: rows, label }),
+      selectKernel: (name) => {
+        showKernels().setSelection([name]);
+        v.setSelected([name], true);
+        v.panels.Kernels.scrollIntoView({ block: "nearest" });
+      },
+    })
+  );
 }
 
 function timelineTab(v) {

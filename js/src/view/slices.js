@@ -7,6 +7,7 @@ import { str, int } from "./data.js";
 import { dims } from "./table_stats.js";
 import { callStack, sliceName } from "./lanes.js";
 import { counterTracks, counterText } from "./measured.js";
+import { graphProperties, graphLine } from "./graphs.js";
 
 /** The properties pane of a slice ({ t, i }) or an idle gap ({ gap }): { title, rows: [[key, text]] }. */
 export function sliceProperties(model, it, linked) {
@@ -112,6 +113,8 @@ function kernelProperties(model, it, call, base, num) {
       ["CPU op", str(t, "op", i)],
       ["call stack", call === undefined ? null : callStack(model, str(ht, "tid", call), ht.cols.start_us[call], call)],
       ["source", str(t, "source", i)],
+      // A graph replay's kernel: the graph, replay and node, how it was matched to its capture.
+      ...graphProperties(model, i),
       // PM-sampled counters, labelled as the payload names them (trace/counters.py: DERIVED).
       ...counterTracks(model).map((tr) => [
         tr.label,
@@ -184,6 +187,8 @@ function kernelTip(model, it, r) {
     `${str(t, "backend", it.i) || "-"} · ${fmtUs(t.cols.duration_us[it.i])} at ${fmtUs(t.cols.start_us[it.i])}`,
     `op: ${str(t, "op", it.i) || "-"}`,
   ];
+  const graph = graphLine(model, it.i);
+  if (graph) lines.push(graph);
   if (r.length) {
     const ht = model.tables.host;
     lines.push(
