@@ -41,6 +41,7 @@ class Capture:
     capture_us: float | None = None
     deps: list = field(default_factory=list)
     start_us: float | None = None
+    in_region: bool = False     # a watch record made while the recording ran
 
     def kernel_keys(self) -> Counter:
         return Counter(n["key"] for n in self.nodes if n["kind"] == "kernel")
@@ -63,8 +64,7 @@ def watch_captures(meta: dict) -> list[Capture]:
                 d["key"] = None
             nodes.append(d)
         out.append(Capture(f"graph {rec.get('capture')}", "watch", nodes, rec.get("capture_us"),
-                           [n.get("deps") or [] for n in nodes]))
-        out[-1].in_region = bool(rec.get("in_region"))
+                           [n.get("deps") or [] for n in nodes], in_region=bool(rec.get("in_region"))))
     return out
 
 
@@ -112,7 +112,7 @@ def _label(n: dict) -> tuple:
     return (n.get("op"), repr(n.get("input_dims")), repr(n.get("input_types")))
 
 
-def place_watch(cap: Capture, keys: list, order: np.ndarray) -> tuple[dict, str | None]:
+def place_watch(cap: Capture, keys: list, order: np.ndarray) -> tuple[dict, str]:
     """Kernel position (in start order) -> node index, for a replay whose kernels' keys are
     ``keys`` (start order), or (partial placement, reason) where parallel identical nodes make
     some placements unknowable."""
@@ -123,7 +123,8 @@ def place_watch(cap: Capture, keys: list, order: np.ndarray) -> tuple[dict, str 
     before = None
     settled = set()
     seen = defaultdict(int)
-    out, reason = {}, None
+    out: dict = {}
+    reason = ""
     for pos in order:
         key = keys[pos]
         cands = by_key[key]
@@ -214,9 +215,7 @@ def _common_sources(caps: list) -> Capture:
     for i, n in enumerate(nodes):
         if any(c.nodes[i].get("source") != n.get("source") for c in caps[:-1]):
             n["source"] = None
-    out = Capture(cap.label, cap.origin, nodes, cap.capture_us, cap.deps, cap.start_us)
-    out.in_region = getattr(cap, "in_region", False)
-    return out
+    return Capture(cap.label, cap.origin, nodes, cap.capture_us, cap.deps, cap.start_us, cap.in_region)
 
 
 def _pair_in_region(watch: list, recorded: list) -> dict:
@@ -224,7 +223,7 @@ def _pair_in_region(watch: list, recorded: list) -> dict:
     captures made during the region, in order, that agree on every node's kind)."""
     out, j = {}, 0
     for i, c in enumerate(watch):
-        if not getattr(c, "in_region", False) or not c.nodes:
+        if not c.in_region or not c.nodes:
             continue
         kinds = [n["kind"] for n in c.nodes]
         # Both lists are in capture order: the next recorded capture with the same node kinds.

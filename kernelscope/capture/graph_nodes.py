@@ -123,7 +123,7 @@ def describe(node, index: dict) -> dict:
     f = _fn("cuGraphNodeGetType")
     if f is None or f(ctypes.c_void_p(node), ctypes.byref(kind)) != 0:
         return {"kind": "unknown", "deps": []}
-    out = {"kind": NODE_KINDS.get(kind.value, f"type {kind.value}")}
+    out: dict = {"kind": NODE_KINDS.get(kind.value, f"type {kind.value}")}
     if kind.value == 0:
         p = _KernelParams()
         g = _fn("cuGraphKernelNodeGetParams_v2") or _fn("cuGraphKernelNodeGetParams")

@@ -6,7 +6,7 @@ and ``capture_end`` (which ``torch.cuda.graph``, ``make_graphed_callables`` and 
 cudagraph trees all call), so it costs nothing until a capture happens. During a capture it
 counts the graph's nodes around every aten op (a dispatch mode) and notes the module and source
 line; when the capture ends it reads each node (kernel name, grid, block) from the driver. The
-records are what :mod:`kernelscope.analysis.graphs` matches replays against.
+records are what :mod:`kernelscope.analysis.graph_match` matches replays against.
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def _source_line(frame) -> str | None:
 
 def _tensor_info(args) -> tuple[list, list]:
     import torch
-    dims, types = [], []
+    dims: list = []
+    types: list = []
     for a in args:
         if isinstance(a, torch.Tensor):
             dims.append(list(a.shape))

@@ -4,7 +4,7 @@ of ``render/``): each graph the recording replayed, and what each replayed kerne
 Everything the outputs show is here: the column labels and their tooltips, each cell as text
 (``fmt_us``, ``fmt_pct``: every output writes the same), and the per-kernel fields the kernel
 details and the timeline's properties pane show (``KERNEL_FIELDS``). The numbers are
-``rep.graphs`` (``analysis/graphs.py: graph_table``) and the kernels' attribution columns
+``rep.graphs`` (``analysis/graph_table.py``) and the kernels' attribution columns
 (``analysis/graph_match.py``).
 """
 from __future__ import annotations

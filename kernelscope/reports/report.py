@@ -123,14 +123,14 @@ class Report:
     def graphs(self) -> pd.DataFrame:
         """The CUDA graphs the recording replayed, one row each: where each was captured, its
         replays, kernels and GPU time per replay, the capture's own cost, and the share of its
-        kernels attributed to the op that captured them (``analysis/graphs.py: graph_table``).
+        kernels attributed to the op that captured them (``analysis/graph_table.py``).
         The kernels themselves carry ``graph``, ``graph_replay``, ``graph_node``,
         ``capture_basis``, ``capture_module`` and, where none is known, ``graph_unmatched``.
 
         >>> len(rep.graphs)      # the MLP step replayed no graph
         0
         """
-        from kernelscope.analysis.graphs import graph_table
+        from kernelscope.analysis.graph_table import graph_table
         return graph_table(self.trace, self.kernels)
 
     @cached_property
