@@ -268,6 +268,8 @@ def _profiler_gap(meta: dict, kind: str) -> Gap | None:
     if not isinstance(said, dict):
         if kind == "live capture" and isinstance(meta.get("profiler_log"), list):
             said = profiler_said(meta["profiler_log"])
+        elif isinstance(meta.get("profiler_file_log"), list):
+            said = profiler_said(meta["profiler_file_log"])     # Kineto's own log in the file
         else:
             return Gap("profiler_dropped", "records the profiler dropped", None,
                        f"Kineto's and CUPTI's own drop counts: {NOT_TOLD} (only a live capture keeps their log)")

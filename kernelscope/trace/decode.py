@@ -119,6 +119,10 @@ class TraceFile(msgspec.Struct, gc=False):
     distributedInfo: Any = None
     kernelscopeRank: Any = None   # ks.profile()'s rank tag (trace/distributed.py)
     host_name: Any = None         # newer torch writes the host into the header
+    # Kineto before July 2026 (pytorch/kineto#1460) wrote the warnings and errors it logged
+    # while tracing (dropped records, CUPTI errors) into the file: the completeness ledger's.
+    WARNING: Any = None
+    ERROR: Any = None
     # Kineto never writes a top-level "format"; files of other kinds that are JSON objects
     # may (kernelscope's saved reports say "kernelscope.report"). See ForeignFormat.
     format: Any = None

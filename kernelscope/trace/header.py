@@ -65,4 +65,15 @@ def header_meta(doc: TraceFile) -> dict:
         "record_shapes": bool(doc.record_shapes) if doc.record_shapes is not None else None,
         "trace_name": header_text(doc.traceName) if doc.traceName is not None else None,
         "distributed": rank_meta(doc.distributedInfo, doc.kernelscopeRank, doc.host_name),
+        "profiler_file_log": _log_lines(doc.WARNING, doc.ERROR),
     }
+
+
+def _log_lines(*parts, cap: int = 200) -> list | None:
+    """Kineto's logged warnings and errors as the file holds them (lists of text), or None.
+
+    >>> _log_lines(["Dropped 12 activity records"], None)
+    ['Dropped 12 activity records']
+    """
+    out = [header_text(x) for p in parts if isinstance(p, list) for x in p if isinstance(x, str)]
+    return out[:cap] if out else None

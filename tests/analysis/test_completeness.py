@@ -161,3 +161,13 @@ def test_every_output_shows_the_ledger_line(tmp_path):
     assert line in rep.to_markdown()
     assert view_model(rep)[0]["completeness"]["line"] == line
     assert line.replace("'", "&#x27;") in rep._repr_html_()
+
+
+def test_a_trace_file_with_kinetos_logged_warnings_tells_its_drops(tmp_path):
+    # Kineto before pytorch/kineto#1460 wrote its logged warnings into the file ("WARNING").
+    d = _doc()
+    d["WARNING"] = ["Dropped 12 activity records"]
+    p = tmp_path / "warned.pt.trace.json"
+    p.write_text(json.dumps(d))
+    gap = next(g for g in ks.load(str(p)).completeness.gaps if g.key == "profiler_dropped")
+    assert gap.count == 12 and "dropped 12" in gap.meaning

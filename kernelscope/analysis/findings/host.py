@@ -43,6 +43,12 @@ SHORT_KERNEL_US = 10.0
 GRAPH_APPLIES_SHARE = 0.5
 
 
+def _graphs_apply(ls) -> bool:
+    """Whether most of a device's kernels already come from CUDA graph replays."""
+    n = int(ls.get("kernels", 0) or 0)
+    return bool(n) and int(ls.get("graph_kernels", 0) or 0) / n >= GRAPH_APPLIES_SHARE
+
+
 def wall_base(dev, tl) -> float:
     """What a device's busy share and a finding's share are taken of: the region's wall time
     (CUDA events when recorded, else the profiler's span), or the active window where that is
@@ -285,8 +291,7 @@ def _launch_bound_text(ls, w: _Waits, n_kernels, evidence) -> tuple[str, str, st
             f"{fmt_us(ls['median_gap_us'])} until the next one arrives.")
     cause = (f"{launches} kernels of ~{fmt_us(ls['median_kernel_us'])} each, one launched every "
              f"{fmt_us(interval)}: the GPU finishes each long before the next arrives.")
-    graph_share = ls["graph_kernels"] / n_kernels if n_kernels else 0.0
-    if graph_share >= GRAPH_APPLIES_SHARE:
+    if _graphs_apply(ls):
         fix = (f" CUDA graphs already apply ({int(ls['graph_kernels'])} of {n_kernels} kernels "
                f"come from {int(ls['graph_launches'])} graph replays): the idle time lies "
                "between replays, so capture more of the step in one graph or cut the host "
@@ -338,6 +343,13 @@ def _host_bound_text(tl, dev, ls, w: _Waits, evidence, did, n_host_gaps, n_sync_
                  f"to drain ({fmt_us(ls['idle_sync_us'])} idle), so nothing was queued ahead.")
         fix_line = ("Take syncs out of the step (.item(), .cpu(), print of CUDA tensors); "
                     "copy with non_blocking=True from pinned memory.")
+    elif _graphs_apply(ls):
+        cause = (f"The next launch came after the GPU went idle {n_host_gaps} time{'s' * (n_host_gaps != 1)}; "
+                 f"{int(ls['graph_kernels'])} of {int(ls['kernels'])} kernels already come from "
+                 f"{int(ls['graph_launches'])} CUDA graph replays, so the idle lies between replays.")
+        fix = (" Fix: capture more of the step in one CUDA graph, or cut the host work between "
+               "replays; give each replay more work (larger batches).")
+        fix_line = "Capture more of the step in one CUDA graph, or cut the host work between replays."
     else:
         interval = evidence["median_launch_interval_us"]
         cause = (f"The next launch came after the GPU went idle {n_host_gaps} time{'s' * (n_host_gaps != 1)}"

@@ -165,13 +165,23 @@ def graph_findings(report, tl) -> list:
         return []
     n_k, n_g = int(ls["graph_kernels"].sum()), int(ls["graph_launches"].sum())
     total = int(ls["kernels"].sum())
+    k = report.kernels
+    known, why = n_k, None
+    if "graph_unmatched" in k.columns:
+        g = k[k["graph_launch"].fillna(False).astype(bool)]
+        un = g["graph_unmatched"].dropna()
+        known = n_k - len(un)
+        why = un.value_counts().index[0] if len(un) else None
+    told = (f" {known} of {n_k} are given the op, shapes and line that captured them"
+            + (f"; {n_k - known} are not, because {why}." if why else "."))
     return [Finding("cuda_graphs", "info",
                     f"CUDA graphs apply: {n_k} of {total} kernels came from {n_g} graph replay"
                     f"{'s' * (n_g != 1)}",
                     "Graph replays launch all their kernels with one host call, so per-kernel "
                     "launch cost is gone for these; the GPU-side gap between them is "
-                    f"{fmt_us(float(ls['median_gap_us'].median()))} (median).",
-                    {"graph_kernels": n_k, "graph_launches": n_g, "kernels": total})]
+                    f"{fmt_us(float(ls['median_gap_us'].median()))} (median)." + told,
+                    {"graph_kernels": n_k, "graph_launches": n_g, "kernels": total,
+                     "attributed": known, "unmatched_reason": why})]
 
 
 def gpu_bound_findings(report, tl) -> list:
