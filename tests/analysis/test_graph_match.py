@@ -1,6 +1,6 @@
 """Replayed CUDA graph kernels matched to what captured them, on real H200 recordings
 (benchmarks/graphs/record.py): torch.profiler's own traces, with the graph watch's records of the
-same runs (``*.watch.json.gz``, what ``ks.profile`` keeps in ``meta["graph_captures"]``)."""
+same runs (``*.watch.gz``, JSON, what ``ks.profile`` keeps in ``meta["graph_captures"]``)."""
 import copy
 import gzip
 import json
@@ -19,8 +19,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "graphs"
 
 def _trace(name, watch=True):
     t = read_kineto(str(DATA / f"{name}.pt.trace.json.gz"))
-    if watch and (DATA / f"{name}.watch.json.gz").exists():
-        t.meta["graph_captures"] = json.load(gzip.open(DATA / f"{name}.watch.json.gz", "rt"))
+    if watch and (DATA / f"{name}.watch.gz").exists():
+        with gzip.open(DATA / f"{name}.watch.gz", "rt") as f:
+            t.meta["graph_captures"] = json.load(f)
     return t
 
 

@@ -470,3 +470,21 @@ def test_a_cells_first_run_is_noted(shell, capsys):
     shell.run_cell("%%kernelprofile --warmup 1 -o rep_warm --no-display\nfr3 = torch.ones(3) * 2\n", store_history=True)
     assert FIRST_RUN_NOTE not in shell.user_ns["rep_warm"].notes
     capsys.readouterr()
+
+
+def test_load_ext_arms_the_graph_watch_once_torch_is_imported():
+    # %load_ext does not import torch: the watch is armed before the first cell after torch is.
+    pytest.importorskip("torch")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from kernelscope.capture import graph_watch
+    sh = InteractiveShell.instance()
+    sh.run_line_magic("load_ext", "kernelscope")
+    sh.run_cell("import torch")
+    sh.run_cell("1")
+    w = graph_watch.current()
+    assert w is not None
+    import torch
+    # Without a GPU the watch stays off (nothing to capture); with one it is on.
+    assert w.on == torch.cuda.is_available()
+    assert not any(getattr(cb, "__name__", "") == "arm" for cb in sh.events.callbacks["pre_run_cell"])
