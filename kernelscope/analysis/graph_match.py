@@ -142,12 +142,16 @@ def place_watch(cap: Capture, keys: list, order: np.ndarray) -> tuple[dict, str]
     return out, reason
 
 
-def _eager_names(trace, k: pd.DataFrame) -> dict:
-    """(op, shapes, dtypes) -> the kernel names that op launched when it ran eagerly."""
+def _eager_names(trace, k: pd.DataFrame, captures: list) -> dict:
+    """(op, shapes, dtypes) -> the kernel names that op launched when it ran eagerly, for the
+    ops the captures hold (only their rows are looked at: a big trace has millions)."""
     ops = trace.ops
-    eager = k[~k["graph_launch"].fillna(False).astype(bool) & k["op_index"].notna()]
+    wanted = {n["op"] for c in captures for n in c.nodes if n.get("op")}
+    eager = k[~k["graph_launch"].fillna(False).astype(bool) & k["op_index"].notna()
+              & k["op"].isin(list(wanted))]
     out = defaultdict(set)
-    for name, i in zip(eager["name"], eager["op_index"]):
+    pairs = eager[["name", "op_index"]].drop_duplicates()
+    for name, i in zip(pairs["name"], pairs["op_index"]):
         i = int(i)
         sig = (ops["name"].iat[i], repr(ops["input_dims"].iat[i]), repr(ops["input_types"].iat[i]))
         out[sig].add(name_key(name))
@@ -184,15 +188,18 @@ class Replay:
 
 
 def replays(k: pd.DataFrame) -> list[Replay]:
-    """The graph replays in a kernels table, in launch order."""
-    g = k["graph_launch"].fillna(False).to_numpy(dtype=bool)
-    if not g.any():
+    """The graph replays in a kernels table (rows by start time), in launch order."""
+    g = np.flatnonzero(k["graph_launch"].fillna(False).to_numpy(dtype=bool))
+    if not len(g):
         return []
-    sub = k.loc[g, ["correlation", "start_us", "launch_start_us"]]
-    out = []
-    for corr, part in sub.groupby("correlation", sort=False):
-        part = part.sort_values("start_us", kind="stable")
-        out.append(Replay(int(corr), part.index.to_numpy(), float(part["launch_start_us"].min())))
+    corr = k["correlation"].to_numpy(dtype="float64", na_value=np.nan)[g]
+    start = k["start_us"].to_numpy(dtype=float)[g]
+    launch = k["launch_start_us"].to_numpy(dtype=float)[g]
+    order = np.lexsort((start, corr))
+    g, corr, launch = g[order], corr[order], launch[order]
+    cut = np.flatnonzero(np.diff(corr) != 0) + 1
+    out = [Replay(int(c[0]), rows, float(np.nanmin(t)) if not np.isnan(t).all() else float("nan"))
+           for rows, c, t in zip(np.split(g, cut), np.split(corr, cut), np.split(launch, cut))]
     out.sort(key=lambda r: (np.isnan(r.launch_start_us), r.launch_start_us))
     return out
 
@@ -236,6 +243,20 @@ def _pair_in_region(watch: list, recorded: list) -> dict:
     return out
 
 
+def _replay_keys(k: pd.DataFrame, reps: list) -> dict:
+    """Row -> its kernel key (demangled name, grid, block), computed once per distinct launch."""
+    if not reps:
+        return {}
+    rows = np.concatenate([r.rows for r in reps])
+    cols = ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    sub = k.iloc[rows][cols]
+    codes = sub.groupby(cols, sort=False, dropna=False).ngroup().to_numpy()
+    first = pd.Series(np.arange(len(rows))).groupby(codes).first().to_numpy()
+    uniq = {int(c): kernel_key(sub["name"].iat[f], sub.iloc[f, 1:4].tolist(), sub.iloc[f, 4:7].tolist())
+            for c, f in zip(np.unique(codes), first)}
+    return {int(r): uniq[int(c)] for r, c in zip(rows, codes)}
+
+
 def match(trace, k: pd.DataFrame):
     """Per graph kernel (row of ``k``): the capture and node that made it, or why none is known.
 
@@ -250,20 +271,22 @@ def match(trace, k: pd.DataFrame):
     for i, c in enumerate(watch):
         by_fp[frozenset(c.kernel_keys().items())].append(i)
     names = k["name"].to_numpy(dtype=object)
-    keys = [None] * len(k)
-    if watch:
-        cols = [k[c].to_numpy() for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")]
-        for r in np.concatenate([r.rows for r in reps]) if reps else []:
-            keys[r] = kernel_key(names[r], [c[r] for c in cols[:3]], [c[r] for c in cols[3:]])
-    eager = _eager_names(trace, k) if recorded else {}
+    keys = _replay_keys(k, reps) if watch else {}
+    eager = _eager_names(trace, k, recorded) if recorded else {}
     streams = k["stream"].to_numpy()
     placements, reasons, graph_of = {}, {}, {}
+    fp_cache: dict = {}
+    placed_cache: dict = {}
+    common: dict = {}
     watch_on = bool((trace.meta.get("graph_captures") or {}).get("watch"))
     for rep in reps:
         rows = rep.rows
         if watch:
             rk = [keys[r] for r in rows]
-            cands = by_fp.get(frozenset(Counter(rk).items()), [])
+            fp = tuple(rk)
+            if fp not in fp_cache:
+                fp_cache[fp] = by_fp.get(frozenset(Counter(rk).items()), [])
+            cands = fp_cache[fp]
             if cands:
                 caps = [watch[i] for i in cands]
                 if len(caps) > 1 and not _same_labels(caps):
@@ -271,10 +294,14 @@ def match(trace, k: pd.DataFrame):
                         reasons[r] = (f"{len(caps)} captured graphs have exactly these kernels, grids and "
                                       "blocks but were captured from different ops, shapes or modules")
                     continue
-                cap = _common_sources(caps)
+                if tuple(cands) not in common:
+                    common[tuple(cands)] = _common_sources(caps)
+                cap = common[tuple(cands)]
                 basis = "graph watch: kernel name, grid and block" + \
                         (f" (one of {len(caps)} identical captures)" if len(caps) > 1 else "")
-                placed, why = place_watch(cap, rk, np.arange(len(rows)))
+                if (cands[-1], fp) not in placed_cache:
+                    placed_cache[(cands[-1], fp)] = place_watch(cap, rk, np.arange(len(rows)))
+                placed, why = placed_cache[(cands[-1], fp)]
                 src = twin.get(cands[-1])
                 for pos, node in placed.items():
                     placements[rows[pos]] = (src or cap, node, basis, cap)
@@ -338,42 +365,48 @@ def attach(trace):
     k = trace.kernels
     if "graph" in k.columns or not len(k) or not k["graph_launch"].fillna(False).any():
         return trace
+    k = k.reset_index(drop=True)    # rows are positions from here on
     placements, reasons, graph_of = match(trace, k)
-    k = k.copy()
-    for col, kind in ATTR_COLUMNS.items():
-        k[col] = pd.Series([None] * len(k), dtype=object if kind == "object" else kind, index=k.index)
+    k["graph_replay"] = pd.array([None] * len(k), dtype="Int64")
     ops = trace.ops
-    new_rows, row_of = [], {}
+    new_rows: list = []
+    row_of: dict = {}
+    n = len(k)
     op, op_index = k["op"].to_numpy(dtype=object).copy(), k["op_index"].astype("Int64").to_numpy(dtype=object)
     source = k["source"].to_numpy(dtype=object).copy()
-    labels = {}
-    from kernelscope.trace.sources import innermost_frames
-    fr = trace.frames
-    for row, (src, node, basis, cap) in placements.items():
-        i = k.index.get_loc(row)
+    cols = {c: np.full(n, None, dtype=object) for c in ("graph", "graph_node", "capture_basis",
+                                                         "capture_module", "graph_unmatched")}
+    frames = _frame_lists(trace.frames)
+    # Every replay of a graph places its kernels on the same nodes: resolve each node once.
+    groups: dict = defaultdict(list)
+    for i, (src, node, basis, cap) in placements.items():
+        groups[(id(src), node, id(cap), basis)].append(i)
+    by_id = {id(v[0]): v[0] for v in placements.values()} | {id(v[3]): v[3] for v in placements.values()}
+    for (src_id, node, cap_id, basis), rows in groups.items():
+        src, cap = by_id[src_id], by_id[cap_id]
+        at = np.asarray(rows)
         n_src, n_cap = src.nodes[node], cap.nodes[node]
         if src.origin == "recording":
-            op[i], op_index[i] = n_src.get("op"), n_src.get("op_index")
-            if len(fr) and n_cap.get("source") is None:
-                n_cap["source"] = innermost_frames([n_src["launch_tid"]], [n_src["launch_start_us"]],
-                                                   {c: fr[c].tolist() for c in ("name", "tid", "start_us", "duration_us")})[0]
+            op[at], op_index[at] = n_src.get("op"), n_src.get("op_index")
+            if frames is not None and "source" not in n_cap:
+                from kernelscope.trace.sources import innermost_frames
+                n_cap["source"] = innermost_frames([n_src["launch_tid"]], [n_src["launch_start_us"]], frames)[0]
         elif n_cap.get("op"):
-            sig = (id(cap), n_cap.get("op"), repr(n_cap.get("input_dims")), n_cap.get("module"), n_cap.get("source"))
+            sig = (cap_id, n_cap.get("op"), repr(n_cap.get("input_dims")), n_cap.get("module"), n_cap.get("source"))
             if sig not in row_of:
                 row_of[sig] = len(ops) + len(new_rows)
-                new_rows.append(_op_row(n_cap, float(k.at[row, "launch_start_us"])))
-            op[i], op_index[i] = n_cap["op"], row_of[sig]
-        source[i] = n_cap.get("source") or source[i]
-        labels[i] = (cap.label, node, basis, n_cap.get("module"))
-    for i, (label, node, basis, module) in labels.items():
-        k.iat[i, k.columns.get_loc("graph")] = label
-        k.iat[i, k.columns.get_loc("graph_node")] = node
-        k.iat[i, k.columns.get_loc("capture_basis")] = basis
-        k.iat[i, k.columns.get_loc("capture_module")] = module
-    for row, why in reasons.items():
-        k.iat[k.index.get_loc(row), k.columns.get_loc("graph_unmatched")] = why
-    for row, label in graph_of.items():
-        k.iat[k.index.get_loc(row), k.columns.get_loc("graph")] = label
+                new_rows.append(_op_row(n_cap, float(k["launch_start_us"].iat[rows[0]])))
+            op[at], op_index[at] = n_cap["op"], row_of[sig]
+        if n_cap.get("source"):
+            source[at] = n_cap["source"]
+        cols["graph"][at], cols["graph_node"][at] = cap.label, node
+        cols["capture_basis"][at], cols["capture_module"][at] = basis, n_cap.get("module")
+    for i, why in reasons.items():
+        cols["graph_unmatched"][i] = why
+    for i, label in graph_of.items():
+        cols["graph"][i] = label
+    for c, v in cols.items():
+        k[c] = pd.Series(v, dtype=object) if ATTR_COLUMNS[c] == "object" else pd.array(v, dtype=ATTR_COLUMNS[c])
     k["op"] = pd.Series(op, dtype=object, index=k.index)
     k["op_index"] = pd.array([None if v is None or v is pd.NA else int(v) for v in op_index], dtype="Int64")
     k["source"] = pd.Series(source, dtype=object, index=k.index)
@@ -383,6 +416,11 @@ def attach(trace):
         extra = frame({c: [r.get(c) for r in new_rows] for c in OP_COLUMNS}, OP_COLUMNS)
         ops = pd.concat([ops, extra], ignore_index=True)
     return dataclasses.replace(trace, kernels=k, ops=ops)
+
+
+def _frame_lists(fr: pd.DataFrame) -> dict | None:
+    """The frames table as the lists ``innermost_frames`` reads (None without stacks)."""
+    return {c: fr[c].tolist() for c in ("name", "tid", "start_us", "duration_us")} if len(fr) else None
 
 
 def _number_replays(k: pd.DataFrame) -> None:
