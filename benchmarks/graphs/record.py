@@ -220,6 +220,26 @@ def workloads(torch):
                 for _ in range(3):
                     f(inp)
         return {"before": make, "region": region}
+    def fp32(graph):
+        a = torch.randn(4096, 4096, device="cuda")
+        b = torch.randn(4096, 4096, device="cuda")
+
+        def before():
+            _warm(torch, lambda: a @ b)
+            if not graph:
+                return None
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                a @ b
+            return g
+
+        def region(g):
+            for _ in range(5):
+                g.replay() if graph else a @ b
+        return {"before": before, "region": region}
+    # The same fp32 GEMM eagerly and replayed from a graph: the same shape-based advice.
+    w["fp32_eager"] = lambda: fp32(False)
+    w["fp32_graph"] = lambda: fp32(True)
     w["compiled_capture_in_region"] = lambda: compiled(True)
     w["compiled_before_region"] = lambda: compiled(False)
     return w

@@ -152,3 +152,15 @@ def test_saved_report_keeps_the_attribution(tmp_path):
 def test_findings_and_first_screen_still_build(name):
     rep = Report(_trace(name))
     assert rep.findings is not None and rep.first_screen() is not None
+
+
+def test_an_fp32_gemm_replayed_from_a_graph_gets_the_eager_ones_advice():
+    def fp32(rep):
+        f = next(f for f in rep.findings if f.kind == "fp32_gemm")
+        return f.title.split(":")[0], f.evidence.get("op") if isinstance(f.evidence, dict) else None
+    eager = Report(_trace("fp32_eager"))
+    graph = Report(_trace("fp32_graph"))
+    assert _graph(graph)["op"].tolist() == ["aten::mm"] * 5
+    assert fp32(graph) == fp32(eager)
+    # ...and without the watch the graph's GEMMs have no op, so no shape-based advice.
+    assert not any(f.kind == "fp32_gemm" for f in Report(_trace("fp32_graph", watch=False)).findings)
