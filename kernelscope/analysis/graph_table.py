@@ -17,8 +17,10 @@ def graph_table(trace, kernels: pd.DataFrame) -> pd.DataFrame:
     the watch's records to the instantiated graph), the share of its kernels given the op that
     captured them, its top captured ops, and why any kernel is unmatched.
 
-    >>> len(graph_table(rep.trace, rep.kernels))   # the MLP step replayed no graph
-    0
+    >>> g = ks.load("graphs/manual_in_region.pt.trace.json.gz")   # captured and replayed 3 times
+    >>> graph_table(g.trace, g.kernels)[["graph", "replays", "kernels_per_replay", "attributed", "ops"]]
+           graph  replays  kernels_per_replay  attributed                                      ops
+    0  capture 1        3                   9         1.0  aten::addmm ×9, aten::add_ ×6, aten:...
     """
     if "graph" not in kernels.columns:
         return pd.DataFrame(columns=GRAPH_COLUMNS)

@@ -127,8 +127,12 @@ class Report:
         The kernels themselves carry ``graph``, ``graph_replay``, ``graph_node``,
         ``capture_basis``, ``capture_module`` and, where none is known, ``graph_unmatched``.
 
-        >>> len(rep.graphs)      # the MLP step replayed no graph
-        0
+        >>> g = ks.load("graphs/manual_in_region.pt.trace.json.gz")
+        >>> g.kernels.loc[g.kernels["graph_launch"], ["op", "graph", "graph_replay", "graph_node"]].head(3)
+                                       op      graph  graph_replay  graph_node
+        2                     aten::addmm  capture 1             1           0
+        3  aten::_cudnn_attention_forward  capture 1             1           2
+        4                     aten::addmm  capture 1             1           3
         """
         from kernelscope.analysis.graph_table import graph_table
         return graph_table(self.trace, self.kernels)
