@@ -117,7 +117,7 @@ def test_the_check_sees_lazy_and_relative_imports():
     path = PACKAGE / "analysis" / "findings" / "timeline.py"
     got = {m for _, m in _targets(path)}
     assert "kernelscope.units" in got and "kernelscope.analysis.timeline" in got
-    path = PACKAGE / "reports" / "report.py"
+    path = PACKAGE / "reports" / "outputs.py"
     got = {m for _, m in _targets(path)}
     assert "kernelscope.view.widget" in got           # imported inside a method
     assert _part("kernelscope") == "kernelscope" and _part("kernelscope.jupyter.magics") == "jupyter"
