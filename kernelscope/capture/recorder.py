@@ -454,11 +454,7 @@ class profile:
             meta["distributed"] = merge_rank_tag(meta.get("distributed"), self._rank)
         if error is not None:
             meta["error"] = f"{type(error).__name__}: {error}"[:500]
-        if len(trace.kernels) and trace.kernels["graph_launch"].fillna(False).any():
-            from kernelscope.capture.graph_watch import current
-            watch = current()
-            meta["graph_captures"] = (watch.for_recording(trace.kernels, getattr(self, "_graph_since", (0, 0)))
-                                      if watch is not None else {"watch": False, "records": []})
+        self._graph_captures(trace)
         report = Report(trace)
         if self._repeat_events or self._repeats:
             from kernelscope.capture.repeats import per_repeat_totals
@@ -475,6 +471,15 @@ class profile:
                     f"{launches} launch call(s) recorded but no GPU activity: another tool may hold "
                     "CUPTI (Nsight Systems/Compute, DCGM profiling); stop it and run again")
         return report
+
+    def _graph_captures(self, trace) -> None:
+        """The graph watch's captures a recording with graph replays keeps (meta["graph_captures"])."""
+        if not len(trace.kernels) or not trace.kernels["graph_launch"].fillna(False).any():
+            return
+        from kernelscope.capture.graph_watch import current
+        watch = current()
+        trace.meta["graph_captures"] = (watch.for_recording(trace.kernels, getattr(self, "_graph_since", (0, 0)))
+                                        if watch is not None else {"watch": False, "records": []})
 
     def _attach_counters(self, trace) -> list:
         pm, self._pm = self._pm, None

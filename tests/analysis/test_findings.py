@@ -5,6 +5,7 @@ import json
 import pytest
 
 import kernelscope as ks
+from kernelscope.analysis.graph_match import NO_WATCH
 from kernelscope.analysis import findings as fnd
 from kernelscope.analysis.findings import find_all
 from kernelscope.analysis.findings import roofline as roofline_rules
@@ -151,7 +152,8 @@ def test_graphs_recognized_and_not_launch_bound(reports):
     rep = reports["graphs"]
     assert "launch_bound" not in kinds(rep) and "host_bound" not in kinds(rep)
     f = by_kind(rep, "cuda_graphs")
-    assert f.evidence == {"graph_kernels": 2000, "graph_launches": 2, "kernels": 2000}
+    assert f.evidence == {"graph_kernels": 2000, "graph_launches": 2, "kernels": 2000, "attributed": 0,
+                          "unmatched_reason": NO_WATCH}     # captured before the recording, no watch
 
 
 def test_ranked_by_cost_and_json_able(reports):
