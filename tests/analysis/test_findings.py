@@ -5,11 +5,11 @@ import json
 import pytest
 
 import kernelscope as ks
-from kernelscope.analysis.graph_match import NO_WATCH
 from kernelscope.analysis import findings as fnd
 from kernelscope.analysis.findings import find_all
 from kernelscope.analysis.findings import roofline as roofline_rules
 from kernelscope.analysis.findings.base import Finding, device_rows, severity_for
+from kernelscope.analysis.graph_match import NO_WATCH
 from kernelscope.analysis.peaks import device_peaks, peaks_table
 from kernelscope.analysis.recording_cost import PROFILER_US_PER_LAUNCH, PROFILER_US_PER_OP, recording_added_us
 from kernelscope.analysis.roofline import op_counts
