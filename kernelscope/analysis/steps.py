@@ -115,10 +115,12 @@ def step_table(rep) -> pd.DataFrame:
     0  ProfilerStep#3  31785.0       3020.0     2957.0      3699.0      17502.0    7564.0
     1  ProfilerStep#4  29180.0       3020.0     2956.0      3508.0      16490.0    6162.0
     """
+    # A live capture of many cycles keeps the earlier cycles' rows only (capture/schedule.py).
+    earlier = pd.DataFrame((getattr(rep, "meta", None) or {}).get("earlier_steps") or [], columns=COLUMNS)
     w = step_windows(rep.ops)
     w = w[w["step"].str.startswith(PROFILER_STEP)].reset_index(drop=True) if len(w) else w
     if not len(w):
-        return pd.DataFrame({c: [] for c in COLUMNS})
+        return earlier if len(earlier) else pd.DataFrame({c: [] for c in COLUMNS})
     hs, he = w["start_us"].to_numpy(float), w["end_us"].to_numpy(float)
     roles, gpu_s, gpu_e, counts = _gpu_work(rep, hs, he)
     start, end = _spans(hs, he, gpu_e)
@@ -135,7 +137,7 @@ def step_table(rep) -> pd.DataFrame:
         out[f"{p}_us"] = parts[p]
     for c in _COUNTS:
         out[c] = counts[c]
-    return out[COLUMNS]
+    return pd.concat([earlier, out[COLUMNS]], ignore_index=True) if len(earlier) else out[COLUMNS]
 
 
 def _concat(pairs):
