@@ -71,7 +71,7 @@ class Cycles:
 
     >>> c = Cycles("<cell>")
     >>> c.trace().meta["notes"][0][:39]
-    'the schedule recorded no step: it wait'
+    'the schedule recorded no step: it waits'
     """
 
     def __init__(self, name: str, trace_path=None):
