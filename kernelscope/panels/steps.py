@@ -45,6 +45,10 @@ steady steps from #2: median 31.23 ms, 90th percentile 32.95 ms, slowest 1.10x t
     return {"title": "Steps", "source": "rep.steps", "parts": [{"key": p, "label": PART_LABELS[p],
                                                                 "colour": _COLOURS[p]} for p in PARTS],
             "rows": rows, "dropped": int(len(t) - len(keep)), "summary": jsonable(s), "lines": _lines(t, s),
+            "columns": {"step": "step", "kind": "", "step_us": "time", "gpu_busy_us": "GPU busy",
+                        "kernels": "kernels", "allocations": "allocations"},
+            "dropped_note": (f"{len(t) - len(keep):,} of {len(t):,} steps not shown here (the first, the slowest "
+                             "and an even sample are; rep.steps has every step)") if len(t) > len(keep) else None,
             "text_rows": [r["index"] for r in rows if r["kind"]][:TEXT_ROWS],
             "note": ("Each step's span is its ProfilerStep#N host range extended to the end of the GPU work "
                      "it launched; each microsecond goes to the first part that covers it (kernel, memcpy, "
@@ -58,7 +62,8 @@ def _kept(t, s) -> np.ndarray:
     idx = t["index"].to_numpy()
     must = {int(np.flatnonzero(idx == f["index"])[0]) for f in s["first"]}
     must |= {int(np.argmax(t["step_us"].to_numpy()))}
-    even = np.linspace(0, n - 1, MAX_ROWS - len(must)).round().astype(int)
+    rest = np.array([i for i in range(n) if i not in must])
+    even = rest[np.linspace(0, len(rest) - 1, MAX_ROWS - len(must)).round().astype(int)]
     return np.array(sorted(must | set(even.tolist())))
 
 
