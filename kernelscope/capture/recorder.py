@@ -388,7 +388,8 @@ class profile:
             finally:
                 with _lock:
                     _active = None
-        self.report = self._build(cuda_us, partial, error)
+        # A schedule's region holds more than its recorded steps: no CUDA-event wall time for it.
+        self.report = self._build(cuda_us if self._cycles is None else None, partial, error)
         if interrupted is not None:
             raise interrupted
         return self.report
@@ -406,12 +407,11 @@ class profile:
             raise
 
     def _build(self, cuda_us, partial, error):
-        from kernelscope.capture.live import trace_from_profiler
+        from kernelscope.capture.schedule import recorded_trace
         from kernelscope.reports.report import Report
         try:
             with captured_stderr(self._stderr):
-                trace = (self._cycles.trace() if self._cycles else
-                         trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path))
+                trace = recorded_trace(self._cycles, self.torch_profiler, self.name, self.trace_path)
         except TraceError as e:
             if "recorded nothing" not in str(e):
                 raise
@@ -455,12 +455,9 @@ class profile:
         meta["profiler_said"] = profiler_said(self._stderr)
         if self.title:
             meta["title"] = self.title
-        meta["cuda_event_us"] = cuda_us if self._cycles is None else None   # a schedule's region: more than its steps
+        meta["cuda_event_us"] = cuda_us
         meta["cuda_event_source"] = self._event_kind
-        meta["partial"] = bool(partial)
-        meta["no_gpu"] = self._no_gpu
-        meta["lean"] = self.lean
-        meta["with_stack"] = self.with_stack
+        meta.update(partial=bool(partial), no_gpu=self._no_gpu, lean=self.lean, with_stack=self.with_stack)
         if self._rank is not None:
             from kernelscope.trace.distributed import merge_rank_tag
             meta["distributed"] = merge_rank_tag(meta.get("distributed"), self._rank)

@@ -10,6 +10,11 @@ up once, then N recorded steps cut into cycles of :data:`STEPS_PER_CYCLE`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelscope.trace.model import Trace
+
 # The defaults of %%kernelprofile --steps N: one step not recorded (the loop's first, with its
 # compiles and allocator growth), one with the profiler on and its results dropped (the
 # profiler's own start-up), as torch.profiler's documentation's example schedule does.
@@ -65,6 +70,15 @@ def step(torch_profiler, rivals, log: list) -> None:
             rivals.ours = False
 
 
+def recorded_trace(cycles, torch_profiler, name: str, trace_path=None):
+    """The Trace of a stopped recording: its last cycle under a schedule (``cycles``), else what
+    the profiler holds (:func:`kernelscope.capture.live.trace_from_profiler`)."""
+    if cycles is not None:
+        return cycles.trace()
+    from kernelscope.capture.live import trace_from_profiler
+    return trace_from_profiler(torch_profiler, name=name, trace_path=trace_path)
+
+
 class Cycles:
     """torch.profiler's ``on_trace_ready`` under a schedule: each cycle read into a Trace, the
     last one kept whole, the earlier ones as their step rows.
@@ -77,8 +91,8 @@ class Cycles:
     def __init__(self, name: str, trace_path=None):
         self.name = name
         self.trace_path = trace_path
-        self.last = None          # the latest cycle's Trace
-        self.earlier = []         # step rows (dicts) of the cycles before it
+        self.last: Trace | None = None    # the latest cycle's Trace
+        self.earlier: list = []           # step rows (dicts) of the cycles before it
         self.dropped = 0          # kernels of those cycles, no longer held
 
     def ready(self, prof) -> None:

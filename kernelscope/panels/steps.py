@@ -17,7 +17,7 @@ MAX_ROWS = 1000
 TEXT_ROWS = 8
 # Colours of the parts (GPU parts blue-green, host parts warm, the unrecorded grey).
 _COLOURS = {"kernel": "#4c78a8", "memcpy": "#72b7b2", "memset": "#54a24b", "communication": "#b279a2",
-            "runtime": "#f58518", "dataloader": "#e45756", "cpu_exec": "#eeca3b", "other": "#bab0ac"}
+            "runtime": "#f58518", "dataloader": "#e45756", "cpu_exec": "#eeca3b", "other": "#b3b3b3"}
 
 
 def steps_panel(rep) -> dict | None:

@@ -121,10 +121,9 @@ def step_lines(p: Panels, indent: str = "  ") -> list:
     out = ["", f"{indent}{st['title']} ({st['source']}):"] + [f"{indent}{x}" for x in st["lines"]]
     out.append(f"{indent}{'step':<18} {'':<8} {'time':>10} {'GPU busy':>10} "
                + " ".join(f"{clip(q['label'], 10):>10}" for q in parts))
-    for r in st["rows"]:
-        if r["index"] in st["text_rows"]:
-            out.append(f"{indent}{clip(r['step'], 18):<18} {r['kind']:<8} {fmt_us(r['step_us']):>10} "
-                       f"{fmt_us(r['gpu_busy_us']):>10} " + " ".join(f"{fmt_us(r[q['key'] + '_us']):>10}" for q in parts))
+    out.extend(f"{indent}{clip(r['step'], 18):<18} {r['kind']:<8} {fmt_us(r['step_us']):>10} "
+               f"{fmt_us(r['gpu_busy_us']):>10} " + " ".join(f"{fmt_us(r[q['key'] + '_us']):>10}" for q in parts)
+               for r in st["rows"] if r["index"] in st["text_rows"])
     return out
 
 

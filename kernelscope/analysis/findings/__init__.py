@@ -73,8 +73,8 @@ def find_all(report) -> list:
         unfused_elementwise_findings,
     )
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
-    from kernelscope.analysis.findings.triton_variants import register_spills_findings, uncoalesced_findings
     from kernelscope.analysis.findings.steps import step_findings
+    from kernelscope.analysis.findings.triton_variants import register_spills_findings, uncoalesced_findings
     from kernelscope.analysis.findings.tuning import tuning_findings
     from kernelscope.analysis.replay import is_replay
     rules = (empty_capture_findings, host_findings, sync_findings, outside_findings, copy_findings,
