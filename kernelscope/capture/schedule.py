@@ -101,7 +101,10 @@ class Cycles:
         if self.last is not None:
             from kernelscope.analysis.steps import step_table
             from kernelscope.reports.report import Report
-            self.earlier += step_table(Report(self.last)).to_dict("records")
+            rows = step_table(Report(self.last))
+            # Their times are on their own cycle's clock, not on the report's timeline.
+            rows[["start_us", "end_us", "gpu_start_us", "gpu_end_us"]] = float("nan")
+            self.earlier += rows.to_dict("records")
             self.dropped += len(self.last.kernels) + len(self.last.copies) + len(self.last.ops)
         self.last = trace
 

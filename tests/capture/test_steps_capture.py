@@ -44,6 +44,8 @@ def test_cycles_keep_earlier_steps_as_rows_only():
     assert rep.steps["index"].tolist() == [2, 3, 4, 5, 6]
     assert (rep.ops["name"] == "aten::mm").sum() == 3          # only the last cycle (step 6) held whole
     assert len(rep.meta["earlier_steps"]) == 4
+    # the earlier steps' times were on their own cycle's clock: not placed on this timeline
+    assert rep.steps["start_us"].isna().tolist() == [True] * 4 + [False]
     assert any("4 earlier steps are kept as their rows of rep.steps only" in n for n in rep.notes)
     again = ks.Report.from_dict(rep.to_dict())                 # a saved report keeps them
     assert again.steps["index"].tolist() == [2, 3, 4, 5, 6]

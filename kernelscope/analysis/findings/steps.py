@@ -3,6 +3,8 @@ than the steady state, and steady steps that vary. Each is priced in the time th
 beyond the median step, and says which part of TensorBoard's breakdown grew."""
 from __future__ import annotations
 
+import numpy as np
+
 from kernelscope.analysis.findings.base import Finding, range_link, severity_for
 from kernelscope.analysis.steps import PART_LABELS, step_summary
 from kernelscope.units import fmt_pct, fmt_us
@@ -38,8 +40,12 @@ CPU exec +5.15 ms, Other +1.51 ms, 1 more allocation')]
     s = step_summary(steps)
     if not s:
         return []
-    total = float(steps["step_us"].sum())
-    return [f for f in (_first(s, steps, total), _spread(s, steps, total)) if f is not None]
+    # Priced over the steps the report's timeline holds (a long live loop keeps only its last
+    # cycle's; the earlier steps' rows have no times on this clock), so that shares of the wall
+    # time stay true.
+    held = steps["start_us"].notna().to_numpy(bool)
+    total = float(steps["step_us"][held].sum())
+    return [f for f in (_first(s, steps, total, held), _spread(s, steps, total, held)) if f is not None]
 
 
 def _what_grew(row: dict, n: int = 2) -> str:
@@ -59,20 +65,22 @@ def _link(steps, index, label) -> dict | None:
     return link
 
 
-def _first(s: dict, steps, total: float) -> Finding | None:
+def _first(s: dict, steps, total: float, held) -> Finding | None:
     first = s["first"]
     if not first:
         return None
     med = s["median_us"]
     f0 = first[0]
-    cost = sum(f["step_us"] - med for f in first)
+    on = set(steps["index"][held].tolist())
+    extra = sum(f["step_us"] - med for f in first)
+    cost = sum(f["step_us"] - med for f in first if f["index"] in on)
     which = f0["step"] if len(first) == 1 else f"The first {len(first)} steps ({f0['step']}...)"
     title = (f"{which} took {f0['ratio']:.2f}x the median step ({fmt_us(f0['step_us'])} against {fmt_us(med)}): "
              f"{_what_grew(f0)}")
     compiles = sum(f["compiles"] for f in first)
     cause = ("compiling (" + str(compiles) + " compile ranges)" if compiles else
              "what the first steps pay once (the caching allocator growing, first calls, lazy module loads)")
-    detail = (f"{len(first)} leading step(s) took {fmt_us(cost)} beyond the median step; the steady state starts "
+    detail = (f"{len(first)} leading step(s) took {fmt_us(extra)} beyond the median step; the steady state starts "
               f"at step {s['steady']['from_index']} ({s['steady']['steps']} steps, median "
               f"{fmt_us(s['steady']['median_us'])}). Against the median step ({s['median_step']['step']}), "
               f"{f0['step']} grew in {_what_grew(f0, 3)}. This is paid once per run, not per step: leave these "
@@ -86,7 +94,7 @@ def _first(s: dict, steps, total: float) -> Finding | None:
                    link=_link(steps, f0["index"], f0["step"]))
 
 
-def _spread(s: dict, steps, total: float) -> Finding | None:
+def _spread(s: dict, steps, total: float, held) -> Finding | None:
     st = s["steady"]
     med = st["median_us"]
     if st["steps"] < SPREAD_MIN_STEPS or not med:
@@ -95,8 +103,9 @@ def _spread(s: dict, steps, total: float) -> Finding | None:
     slow = s["slowest"]
     if over < SPREAD_P90 and (slow["ratio"] or 0) < SPREAD_MAX_RATIO:
         return None
-    steady = steps[steps["index"] >= st["from_index"]]["step_us"].astype(float)
-    cost = float((steady - med).clip(lower=0).sum())
+    steady = (steps["index"] >= st["from_index"]).to_numpy(bool)
+    beyond = np.clip(steps["step_us"].to_numpy(float) - med, 0, None)
+    cost, whole = float(beyond[steady & held].sum()), float(beyond[steady].sum())
     part = slow["grew"][0] if slow["grew"] else "other"
     title = (f"Steady steps vary by {fmt_pct(over, 0)} (90th percentile {fmt_us(st['p90_us'])} against a median of "
              f"{fmt_us(med)}); {slow['step']} took {slow['ratio']:.2f}x: {_what_grew(slow)}")
@@ -104,7 +113,8 @@ def _spread(s: dict, steps, total: float) -> Finding | None:
               f"slowest, {slow['step']}, took {fmt_us(slow['step_us'])} ({slow['ratio']:.2f}x). Against the median "
               f"step ({s['median_step']['step']}) its {PART_LABELS[part]} part grew most "
               f"(+{fmt_us(slow['grew_us'].get(part, 0.0))}). Were every step as fast as the median, the steps would "
-              f"take {fmt_us(cost)} less.")
+              f"take {fmt_us(whole)} less" + (f" ({fmt_us(cost)} of it in the steps this report's timeline holds)."
+                                               if whole > cost else "."))
     return Finding("step_spread", severity_for(cost, total), title, detail,
                    {"p90_us": st["p90_us"], "median_us": med, "cv": st["cv"], "slowest": slow["index"],
                     "part": part, "grew_us": slow["grew_us"]}, cost,
