@@ -80,7 +80,11 @@ def _step_index(name: str) -> int:
 
 
 def key_time(launch, start) -> np.ndarray:
-    """When an activity was asked for: its launch call if known, else its own start."""
+    """When an activity was asked for: its launch call if known, else its own start.
+
+    >>> key_time([np.nan, 5.0], [1.0, 9.0]).tolist()
+    [1.0, 5.0]
+    """
     launch = np.asarray(launch, dtype=float)
     start = np.asarray(start, dtype=float)
     return np.where(np.isfinite(launch), launch, start)

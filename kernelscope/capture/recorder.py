@@ -324,7 +324,9 @@ class profile:
                     self._repeat_events.append((i, pair))
 
     def step(self):
-        """End one step of a loop recorded under ``schedule=`` (torch.profiler's ``prof.step()``)."""
+        """End one step of a loop recorded under ``schedule=`` (torch.profiler's ``prof.step()``).
+        >>> train(batch); prof.step()                          # doctest: +SKIP
+        """
         from kernelscope.capture.schedule import step
         step(self.torch_profiler, self._rivals, self._stderr)
 

@@ -55,7 +55,10 @@ def steps_schedule(wait: int = DEFAULT_WAIT, warmup: int = DEFAULT_WARMUP, activ
 def step(torch_profiler, rivals, log: list) -> None:
     """torch.profiler's ``step()``: a new cycle's start is not a rival profiler, its warning
     ("Profiler clears events at the end of each cycle": the earlier cycles' rows are kept) and
-    Kineto's lines on descriptor 2 stay out of the cell."""
+    Kineto's lines on descriptor 2 stay out of the cell.
+
+    >>> step(prof.torch_profiler, None, [])                # doctest: +SKIP
+    """
     import warnings
 
     from kernelscope.capture.quiet import captured_stderr
@@ -72,7 +75,11 @@ def step(torch_profiler, rivals, log: list) -> None:
 
 def recorded_trace(cycles, torch_profiler, name: str, trace_path=None):
     """The Trace of a stopped recording: its last cycle under a schedule (``cycles``), else what
-    the profiler holds (:func:`kernelscope.capture.live.trace_from_profiler`)."""
+    the profiler holds (:func:`kernelscope.capture.live.trace_from_profiler`).
+
+    >>> recorded_trace(Cycles("<cell>"), None, "<cell>").meta["source"]
+    '<cell>'
+    """
     if cycles is not None:
         return cycles.trace()
     from kernelscope.capture.live import trace_from_profiler
