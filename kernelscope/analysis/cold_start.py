@@ -57,7 +57,7 @@ COMPILE_OP = re.compile(r"^(dynamo|entire_frame_compile|backend_compile|inductor
 _LOAD_CALL = re.compile(r"Launch|cuModuleLoad|cuLibraryLoad|cuModuleGetFunction|cuLibraryGetKernel|"
                         r"FuncGetAttributes|FuncSetAttribute|GetSymbolAddress|GetFuncBySymbol")
 _LAUNCH_CALL = re.compile(r"Launch")
-_ALLOC_CALL = re.compile(r"^(cudaMalloc|cudaMallocHost|cudaHostAlloc|cudaMallocAsync|cuMemAlloc|cuMemCreate)")
+ALLOC_CALL = re.compile(r"^(cudaMalloc|cudaMallocHost|cudaHostAlloc|cudaMallocAsync|cuMemAlloc|cuMemCreate)")
 _HANDLE_CALL = re.compile(r"^(cudaStreamCreate|cudaEventCreate|cuStreamCreate|cuEventCreate)")
 _BLOCKING = re.compile(r"Synchronize|Memcpy|Memset|EventQuery|StreamQuery|StreamWaitEvent")
 # A convolution that synchronizes is cuDNN (or MIOpen) timing candidate algorithms
@@ -151,7 +151,7 @@ def _call_kinds(rt) -> dict:
              "load": lambda n: _LOAD_CALL.search(n) is not None,
              "block": lambda n: n in SYNC_CALLS or _BLOCKING.search(n) is not None,
              "sync": lambda n: n in SYNC_CALLS or "EventQuery" in n or "StreamQuery" in n,
-             "alloc": lambda n: _ALLOC_CALL.match(n) is not None,
+             "alloc": lambda n: ALLOC_CALL.match(n) is not None,
              "handle": lambda n: _HANDLE_CALL.match(n) is not None}
     codes, uniq = factorize(rt["name"], use_na_sentinel=True)
     text = [str(u) for u in uniq]

@@ -31,11 +31,9 @@ from kernelscope.analysis.collectives import collectives
 from kernelscope.analysis.findings.base import Finding, severity_for
 from kernelscope.analysis.intervals import covered_length, intersection_length, merge_intervals, union_length
 from kernelscope.analysis.peaks import peer_link_gbps
+from kernelscope.analysis.steps import assign_steps, key_time, step_windows
 from kernelscope.units import fmt_pct, fmt_us
 
-# A step is a torch.profiler step (ProfilerStep#N, from its schedule or a record_function of
-# that name) or a ks.profile repeat (kernelscope.repeat.N).
-_STEP = re.compile(r"^(?:ProfilerStep#|kernelscope\.repeat\.)(\d+)$")
 # Intervals kept per lane (compute, communication, copies) and rank for the view: merged, then
 # coarsened until they fit, so that 64 ranks of long runs still make a small payload.
 LANE_INTERVALS = 1500
@@ -65,33 +63,6 @@ class RankSummary:
     collectives: pd.DataFrame
     overlap: dict
     lanes: dict = field(default_factory=dict)
-
-
-def step_windows(ops: pd.DataFrame) -> pd.DataFrame:
-    """The steps of a recording (``step``, ``index``, ``start_us``, ``end_us``: the host span of
-    each step marker), in time order; empty when the recording marks no steps.
-
-    >>> step_windows(ks.load("ranks/rank0.pt.trace.json.gz").ops)["step"].tolist()
-    ['ProfilerStep#1', 'ProfilerStep#2', 'ProfilerStep#3']
-    """
-    cols = ["step", "index", "start_us", "end_us"]
-    if not len(ops):
-        return pd.DataFrame({c: [] for c in cols})
-    names = ops["name"].astype(str)
-    m = names.str.match(_STEP.pattern).to_numpy(dtype=bool)
-    s = ops[m].drop_duplicates("name")
-    out = pd.DataFrame({"step": s["name"].astype(str).to_numpy(),
-                        "index": [_step_index(n) for n in s["name"].astype(str)],
-                        "start_us": s["start_us"].astype(float).to_numpy(),
-                        "end_us": (s["start_us"] + s["duration_us"]).astype(float).to_numpy()})
-    return out.sort_values("start_us", kind="stable").reset_index(drop=True)
-
-
-def _step_index(name: str) -> int:
-    """The number of a step marker's name (``ProfilerStep#3`` -> 3)."""
-    m = _STEP.match(name)
-    assert m is not None         # step_windows picked the rows by it
-    return int(m.group(1))
 
 
 def rank_summary(rep, *, source=None) -> RankSummary:
@@ -142,13 +113,6 @@ def _spans(start, dur):
     return s[ok], s[ok] + d[ok]
 
 
-def _key_time(launch, start):
-    """When an activity was asked for: its launch call if known, else its own start."""
-    launch = np.asarray(launch, dtype=float)
-    start = np.asarray(start, dtype=float)
-    return np.where(np.isfinite(launch), launch, start)
-
-
 def _step_table(rep, comp, comm, merged) -> pd.DataFrame:
     w = step_windows(rep.ops)
     if not len(w):
@@ -157,16 +121,13 @@ def _step_table(rep, comp, comm, merged) -> pd.DataFrame:
         span = rep.meta.get("span_us") or (max(ends) if ends else 0.0)
         w = pd.DataFrame({"step": ["(whole recording)"], "index": [0], "start_us": [0.0],
                           "end_us": [float(max([span] + ends))]})
-    starts = w["start_us"].to_numpy(float)
+    starts, ends = w["start_us"].to_numpy(float), w["end_us"].to_numpy(float)
 
     def assign(key):
-        # The step whose host span holds the moment the work was asked for (last step started
-        # before it); work asked for before the first step belongs to none.
-        i = np.searchsorted(starts, key, side="right") - 1
-        ends = w["end_us"].to_numpy(float)
-        return np.where((i >= 0) & (key <= ends[np.maximum(i, 0)]), i, -1)
+        # The step whose host span holds the moment the work was asked for.
+        return assign_steps(starts, ends, key)
 
-    ck = assign(_key_time(comp["launch_start_us"], comp["start_us"])) if len(comp) else np.zeros(0, int)
+    ck = assign(key_time(comp["launch_start_us"], comp["start_us"])) if len(comp) else np.zeros(0, int)
     mk = assign(comm["launch_us"].to_numpy(float)) if len(comm) else np.zeros(0, int)
     cs, ce = _spans(comp["start_us"], comp["duration_us"]) if len(comp) else (np.zeros(0), np.zeros(0))
     ms, me = (comm["start_us"].to_numpy(float), comm["end_us"].to_numpy(float)) if len(comm) else (np.zeros(0), np.zeros(0))

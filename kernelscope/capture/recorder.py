@@ -86,7 +86,8 @@ class profile:
     --stack`` uses for notebook cells); ``trace_path`` also writes the raw Chrome trace (for
     Perfetto); ``record_shapes``/``with_flops`` are on by default. ``title`` names the report
     (``rep.title``); by default it is ``name`` when given, else the notebook cell (``In [5]``)
-    or the ``file.py:line`` that started the recording.
+    or the ``file.py:line`` that started the recording. ``schedule`` (``torch.profiler.schedule(...)``)
+    records a loop's steps: call ``prof.step()`` after each; the report holds the active ones (``rep.steps``).
 
     ``metrics=True`` (or a list of CUPTI metric names) also samples hardware counters GPU-wide
     every ``interval_us`` (default 20) through CUPTI PM sampling, with no kernel replay:
@@ -113,8 +114,9 @@ class profile:
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
                  lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
-                 tuning="auto"):
+                 tuning="auto", schedule=None):
         self.lean = lean
+        self.schedule, self._cycles = schedule, None  # torch.profiler's schedule (capture/schedule.py)
         # Autotuning and compiled variants watched in the process (capture/tuning/): "auto"
         # watches Triton/Inductor when already imported, True imports them, False does not watch.
         self.tuning = tuning
@@ -232,8 +234,12 @@ class profile:
                                "recorded CPU ops only")
             if self.lean:
                 self._notes.append("lean mode needs a GPU; recorded CPU ops instead")
-        p = torch.profiler.profile(activities=acts, record_shapes=self.record_shapes,
-                                   with_flops=self.with_flops, with_stack=self.with_stack)
+        if self.schedule is not None:
+            from kernelscope.capture.schedule import Cycles
+            self._cycles = Cycles(self.name, self.trace_path)
+        p = torch.profiler.profile(activities=acts, record_shapes=self.record_shapes, with_flops=self.with_flops,
+                                   with_stack=self.with_stack, schedule=self.schedule,
+                                   on_trace_ready=self._cycles.ready if self._cycles else None)
         if self.metrics:
             self._prepare_counters(torch, has_cuda)
         try:
@@ -317,6 +323,13 @@ class profile:
                     pair[1].record()
                     self._repeat_events.append((i, pair))
 
+    def step(self):
+        """End one step of a loop recorded under ``schedule=`` (torch.profiler's ``prof.step()``).
+        >>> train(batch); prof.step()                          # doctest: +SKIP
+        """
+        from kernelscope.capture.schedule import step
+        step(self.torch_profiler, self._rivals, self._stderr)
+
     def stop(self, *, partial=False, error=None):
         """Stop recording and build ``self.report``; returns the Report.
 
@@ -377,7 +390,8 @@ class profile:
             finally:
                 with _lock:
                     _active = None
-        self.report = self._build(cuda_us, partial, error)
+        # A schedule's region holds more than its recorded steps: no CUDA-event wall time for it.
+        self.report = self._build(cuda_us if self._cycles is None else None, partial, error)
         if interrupted is not None:
             raise interrupted
         return self.report
@@ -395,11 +409,11 @@ class profile:
             raise
 
     def _build(self, cuda_us, partial, error):
-        from kernelscope.capture.live import trace_from_profiler
+        from kernelscope.capture.schedule import recorded_trace
         from kernelscope.reports.report import Report
         try:
             with captured_stderr(self._stderr):
-                trace = trace_from_profiler(self.torch_profiler, name=self.name, trace_path=self.trace_path)
+                trace = recorded_trace(self._cycles, self.torch_profiler, self.name, self.trace_path)
         except TraceError as e:
             if "recorded nothing" not in str(e):
                 raise
@@ -445,10 +459,7 @@ class profile:
             meta["title"] = self.title
         meta["cuda_event_us"] = cuda_us
         meta["cuda_event_source"] = self._event_kind
-        meta["partial"] = bool(partial)
-        meta["no_gpu"] = self._no_gpu
-        meta["lean"] = self.lean
-        meta["with_stack"] = self.with_stack
+        meta.update(partial=bool(partial), no_gpu=self._no_gpu, lean=self.lean, with_stack=self.with_stack)
         if self._rank is not None:
             from kernelscope.trace.distributed import merge_rank_tag
             meta["distributed"] = merge_rank_tag(meta.get("distributed"), self._rank)
@@ -528,7 +539,6 @@ def _rank_tag():
                "backend": str(dist.get_backend())}
     except (RuntimeError, ValueError, AttributeError):
         return None
-    import os
     import socket
     local = os.environ.get("LOCAL_RANK", "")
     tag["host"] = socket.gethostname()

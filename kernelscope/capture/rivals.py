@@ -28,6 +28,7 @@ class RivalStarts:
         self._original = getattr(self._module, "_run_on_profiler_start", None)
         self._hook = None
         self.starts: list = []
+        self.ours = False    # our own profiler starting a cycle of its schedule (capture/schedule.py)
 
     def watch(self) -> None:
         if self._original is None or self._hook is not None:
@@ -35,7 +36,8 @@ class RivalStarts:
         original = self._original
 
         def started(*args, **kwargs):
-            self.starts.append((threading.current_thread().name, threading.get_ident()))
+            if not self.ours:
+                self.starts.append((threading.current_thread().name, threading.get_ident()))
             return original(*args, **kwargs)
         self._hook = started
         self._module._run_on_profiler_start = started

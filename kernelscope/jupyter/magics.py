@@ -51,8 +51,14 @@ class KernelProfileMagics(Magics):
     @argument("--trace", default=None, metavar="PATH",
               help="Also write torch.profiler's raw Chrome trace to PATH (.json or .json.gz), "
                    "to open in Perfetto or with ks.load(PATH).")
-    @argument("--warmup", type=int, default=0, metavar="K",
-              help="Run the cell K times unrecorded first (compilation, autotuning, caches).")
+    @argument("--warmup", type=int, default=None, metavar="K",
+              help="Run the cell K times unrecorded first (compilation, autotuning, caches); with --steps, "
+                   "the schedule's warm-up steps (profiler on, results dropped; default 1).")
+    @argument("--steps", type=int, default=None, metavar="N",
+              help="The cell is one step of a loop: run it --wait + --warmup + N times under a "
+                   "torch.profiler schedule and record N steps (rep.steps: time and breakdown per step).")
+    @argument("--wait", type=int, default=None, metavar="W",
+              help="With --steps: steps run first with the profiler off (default 1).")
     @argument("--repeat", type=int, default=1, metavar="N",
               help="Record the cell N times and keep per-kernel statistics over the N runs "
                    "(report.meta['repeats']). The cell's code runs K+N times: side effects too.")
@@ -110,7 +116,7 @@ class KernelProfileMagics(Magics):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
 
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
-               [--repeat N] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
+               [--repeat N] [--steps N [--wait W]] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
                [--no-display] [--baseline NAME] [--compare NAME]
                [--ncu [--kernels REGEX] [--launches N] [--set NAME]] [--setup CELLS] [--replay-limit S]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
@@ -142,21 +148,24 @@ class KernelProfileMagics(Magics):
         if args.stalls:
             from kernelscope.capture.stalls import unavailable
             stalls_off = unavailable()
-        if args.warmup > 0 or args.repeat > 1:
-            parts = [f"{args.warmup} warm-up"] if args.warmup else []
-            parts.append(f"{args.repeat} recorded")
-            print(f"kernelscope: the cell runs {args.warmup + args.repeat} times "
-                  f"({', '.join(parts)}); its side effects repeat too.", file=sys.stderr)
-        for _ in range(args.warmup):
+        runs, schedule = _runs(args)
+        if runs > 1:
+            print(f"kernelscope: the cell runs {runs} times ({_plan(args)}); its side effects repeat too.",
+                  file=sys.stderr)
+        for _ in range(0 if args.steps else args.warmup):
             run(last=False)
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
                        lines_of=self._cell_name if args.stack else None, trace_path=args.trace,
                        metrics=_metrics(args.metrics), interval_us=args.interval_us,
-                       title=_title(args.output, self._count()))
+                       title=_title(args.output, self._count()), schedule=schedule)
         error = None
         _start(prof)
         try:
-            if args.repeat > 1:
+            if args.steps:
+                for i in range(runs):
+                    run(last=i == runs - 1)
+                    prof.step()
+            elif args.repeat > 1:
                 for i in range(args.repeat):
                     with prof.repeat(i):
                         run(last=i == args.repeat - 1)
@@ -247,8 +256,8 @@ class KernelProfileMagics(Magics):
             if args.action is None:
                 raise UsageError("%kernelprofile needs `start`, `stop` or `last`; "
                                  "use %%kernelprofile on a cell to profile that cell")
-            if args.repeat != 1 or args.warmup or args.stalls:
-                raise UsageError("--repeat, --warmup and --stalls are for %%kernelprofile on a cell")
+            if args.repeat != 1 or args.warmup or args.stalls or args.steps:
+                raise UsageError("--repeat, --warmup, --steps and --stalls are for %%kernelprofile on a cell")
             if args.ncu:
                 raise UsageError("--ncu is for %%kernelprofile on a cell (it replays that cell under Nsight Compute)")
             _check(args)
@@ -466,6 +475,13 @@ def _check(args):
                          "turns off; use one or the other")
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
+    if args.steps is not None and (args.steps < 1 or args.repeat != 1):
+        raise UsageError("--steps must be at least 1, and is not for --repeat")
+    if args.wait is not None and (args.steps is None or args.wait < 0):
+        raise UsageError("--wait is --steps' steps with the profiler off: 0 or more, with --steps")
+    from kernelscope.capture.schedule import DEFAULT_WAIT, DEFAULT_WARMUP
+    args.warmup = (DEFAULT_WARMUP if args.steps else 0) if args.warmup is None else args.warmup
+    args.wait = DEFAULT_WAIT if args.steps and args.wait is None else (args.wait or 0)
     if args.warmup < 0:
         raise UsageError("--warmup must be 0 or more")
     if args.top is not None and args.top < 1:
@@ -474,6 +490,20 @@ def _check(args):
         raise UsageError("--interval-us must be at least 1 (microseconds)")
     if args.interval_us is not None and args.metrics is None:
         raise UsageError("--interval-us sets the PM sampling interval: use it with --metrics")
+
+
+def _runs(args) -> tuple:
+    """How many times the recorded part runs the cell, and the schedule (with --steps)."""
+    if not args.steps:
+        return args.warmup + args.repeat, None
+    from kernelscope.capture.schedule import steps_schedule
+    return args.wait + args.warmup + args.steps, steps_schedule(args.wait, args.warmup, args.steps)
+
+
+def _plan(args) -> str:
+    if args.steps:
+        return f"{args.wait} with the profiler off, {args.warmup} warm-up, {args.steps} recorded steps"
+    return ", ".join(([f"{args.warmup} warm-up"] if args.warmup else []) + [f"{args.repeat} recorded"])
 
 
 def _display(obj):

@@ -27,6 +27,7 @@ from kernelscope.panels.measured import counter_samples, stalls_panel
 from kernelscope.panels.ops import ops_panel
 from kernelscope.panels.roofline import roofline_panel
 from kernelscope.panels.shapes import occupancy_entries
+from kernelscope.panels.steps import steps_panel
 from kernelscope.panels.tuning import tuning_kernels
 from kernelscope.panels.window import overview, sorted_starts
 
@@ -34,7 +35,7 @@ __all__ = ["Panels", "report_panels"]
 
 # The order in which a failed panel's note is listed (the order the view has always listed them).
 _PROBLEM_ORDER = ("timeline", "findings", "what to fix", "backend breakdown", "roofline",
-                  "Nsight Compute deep dive", "autotuning", "CUDA graphs")
+                  "Nsight Compute deep dive", "autotuning", "CUDA graphs", "steps")
 
 
 class Panels:
@@ -176,6 +177,11 @@ class Panels:
     def graphs(self) -> dict | None:
         """The CUDA graphs the recording replayed (``rep.graphs``) with their labels, or None."""
         return self._safe(lambda: graphs_panel(self.rep), None, "CUDA graphs")
+
+    @cached_property
+    def steps(self) -> dict | None:
+        """A training loop's steps (``rep.steps``) with their breakdown and labels, or None."""
+        return self._safe(lambda: steps_panel(self.rep), None, "steps")
 
 
 # One Panels per report (weakly held), made again when the report's tables were replaced.

@@ -4,6 +4,7 @@
     rep.chart("kernels", top=15)                  # the costliest kernels
     rep.chart("timeline")                         # launches and copies per stream, idle gaps
     rep.chart("occupancy", kernel="nvjet_...")    # occupancy as a launch parameter varies
+    rep.chart("steps")                            # a training loop's steps, TensorBoard's breakdown
     ks.compare(a, b).chart()                      # per-kernel time change
     rep.chart("backends").properties(width=600).save("backends.svg")   # PNG/SVG need vl-convert
 
@@ -21,7 +22,7 @@ import pandas as pd
 from kernelscope.jsonable import num
 from kernelscope.panels import report_panels
 
-KINDS = ("backends", "kernels", "timeline", "occupancy")
+KINDS = ("backends", "kernels", "timeline", "occupancy", "steps")
 # The Vega-Lite JupyterLab 4 renders (its vega5-extension knows v3 to v5, not altair 6's v6).
 VEGALITE5_MIME = "application/vnd.vegalite.v5+json"
 VEGALITE5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -44,7 +45,7 @@ def report_chart(rep, kind: str, *, kernel: str | None = None, top: int = 20):
         raise ValueError("kernel= is for the occupancy chart")
     alt = _altair()
     chart = {"backends": _backends, "kernels": _kernels, "timeline": _timeline,  # type: ignore[dict-item]
-             "occupancy": _occupancy}[kind](alt, rep, kernel=kernel, top=top)
+             "occupancy": _occupancy, "steps": _steps}[kind](alt, rep, kernel=kernel, top=top)
     return chart.properties(usermeta=_MARK)
 
 
@@ -143,6 +144,25 @@ def _kernels(alt, rep, *, top, **_):
                  alt.Tooltip("mean_us:Q", format=".1f", title="mean (us)"), alt.Tooltip("share:Q", format=".1%"),
                  alt.Tooltip("occupancy:Q", format=".0%", title="theoretical occupancy (computed)")],
     ).properties(title=f"Costliest kernels ({len(df)} of {table.distinct})", width=460)
+
+
+def _steps(alt, rep, **_):
+    """Each step's time as stacked bars of TensorBoard's breakdown (panels/steps.py)."""
+    st = report_panels(rep).steps
+    if not st:
+        raise ValueError("the report has no steps (no ProfilerStep#N ranges: record with a torch.profiler "
+                         "schedule and prof.step(), or %%kernelprofile --steps N)")
+    labels = [q["label"] for q in st["parts"]]
+    df = pd.DataFrame([{"step": r["index"], "name": r["step"], "part": q["label"], "order": i,
+                        "ms": (r[q["key"] + "_us"] or 0.0) / 1e3, "step_ms": r["step_us"] / 1e3, "kind": r["kind"]}
+                       for r in st["rows"] for i, q in enumerate(st["parts"])])
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("step:O", title="step (ProfilerStep#N)"), y=alt.Y("sum(ms):Q", title="step time (ms)"),
+        color=alt.Color("part:N", sort=labels, scale=alt.Scale(domain=labels, range=[q["colour"] for q in st["parts"]])),
+        order=alt.Order("order:Q"),
+        tooltip=["name", "part", alt.Tooltip("ms:Q", format=".3f", title="ms"),
+                 alt.Tooltip("step_ms:Q", format=".3f", title="step (ms)"), "kind"],
+    ).properties(title=f"Steps: {st['lines'][0]}"[:120], width=max(300, min(900, 14 * len(st["rows"]))))
 
 
 def _timeline(alt, rep, **_):

@@ -80,7 +80,8 @@ def report_markdown(rep, top: int = TOP) -> str:
     if s["completeness"]:
         out += ["", f"Recording: {_md(s['completeness']['line'])}"]
     out += [f"> note: {_md(n)}" for n in s["notes"]]
-    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(report_panels(rep).graphs)
+    p = report_panels(rep)
+    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(p.graphs) + _step_lines(p.steps)
     return printable("\n".join(out))
 
 
@@ -125,6 +126,21 @@ def _graph_lines(g: dict | None) -> list:
            "| " + " | ".join(_md(c["label"]) for c in cols) + " |",
            "|" + "|".join("--:" if c["num"] else "---" for c in cols) + "|"]
     out += ["| " + " | ".join(_md(r["text"][c["key"]]) for c in cols) + " |" for r in g["rows"]]
+    return out
+
+
+def _step_lines(st: dict | None) -> list:
+    """A training loop's steps (panels/steps.py): what they say, and the first, median and slowest
+    steps as a table of TensorBoard's breakdown."""
+    if not st:
+        return []
+    parts = [q for q in st["parts"] if any(r[f"{q['key']}_us"] for r in st["rows"])]
+    out = ["", f"## {_md(st['title'])} (`{st['source']}`)", "", *[f"- {_md(x)}" for x in st["lines"]], "",
+           "| step | | time | GPU busy | " + " | ".join(_md(q["label"]) for q in parts) + " |",
+           "|---|---|--:|--:|" + "--:|" * len(parts)]
+    out += [f"| {_md(r['step'])} | {r['kind']} | {fmt_us(r['step_us'])} | {fmt_us(r['gpu_busy_us'])} | "
+            + " | ".join(fmt_us(r[q["key"] + "_us"]) for q in parts) + " |"
+            for r in st["rows"] if r["index"] in st["text_rows"]]
     return out
 
 

@@ -34,7 +34,8 @@ def report_text(rep, top: int | None = None) -> str:
     ...
     """
     p = report_panels(rep)
-    lines = _header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + _fix_lines(p)
+    lines = (_header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + step_lines(p)
+             + _fix_lines(p))
     return printable("\n".join(lines))
 
 
@@ -107,6 +108,22 @@ def _graph_lines(p: Panels) -> list:
         t = r["text"]
         out.append(f"  {t['graph']}: " + " · ".join(f"{cols[k]['label']} {t[k]}" for k in cols if cols[k]["num"]))
         out += [f"     {cols[k]['label']}: {t[k]}" for k in cols if not cols[k]["num"] and k != "graph" and t[k] != "-"]
+    return out
+
+
+def step_lines(p: Panels, indent: str = "  ") -> list:
+    """A training loop's steps (panels/steps.py): what they say, then the first, median and slowest
+    steps with their breakdown (``rep.steps`` has every step)."""
+    st = p.steps
+    if not st:
+        return []
+    parts = [q for q in st["parts"] if any(r[f"{q['key']}_us"] for r in st["rows"])]
+    out = ["", f"{indent}{st['title']} ({st['source']}):"] + [f"{indent}{x}" for x in st["lines"]]
+    out.append(f"{indent}{'step':<18} {'':<8} {'time':>10} {'GPU busy':>10} "
+               + " ".join(f"{clip(q['label'], 10):>10}" for q in parts))
+    out.extend(f"{indent}{clip(r['step'], 18):<18} {r['kind']:<8} {fmt_us(r['step_us']):>10} "
+               f"{fmt_us(r['gpu_busy_us']):>10} " + " ".join(f"{fmt_us(r[q['key'] + '_us']):>10}" for q in parts)
+               for r in st["rows"] if r["index"] in st["text_rows"])
     return out
 
 

@@ -291,6 +291,15 @@ class Report(ReportOutputs):
         return find_all(self)
 
     @cached_property
+    def steps(self) -> pd.DataFrame:
+        """One row per ``ProfilerStep#N``: time, GPU busy, TensorBoard's breakdown (``analysis/steps.py``).
+        >>> ks.load("training/lm_steps.pt.trace.json.gz").steps["index"].tolist()[:3]
+        [3, 4, 5]
+        """
+        from kernelscope.analysis.steps import step_table
+        return step_table(self)
+
+    @cached_property
     def completeness(self):
         """The completeness ledger (a ``Completeness``): kernels, copies, memsets, runtime calls and
         CPU ops recorded, and each gap (launches with no kernel, kernels with no launch, records

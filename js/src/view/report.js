@@ -17,10 +17,13 @@ import { header, fixList } from "./first_screen.js";
 import { backendTables, opsTable, findingsList } from "./lists.js";
 import { renderDetails } from "./details.js";
 import { graphsView, hasGraphs } from "./graphs.js";
+import { stepsView, hasSteps } from "./steps.js";
 
 // "CUDA graphs" shows only for a report that replayed a graph (graphs.js).
 const GRAPHS = "CUDA graphs";
-const TABS = ["Kernels", "Timeline", GRAPHS, "Backends", "CPU ops", "Roofline", "Findings"];
+// "Steps" shows only for a report with ProfilerStep#N steps (steps.js).
+const STEPS = "Steps";
+const TABS = ["Kernels", "Timeline", STEPS, GRAPHS, "Backends", "CPU ops", "Roofline", "Findings"];
 
 /**
  * Render a decoded view model into `el`.
@@ -95,8 +98,8 @@ function makeTabs(v, root) {
   };
   // The tabs this report can fill (an Nsight Compute replay has no timeline or CPU ops): from Python.
   const caps = hd.capabilities || {};
-  const tabs = (caps.tabs ? TABS.filter((t) => caps.tabs.includes(t) || t === GRAPHS) : TABS).filter(
-    (t) => t !== GRAPHS || hasGraphs(hd)
+  const tabs = (caps.tabs ? TABS.filter((t) => caps.tabs.includes(t) || t === GRAPHS || t === STEPS) : TABS).filter(
+    (t) => (t !== GRAPHS || hasGraphs(hd)) && (t !== STEPS || hasSteps(hd))
   );
   for (const name of tabs) {
     const label =
@@ -184,6 +187,7 @@ function tabRenderers(v) {
       v.panels.Findings.append(findingsList(hd.findings || []));
     },
     [GRAPHS]: () => graphsTab(v),
+    [STEPS]: () => v.panels[STEPS].append(stepsView(v.hd.steps, { width: v.panels[STEPS].clientWidth })),
   };
 }
 
