@@ -8,14 +8,13 @@ end we synchronize, stop the profiler and build the Report from the live results
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import threading
 import warnings
 from contextlib import contextmanager
-from pathlib import Path
 
 from kernelscope.capture import cupy_events
+from kernelscope.capture.identity import caller_title, rank_tag, tag_trace
 from kernelscope.capture.quiet import MAX_LOG_LINES, captured_stderr, notes_from
 from kernelscope.capture.repeats import REPEAT_MARK
 from kernelscope.errors import TraceError
@@ -179,7 +178,7 @@ class profile:
         """Start recording. Raises :class:`ProfilerBusyError` if a recording is already active."""
         global _active
         if self.title is None:
-            self.title = _caller_title()
+            self.title = caller_title()
         self._torch_was_imported = "torch" in sys.modules
         torch = _import_torch()
         lost = cuda_context_lost(torch)
@@ -262,9 +261,9 @@ class profile:
         if threading.current_thread() is threading.main_thread():
             from kernelscope.capture import handoff
             handoff.install()     # so that another thread's stop() can be handed to this one
-        self._rank = _rank_tag()
+        self._rank = rank_tag()
         if self._rank is not None:
-            _tag_trace(p, self._rank)
+            tag_trace(p, self._rank)
         if self.tuning is not False:
             from kernelscope.capture.tuning import TuningWatch
             self._tuning = TuningWatch(force=self.tuning is True)
@@ -504,58 +503,6 @@ class profile:
         else:
             trace.meta["counters"] = {"requested": list(pm.metrics), "samples": 0}
         return notes
-
-
-def _caller_title():
-    """Where the recording was started: ``In [5]`` in a notebook cell, else ``file.py:line``."""
-    here = str(Path(os.path.abspath(__file__)).parents[1])
-    f = sys._getframe(1)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not (os.path.abspath(name).startswith(here + os.sep) or name.endswith("contextlib.py")):
-            break
-        f = f.f_back
-    if f is None:
-        return None
-    name = f.f_code.co_filename
-    from kernelscope.capture.lines import is_cell_file
-    if is_cell_file(name):
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None else None
-        from kernelscope.capture.lines import cell_number
-        n = cell_number(shell)
-        return f"In [{n}]" if n is not None else "a notebook cell"
-    return f"{Path(name).name}:{f.f_lineno}"
-
-
-def _rank_tag():
-    """Rank, world size, backend, host and local rank of this process when torch.distributed
-    is initialized (a torchrun job), else None."""
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is None or not dist.is_available() or not dist.is_initialized():
-            return None
-        tag = {"rank": int(dist.get_rank()), "world_size": int(dist.get_world_size()),
-               "backend": str(dist.get_backend())}
-    except (RuntimeError, ValueError, AttributeError):
-        return None
-    import socket
-    local = os.environ.get("LOCAL_RANK", "")
-    tag["host"] = socket.gethostname()
-    tag["local_rank"] = int(local) if local.isdigit() else None
-    return tag
-
-
-def _tag_trace(p, tag):
-    """Write the rank tag into the trace header, so that a trace file saved from this recording
-    (``trace_path``, or Kineto's own export) says which rank and host it came from."""
-    import json
-
-    from kernelscope.trace.distributed import RANK_TAG
-    try:
-        p.add_metadata_json(RANK_TAG, json.dumps(tag))
-    except (RuntimeError, AttributeError):
-        pass  # an older torch without header metadata: meta["distributed"] still has the tag
 
 
 def _import_torch():
