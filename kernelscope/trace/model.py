@@ -65,10 +65,11 @@ SYNC_COLUMNS = {
 # The allocator's events (torch.profiler's profile_memory "[memory]" instant events), one row per
 # allocation (``bytes`` > 0) or free (< 0): ``address`` of the block, the allocator's totals after
 # it, the device (``device_type``: torch's DeviceType, 0 CPU, 1 CUDA), and the CPU op on that
-# thread whose range holds it (``op``, ``op_index``) with its Python line (``source``).
+# thread whose range holds it (``op``, ``op_index``) with its Python line (``source``); an
+# instant: ``duration_us`` is 0.
 MEMORY_COLUMNS = {
     "name": "object", "device_type": "int64", "device_index": "int64", "tid": "object",
-    "start_us": "float64", "bytes": "int64", "address": "int64",
+    "start_us": "float64", "duration_us": "float64", "bytes": "int64", "address": "int64",
     "total_allocated": "int64", "total_reserved": "int64",
     "op": "object", "op_index": "int64", "source": "object",
 }

@@ -17,8 +17,9 @@ serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline
 ``counters`` (PM samples), ``ncu`` (Nsight Compute's measurements and rules), ``empty_capture``,
 ``completeness`` (the recording's ledger: launches with no kernel, records dropped),
 ``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys),
-``kernels`` (fp32 GEMMs on CUDA cores, grids smaller than the GPU, unfused elementwise chains) and
-``triton_variants`` (a Triton kernel's compiled facts: uncoalesced loads, register spills).
+``kernels`` (fp32 GEMMs on CUDA cores, grids smaller than the GPU, unfused elementwise chains),
+``triton_variants`` (a Triton kernel's compiled facts: uncoalesced loads, register spills) and
+``memory`` (the allocator's leak and fragmentation: no time at stake, bytes).
 """
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def find_all(report) -> list:
         tiny_grid_findings,
         unfused_elementwise_findings,
     )
+    from kernelscope.analysis.findings.memory import memory_findings
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     from kernelscope.analysis.findings.triton_variants import register_spills_findings, uncoalesced_findings
     from kernelscope.analysis.findings.tuning import tuning_findings
@@ -79,7 +81,7 @@ def find_all(report) -> list:
              stream_findings, graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
              counter_findings, rule_findings, access_findings, tuning_findings, fp32_gemm_findings,
              tiny_grid_findings, unfused_elementwise_findings, uncoalesced_findings, register_spills_findings,
-             completeness_findings)
+             completeness_findings, memory_findings)
     if is_replay(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
         # stream overlap were not recorded, so the timeline's rules have nothing to say.
