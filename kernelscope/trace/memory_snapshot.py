@@ -32,15 +32,19 @@ BLOCK_ROUND = 512
 _RESERVED = {"segment_alloc": 1, "segment_free": -1, "segment_map": 1, "segment_unmap": -1}
 
 
+class Refused(pickle.UnpicklingError):
+    """A pickle that asks for something a plain snapshot never holds."""
+
+
 class PlainUnpickler(pickle.Unpickler):
     """An unpickler that loads no class or function: only pickle's plain values come back."""
 
     def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"it asks to load {module}.{name}; an allocator snapshot holds only "
+        raise Refused(f"it asks to load {module}.{name}; an allocator snapshot holds only "
                                      "plain values (dicts, lists, strings, numbers), so it is refused unread")
 
     def persistent_load(self, pid):
-        raise pickle.UnpicklingError("it refers to outside objects (persistent ids); an allocator snapshot has none")
+        raise Refused("it refers to outside objects (persistent ids); an allocator snapshot has none")
 
 
 def plain_loads(data: bytes, label: str = "<pickle>"):
@@ -54,9 +58,9 @@ def plain_loads(data: bytes, label: str = "<pickle>"):
     """
     try:
         return PlainUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError as e:
+    except Refused as e:
         raise TraceError(label, f"not a plain allocator snapshot: {e}") from None
-    except (EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError, MemoryError, RecursionError) as e:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError, MemoryError, RecursionError) as e:
         raise TraceError(label, f"not a readable pickle ({type(e).__name__}: {e})") from None
 
 

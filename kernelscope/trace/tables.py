@@ -168,7 +168,11 @@ def join_memory(mem: pd.DataFrame, ops: pd.DataFrame, frames: pd.DataFrame) -> N
     join_op(mem, ops, rows)
     if len(frames) and len(mem):
         fr = frames[frames["tid"].isin(wanted)]
-        mem["source"] = innermost_frames(tids, times, {c: fr[c].tolist() for c in ("name", "tid", "start_us", "duration_us")})
+        got = innermost_frames(tids, times, {c: fr[c].tolist() for c in ("name", "tid", "start_us", "duration_us")})
+        src = np.empty(len(got), dtype=object)
+        src[:] = got
+        # Explicit object dtype: pandas 3 would infer its string dtype (None read back as NaN).
+        mem["source"] = pd.Series(src, dtype=object, index=mem.index, copy=False)
 
 
 def sync_table(rt: pd.DataFrame, gsyncs: pd.DataFrame, ops: pd.DataFrame, op_of: KeyIndex) -> pd.DataFrame:
