@@ -34,7 +34,8 @@ def report_text(rep, top: int | None = None) -> str:
     ...
     """
     p = report_panels(rep)
-    lines = _header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + _fix_lines(p)
+    lines = (_header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + memory_lines(p)
+             + _fix_lines(p))
     return printable("\n".join(lines))
 
 
@@ -108,6 +109,29 @@ def _graph_lines(p: Panels) -> list:
         out.append(f"  {t['graph']}: " + " · ".join(f"{cols[k]['label']} {t[k]}" for k in cols if cols[k]["num"]))
         out += [f"     {cols[k]['label']}: {t[k]}" for k in cols if not cols[k]["num"] and k != "graph" and t[k] != "-"]
     return out
+
+
+def memory_lines(p: Panels) -> list:
+    r"""The memory section (panels/memory.py): the peak, what held it, growth per step, a leak,
+    fragmentation; nothing where the trace holds no allocator events.
+
+    >>> print("\n".join(memory_lines(report_panels(ks.load("training/leak_steps.pt.trace.json.gz")))))
+    <BLANKLINE>
+      memory (rep.memory): peak 1.7 GiB allocated on cuda:0 at 238.64 ms; 1.8 GiB reserved then (6.0% above allocated)
+      what held the peak:
+        allocated before the recording (weights, ...): 620.8 MiB (34.9%)
+    ...
+    """
+    m = p.memory
+    if not m:
+        return []
+    out = ["", f"  memory (rep.memory): {m['headline']}", "  what held the peak:"]
+    out += [f"    {h['text']}" for h in m["held"]]
+    if m["held_in_all"] > len(m["held"]):
+        out.append(f"    … and {m['held_in_all'] - len(m['held'])} more (rep.memory.held)")
+    out += [f"  {label}: {m[key]}" for label, key in (("steps", "steps"), ("leak", "leak"),
+                                                      ("fragmentation", "fragmentation")) if m.get(key)]
+    return out + [f"  from {m['where_from']}"]
 
 
 def _whole_number(v) -> str:
