@@ -16,8 +16,11 @@ SOURCES = {
                          "block allocated and freed with its stack; sizes rounded up to the allocator's "
                          "512-byte blocks",
 }
+# The timeline's memory lane (js/src/view/memory_lane.js): its words and colours.
 LANE = {"label": "memory", "allocated": "allocated", "reserved": "reserved",
-        "tooltip": "GPU memory the caching allocator held: allocated (in tensors) and reserved (from the driver)"}
+        "allocated_color": "#2f6fb0", "reserved_color": "#a9c8e8",
+        "tooltip": "GPU memory the caching allocator held: allocated (in tensors) and reserved (from the driver)",
+        "peak": "peak allocated"}
 
 
 def memory_panel(m) -> dict | None:
