@@ -151,8 +151,7 @@ def view_model(rep, window: tuple | None = None, *, options: dict | None = None)
         "tuning": safe(lambda: tuning_payload(rep, where, p.tuning_kernels), None, problems, "autotuning"),
         # The CUDA graphs replayed, and the labels of each replayed kernel's fields (panels/graphs.py).
         "graphs": p.graphs,
-        # GPU memory from the allocator: the memory lane's curve and labels, what held the peak (panels/memory.py).
-        "memory": p.memory,
+        "memory": p.memory,   # the allocator's lane under the timeline, what held the peak (panels/memory.py)
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": p.kernel_detail,
         # Display options (%%kernelprofile --top, --sort; Report.display(top=..., sort=...)).

@@ -4,7 +4,6 @@ followed, a hover saying the allocator's figures as Python formats them."""
 import json
 
 import numpy as np
-
 import pytest
 from conftest import ARTIFACTS, DATA
 

@@ -131,8 +131,8 @@ export class MemoryLane {
     ctx.fillStyle = fg2;
     ctx.fillText(`0-${this.lane.max_text}`, 4, y0 + 26);
     this.drawn =
-      this._area(ctx, this.reserved, this.lane.reserved_color, y0, hgt, a, b, sx) +
-      this._area(ctx, this.alloc, this.lane.allocated_color, y0, hgt, a, b, sx);
+      this._area(ctx, this.reserved, this.lane.reserved_color, y0, hgt, a, b, sx)
+      + this._area(ctx, this.alloc, this.lane.allocated_color, y0, hgt, a, b, sx);
     // The allocated peak, marked where it lies in the view.
     const p = this.hd.peak_us;
     if (p >= a && p <= b) {

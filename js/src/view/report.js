@@ -239,7 +239,11 @@ function timelineTab(v) {
       v.select("Kernels");
       ctl.table.apply({ launches, label });
     },
-    onDraw: under.length ? (view, width) => under.forEach((u) => u.sync(view, width)) : null,
+    onDraw: under.length
+      ? (view, width) => {
+          for (const u of under) u.sync(view, width);
+        }
+      : null,
     fill: opts.fill || null,
     trace: opts.trace || null,
   });
