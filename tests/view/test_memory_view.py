@@ -12,7 +12,6 @@ from kernelscope.view.report import view_model
 from tests.analysis.test_memory import LEAK, LM
 
 
-
 @pytest.fixture(scope="module")
 def lm():
     return ks.load(LM)
