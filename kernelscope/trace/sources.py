@@ -41,8 +41,12 @@ def innermost_frames(tids, times, frames: dict) -> list:
     ['a.py(3): f']
     """
     by_tid = {}
+    user: dict = {}     # names repeat (one per line of code): each is tested once
     for name, tid, s, d in zip(frames["name"], frames["tid"], frames["start_us"], frames["duration_us"]):
-        if is_user_frame(name):
+        ok = user.get(name)
+        if ok is None:
+            ok = user[name] = is_user_frame(name)
+        if ok:
             by_tid.setdefault(tid, []).append((s, s + d, name))
     return innermost_spans(tids, times, by_tid)
 
