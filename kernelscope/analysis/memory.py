@@ -28,9 +28,9 @@ from kernelscope.units import fmt_bytes
 
 # Ops that only allocate: a block is named by the op around them (aten::empty_strided inside
 # aten::_to_copy inside aten::to is the "to"'s block). Climbed only where the ops' tree is given.
+# (aten::_to_copy is named by its aten::to; aten::to itself is a call the user wrote.)
 ALLOC_OPS = frozenset({"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
-                       "aten::new_empty_strided", "aten::resize_", "aten::_to_copy", "aten::to",
-                       "aten::empty_permuted"})
+                       "aten::new_empty_strided", "aten::resize_", "aten::_to_copy", "aten::empty_permuted"})
 MAX_POINTS = 1000
 BEFORE = "allocated before the recording"
 # A leak: allocated at the step ends rises in at least this share of the steps, by this much in all.

@@ -131,6 +131,19 @@ def test_fragmentation_is_flagged_past_30_percent_and_256_mib():
     assert not fragmentation(100 * 2**20, 300 * 2**20)["flagged"]      # 200% but 200 MiB
 
 
+def test_reserved_far_above_allocated_gives_a_fragmentation_finding(lm):
+    """The real table with 1 GiB more reserved throughout (as a run that once held a larger batch
+    would show): reserved exceeds allocated by 1.1 GiB (109%) at the peak."""
+    from kernelscope.analysis.findings.memory import fragmentation_finding
+    mem = lm.trace.memory.copy()
+    mem["total_reserved"] = mem["total_reserved"] + 2**30
+    m = memory_analysis(mem, ops=lm.trace.ops)
+    (f,) = fragmentation_finding(m)
+    assert f.kind == "memory_fragmentation" and f.cost_us == 0
+    assert f.evidence["gap_bytes"] == m.reserved_at_peak - m.peak_bytes == lm.memory.reserved_at_peak + 2**30 - m.peak_bytes
+    assert "expandable_segments" in f.fix and "1.1 GiB (109%)" in f.title
+
+
 def test_a_saved_report_keeps_the_memory_table(lm, tmp_path):
     path = lm.save(tmp_path / "lm.ksreport.json.gz")
     back = ks.load(path)
