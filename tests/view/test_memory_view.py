@@ -37,6 +37,8 @@ def test_text_and_markdown_say_the_peak_and_its_holders(lm):
     assert "memory (rep.memory): peak 1022.2 MiB allocated on cuda:0" in text
     assert "aten::_log_softmax at record.py(47): step: 128.0 MiB in 1 block" in text
     assert "steps: allocated at the end of each of 12 steps: 311.4 MiB (no growth)" in text
+    html = lm._repr_html_()
+    assert "<b>Memory</b> peak 1022.2 MiB allocated" in html and "what held the peak" in html
     md = lm.to_markdown()
     assert "## Memory (`rep.memory`)" in md and "Peak 1022.2 MiB allocated" in md
     leak = ks.load(LEAK)
