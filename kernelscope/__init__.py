@@ -10,13 +10,13 @@ from kernelscope.errors import TraceError
 
 __version__ = "0.1.0"
 
-__all__ = ["Report", "TraceError", "compare", "load", "load_ncu", "load_ranks", "occupancy", "profile",
-           "watch_graphs"]
+__all__ = ["Report", "TraceError", "compare", "load", "load_memory", "load_ncu", "load_ranks", "occupancy",
+           "profile", "watch_graphs"]
 
 
 # Imported on first use (PEP 562): ``import kernelscope`` stays light, and a process that only
 # needs the trace readers (the split reader's workers, trace/split.py) never imports the report.
-_LAZY = {"load": ".loading", "load_ncu": ".loading", "Report": ".reports.report",
+_LAZY = {"load": ".loading", "load_ncu": ".loading", "load_memory": ".loading", "Report": ".reports.report",
          "watch_graphs": ".capture.graph_watch"}
 
 

@@ -60,6 +60,9 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
     path = os.fspath(source)
     if _is_ncu_report(path):
         return load_ncu(path)   # an Nsight Compute report opened like any recording
+    if path.endswith((".pickle", ".pkl")):
+        raise TraceError(path, "a pickle is not a trace; an allocator history snapshot "
+                               "(torch.cuda.memory._snapshot / _dump_snapshot) opens with ks.load_memory(path)")
     from kernelscope.render.progress import LoadProgress
     from kernelscope.trace.kineto import read_kineto
     with LoadProgress(Path(path).name, out="auto" if progress else None) as bar:
@@ -78,6 +81,27 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
         own_trace(path)
         bar.stage("analysing")
         return Report(trace)
+
+
+def load_memory(path, *, device: str | None = None):
+    """An allocator history snapshot (``torch.cuda.memory._snapshot()`` pickled, or the file
+    ``torch.cuda.memory._dump_snapshot`` writes) as a
+    :class:`~kernelscope.analysis.memory.MemoryAnalysis`: the peak, what held it with the
+    snapshot's own stack frames (``op``: the innermost Python frame, ``source``: the innermost
+    line of yours), the curve. The pickle is read with an unpickler that loads no object
+    (:mod:`kernelscope.trace.memory_snapshot`): a file that asks for one is refused unread.
+
+    >>> m = ks.load_memory("training/lm_memory.pickle")
+    >>> m.peak_bytes, m.held.loc[1, "op"]
+    (1069767680, 'functional.py(3504): cross_entropy')
+    """
+    from kernelscope.analysis.memory import memory_analysis
+    from kernelscope.trace.memory_snapshot import read_snapshot, snapshot_table
+    label = os.fspath(path)
+    m = memory_analysis(snapshot_table(read_snapshot(label)), device=device, source="allocator history")
+    if m is None:
+        raise TraceError(label, "the snapshot's history holds no allocation" + (f" on {device}" if device else ""))
+    return m
 
 
 def _report(raw: bytes, path: str) -> Report:

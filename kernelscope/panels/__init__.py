@@ -24,6 +24,7 @@ from kernelscope.panels.graphs import graphs_panel
 from kernelscope.panels.header import Header, header_panel
 from kernelscope.panels.kernels import KernelTable, kernel_table
 from kernelscope.panels.measured import counter_samples, stalls_panel
+from kernelscope.panels.memory import memory_panel
 from kernelscope.panels.ops import ops_panel
 from kernelscope.panels.roofline import roofline_panel
 from kernelscope.panels.shapes import occupancy_entries
@@ -35,7 +36,7 @@ __all__ = ["Panels", "report_panels"]
 
 # The order in which a failed panel's note is listed (the order the view has always listed them).
 _PROBLEM_ORDER = ("timeline", "findings", "what to fix", "backend breakdown", "roofline",
-                  "Nsight Compute deep dive", "autotuning", "CUDA graphs", "steps")
+                  "Nsight Compute deep dive", "autotuning", "CUDA graphs", "steps", "memory")
 
 
 class Panels:
@@ -182,6 +183,11 @@ class Panels:
     def steps(self) -> dict | None:
         """A training loop's steps (``rep.steps``) with their breakdown and labels, or None."""
         return self._safe(lambda: steps_panel(self.rep), None, "steps")
+
+    @cached_property
+    def memory(self) -> dict | None:
+        """The allocator's peak, what held it, growth per step and the memory lane (``rep.memory``), or None."""
+        return self._safe(lambda: memory_panel(self.rep.memory), None, "memory")
 
 
 # One Panels per report (weakly held), made again when the report's tables were replaced.

@@ -22,7 +22,7 @@ import pandas as pd
 from kernelscope.jsonable import num
 from kernelscope.panels import report_panels
 
-KINDS = ("backends", "kernels", "timeline", "occupancy", "steps")
+KINDS = ("backends", "kernels", "timeline", "occupancy", "steps", "memory")
 # The Vega-Lite JupyterLab 4 renders (its vega5-extension knows v3 to v5, not altair 6's v6).
 VEGALITE5_MIME = "application/vnd.vegalite.v5+json"
 VEGALITE5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -38,6 +38,8 @@ def report_chart(rep, kind: str, *, kernel: str | None = None, top: int = 20):
 
     >>> report_chart(ks.load("mlp_train.pt.trace.json.gz"), "backends")
     alt.Chart(...)
+    >>> report_chart(ks.load("training/lm_steps.pt.trace.json.gz"), "memory")
+    alt.LayerChart(...)
     """
     if kind not in KINDS:
         raise ValueError(f"unknown chart {kind!r}: choose one of {', '.join(KINDS)}")
@@ -45,7 +47,7 @@ def report_chart(rep, kind: str, *, kernel: str | None = None, top: int = 20):
         raise ValueError("kernel= is for the occupancy chart")
     alt = _altair()
     chart = {"backends": _backends, "kernels": _kernels, "timeline": _timeline,  # type: ignore[dict-item]
-             "occupancy": _occupancy, "steps": _steps}[kind](alt, rep, kernel=kernel, top=top)
+             "occupancy": _occupancy, "steps": _steps, "memory": _memory}[kind](alt, rep, kernel=kernel, top=top)
     return chart.properties(usermeta=_MARK)
 
 
@@ -194,6 +196,28 @@ def _timeline(alt, rep, **_):
         tooltip=["lane", "name", "what", "launches", alt.Tooltip("start_ms:Q", format=".4f"),
                  alt.Tooltip("end_ms:Q", format=".4f")],
     ).properties(title="Timeline", width=640)
+
+
+def _memory(alt, rep, **_):
+    """Allocated and reserved over time (the memory panel's curve, the timeline lane's), with the
+    peak marked; an empty chart that says why where the trace has no allocator events."""
+    m = report_panels(rep).memory
+    if not m:
+        return alt.Chart(pd.DataFrame({"time_ms": [], "MiB": [], "what": []})).mark_line().properties(
+            title="Memory: no allocator events (record with torch.profiler's profile_memory=True)", width=640)
+    s = m["series"]
+    t = [x / 1e3 for x in s["time_us"]]
+    df = pd.concat([pd.DataFrame({"time_ms": t, "MiB": [b / 2**20 for b in s[k]], "what": m["lane"][k]})
+                    for k in ("reserved", "allocated")], ignore_index=True)
+    line = alt.Chart(df).mark_line(interpolate="step-after").encode(
+        x=alt.X("time_ms:Q", title="time (ms from the recording's start)"),
+        y=alt.Y("MiB:Q", title=f"GPU memory on {m['device']} (MiB)"),
+        color=alt.Color("what:N", title=None),
+        tooltip=["what", alt.Tooltip("time_ms:Q", format=".3f"), alt.Tooltip("MiB:Q", format=",.1f")])
+    peak = alt.Chart(pd.DataFrame({"time_ms": [m["peak_us"] / 1e3], "MiB": [m["peak_bytes"] / 2**20],
+                                   "label": [m["headline"]]}))
+    dot = peak.mark_point(color="black", size=60).encode(x="time_ms:Q", y="MiB:Q", tooltip=["label"])
+    return (line + dot).properties(title=f"Memory: {m['headline']}", width=640)
 
 
 def _merge_close(df: pd.DataFrame) -> pd.DataFrame:

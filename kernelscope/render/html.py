@@ -38,7 +38,8 @@ def report_html(rep, top: int | None = None) -> str:
     p = report_panels(rep)
     return (
         "<div class='kernelscope-static' style='font-family:system-ui,sans-serif;font-size:13px'>"
-        + _head(p) + _findings(p) + _kernels(p, TOP if top is None else top) + _graphs(p) + _ncu(p) + _backends(p)
+        + _head(p) + _findings(p) + _kernels(p, TOP if top is None else top) + _graphs(p) + _memory(p) + _ncu(p)
+        + _backends(p)
         + f"<p style='{_MUTED}font-size:11px'>Static view. The interactive report (timeline, occupancy, "
           "roofline) shows in JupyterLab with kernelscope installed, with or without a kernel.</p></div>"
     )
@@ -117,6 +118,24 @@ def _graphs(p: Panels) -> str:
                                  for c in cols) + "</tr>" for r in g["rows"])
     return (f"<div class='ks-graphs' style='margin-top:6px'><b>{_e(g['title'])}</b>"
             f"<table style='{_TABLE}margin:2px 0 6px'><thead>{_TR}{head}</tr></thead><tbody>{rows}</tbody></table></div>")
+
+
+def _memory(p: Panels) -> str:
+    """The memory section (panels/memory.py): the peak, what held it, steps, leak, fragmentation, escaped.
+
+    >>> "what held the peak" in _memory(report_panels(ks.load("training/lm_steps.pt.trace.json.gz")))
+    True
+    """
+    m = p.memory
+    if not m:
+        return ""
+    li = "".join(f"<li>{_e(h['text'])}</li>" for h in m["held"])
+    more = "".join(f"<div style='font-size:12px'><span style='{_MUTED}'>{label}</span> {_e(m[key])}</div>"
+                   for label, key in (("Steps", "steps"), ("Leak", "leak"), ("Fragmentation", "fragmentation"))
+                   if m.get(key))
+    return (f"<div class='ks-memory' style='margin-top:6px'><b>Memory</b> {_e(m['headline'])}"
+            f"<div style='font-size:12px'>what held the peak:</div><ul style='margin:2px 0 4px'>{li}</ul>{more}"
+            f"<div style='{_MUTED}font-size:11px'>from {_e(m['where_from'])}</div></div>")
 
 
 def _ncu(p: Panels) -> str:

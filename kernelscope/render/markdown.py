@@ -41,7 +41,16 @@ def first_screen(rep, top: int = TOP) -> dict:
                                             "kernels", "copies", "ops")},
             "fixes_of": p.time_of, "fixes": [{k: x.get(k) for k in _FIX_FIELDS} for x in p.fixes],
             "findings": len(p.findings), "kernels": kernels, "kernels_in_all": p.kernel_table.distinct,
-            "completeness": h.completeness, "notes": p.notes}
+            "completeness": h.completeness, "notes": p.notes, "memory": _memory(p.memory)}
+
+
+def _memory(m: dict | None) -> dict | None:
+    """The memory panel's figures and words, without the lane's curve."""
+    if not m:
+        return None
+    return {k: m[k] for k in ("device", "headline", "peak_bytes", "reserved_at_peak", "before_bytes", "steps",
+                              "leak", "fragmentation", "where_from")} | {
+        "held": [{k: h[k] for k in ("op", "source", "bytes", "blocks", "share", "text")} for h in m["held"]]}
 
 
 def report_markdown(rep, top: int = TOP) -> str:
@@ -81,8 +90,28 @@ def report_markdown(rep, top: int = TOP) -> str:
         out += ["", f"Recording: {_md(s['completeness']['line'])}"]
     out += [f"> note: {_md(n)}" for n in s["notes"]]
     p = report_panels(rep)
-    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(p.graphs) + _step_lines(p.steps)
+    out += _fix_lines(s) + _kernel_lines(s) + _graph_lines(p.graphs) + _step_lines(p.steps) + memory_markdown(s["memory"])
     return printable("\n".join(out))
+
+
+def memory_markdown(m: dict | None) -> list:
+    r"""The Memory section (``first_screen(rep)["memory"]``): the peak, what held it, the steps.
+
+    >>> print("\n".join(memory_markdown(first_screen(ks.load("training/lm_steps.pt.trace.json.gz"))["memory"])[:6]))
+    <BLANKLINE>
+    ## Memory (`rep.memory`)
+    <BLANKLINE>
+    Peak 1022.2 MiB allocated on cuda:0 at 12.76 ms; 1.1 GiB reserved then (8.4% above allocated). What held it:
+    <BLANKLINE>
+    - allocated before the recording (weights, ...): 311.4 MiB (30.5%)
+    """
+    if not m:
+        return []
+    out = ["", "## Memory (`rep.memory`)", "", f"{_md(m['headline'][0].upper() + m['headline'][1:])}. What held it:", ""]
+    out += [f"- {_md(h['text'])}" for h in m["held"]]
+    out += [f"\n**{label}**: {_md(m[key])}" for label, key in (("Steps", "steps"), ("Leak", "leak"),
+                                                                ("Fragmentation", "fragmentation")) if m.get(key)]
+    return out + ["", f"From {_md(m['where_from'])}."]
 
 
 def _fix_lines(s: dict) -> list:

@@ -34,7 +34,7 @@ def report_text(rep, top: int | None = None) -> str:
     ...
     """
     p = report_panels(rep)
-    lines = (_header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + step_lines(p)
+    lines = (_header_lines(p) + _kernel_lines(p, TOP if top is None else top) + _graph_lines(p) + step_lines(p) + memory_lines(p)
              + _fix_lines(p))
     return printable("\n".join(lines))
 
@@ -125,6 +125,29 @@ def step_lines(p: Panels, indent: str = "  ") -> list:
                f"{fmt_us(r['gpu_busy_us']):>10} " + " ".join(f"{fmt_us(r[q['key'] + '_us']):>10}" for q in parts)
                for r in st["rows"] if r["index"] in st["text_rows"])
     return out
+
+
+def memory_lines(p: Panels) -> list:
+    r"""The memory section (panels/memory.py): the peak, what held it, growth per step, a leak,
+    fragmentation; nothing where the trace holds no allocator events.
+
+    >>> print("\n".join(memory_lines(report_panels(ks.load("training/leak_steps.pt.trace.json.gz")))))
+    <BLANKLINE>
+      memory (rep.memory): peak 1.7 GiB allocated on cuda:0 at 238.64 ms; 1.8 GiB reserved then (6.0% above allocated)
+      what held the peak:
+        allocated before the recording (weights, ...): 620.8 MiB (34.9%)
+    ...
+    """
+    m = p.memory
+    if not m:
+        return []
+    out = ["", f"  memory (rep.memory): {m['headline']}", "  what held the peak:"]
+    out += [f"    {h['text']}" for h in m["held"]]
+    if m["held_in_all"] > len(m["held"]):
+        out.append(f"    … and {m['held_in_all'] - len(m['held'])} more (rep.memory.held)")
+    out += [f"  {label}: {m[key]}" for label, key in (("steps", "steps"), ("leak", "leak"),
+                                                      ("fragmentation", "fragmentation")) if m.get(key)]
+    return out + [f"  from {m['where_from']}"]
 
 
 def _whole_number(v) -> str:

@@ -58,10 +58,11 @@ class ReportOutputs:
     def chart(self, kind: str = "kernels", *, kernel: str | None = None, top: int = 20):
         """A chart of the report as an altair object, to restyle or save (PNG/SVG need vl-convert):
         ``"backends"`` (GPU time per backend), ``"kernels"`` (the ``top`` costliest), ``"timeline"``
-        (launches and copies per stream, idle gaps), ``"steps"`` (a loop's steps, ``rep.steps``) or
-        ``"occupancy"`` (theoretical occupancy as block size, registers and shared memory vary, for
-        ``kernel``: a name, short name or part of one; the costliest kernel by default). Shown offline
-        in JupyterLab, Notebook 7 and VS Code (see :mod:`kernelscope.render.charts`).
+        (launches and copies per stream, idle gaps), ``"steps"`` (a loop's steps, ``rep.steps``),
+        ``"memory"`` (allocated and reserved over time) or ``"occupancy"`` (theoretical occupancy as
+        block size, registers and shared memory vary, for ``kernel``: a name, short name or part of
+        one; the costliest kernel by default). Shown offline in JupyterLab, Notebook 7 and VS Code
+        (see :mod:`kernelscope.render.charts`).
 
         >>> rep.chart("occupancy", kernel="nvjet").save(tmp / "occupancy.html")
         """

@@ -391,6 +391,15 @@ class Report(ReportOutputs):
         return part.result() if isinstance(part, Future) else part
 
     @cached_property
+    def memory(self):
+        """The allocator's peak, what held it, its curve and growth per step (``analysis/memory.py``):
+        >>> ks.load("training/lm_steps.pt.trace.json.gz").memory.peak_bytes
+        1071864832
+        """
+        from kernelscope.analysis.memory import report_memory
+        return report_memory(self)
+
+    @cached_property
     def roofline(self) -> pd.DataFrame:
         """Achieved FLOP/s and bytes/s of countable ops against datasheet peaks."""
         from kernelscope.analysis.roofline import roofline

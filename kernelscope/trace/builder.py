@@ -24,6 +24,7 @@ from kernelscope.trace.model import (
     COPY_COLUMNS,
     FRAME_COLUMNS,
     KERNEL_COLUMNS,
+    MEMORY_COLUMNS,
     OP_COLUMNS,
     RUNTIME_COLUMNS,
     SYNC_COLUMNS,
@@ -34,10 +35,12 @@ from kernelscope.trace.model import (
 BUCKETS = {"kernel": "kernels", "gpu_memcpy": "copies", "gpu_memset": "copies",
            "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime", "driver": "runtime",
            "cpu_op": "ops", "user_annotation": "ops", "operator": "ops",
-           "python_function": "frames", "cuda_sync": "gsyncs", "Trace": "span"}
+           "python_function": "frames", "cuda_sync": "gsyncs", "Trace": "span",
+           "cpu_instant_event": "memory"}
 # The schema of each bucket's table ("gsyncs": GPU-side sync records, merged into syncs).
 SCHEMAS = {"kernels": KERNEL_COLUMNS, "copies": COPY_COLUMNS, "runtime": RUNTIME_COLUMNS,
-           "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "gsyncs": SYNC_COLUMNS}
+           "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "gsyncs": SYNC_COLUMNS,
+           "memory": MEMORY_COLUMNS}
 _COPY_RE = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 _EMPTY_ARGS = Args()
 
@@ -261,6 +264,11 @@ COLUMNS: dict[str, dict] = {
         "correlation": _CORRELATION, "external_id": _EXTERNAL,
         "stream": _arg("stream"), "device_index": _arg("device"),
     },
+    "memory": {
+        "name": _NAME, "tid": _TID, "device_type": _arg("device_type"), "device_index": _arg("device_id"),
+        "bytes": _arg("mem_bytes"), "address": _arg("addr"),
+        "total_allocated": _arg("total_allocated"), "total_reserved": _arg("total_reserved"),
+    },
 }
 # The args each table reads (the fields of decode.Args its extractors use), in the order Kineto
 # writes them: a table's events have their args decoded together into a struct of only these.
@@ -275,6 +283,7 @@ ARG_FIELDS = {
             "kernel_kwargs", "num_stages", "kernel_hash", *_COMM_FIELDS),
     "frames": ("python_id", "parent_id"),
     "gsyncs": ("external_id", "sync_type", "stream", "device", "correlation"),
+    "memory": ("total_reserved", "total_allocated", "mem_bytes", "device_id", "device_type", "addr"),
 }
 
 
@@ -342,6 +351,8 @@ _CATS = np.array(list(BUCKETS), dtype=object)
 _CAT_CODE = {c: i for i, c in enumerate(BUCKETS)}
 _CAT_BUCKET = np.array([_BUCKET_NAMES.index(b) for b in BUCKETS.values()] + [-1], dtype=np.int64)
 _PH, _CAT_OF, _ARGS, _TS, _DUR = (field_reader(f) for f in ("ph", "cat", "args", "ts", "dur"))
+# The one bucket of instant events ("ph": "i", no duration): the allocator's.
+_INSTANT_BUCKET = _BUCKET_NAMES.index("memory")
 
 
 def chunk_columns(bucket: str, evs, start_us, duration_us, cats=None) -> dict:
@@ -418,7 +429,10 @@ class TableBuilder:
         if phs.count("X") != n:
             if "C" in phs:
                 self.counter_events.extend(_counter_event(e) for e, ph in zip(events, phs) if ph == "C")
-            code[np.fromiter(map("X".__ne__, phs), bool, n)] = -1
+            drop = np.fromiter(map("X".__ne__, phs), bool, n)
+            if "i" in phs:    # the allocator's instant events keep their place
+                drop &= ~(np.fromiter(map("i".__eq__, phs), bool, n) & (code == _INSTANT_BUCKET))
+            code[drop] = -1
         del phs
         order = np.argsort(code.astype(np.int8), kind="stable")   # int8: sorted by radix, not timsort
         bounds = np.searchsorted(code[order], np.arange(len(_BUCKET_NAMES) + 1))
@@ -429,6 +443,8 @@ class TableBuilder:
             evs = (list(operator.itemgetter(*idx.tolist())(events)) if len(idx) > 1 else [events[idx[0]]]) \
                 if len(idx) < n else list(events)
             ts, dur = _times(evs)
+            if i == _INSTANT_BUCKET:
+                dur = np.zeros(len(evs))    # an instant: no duration written
             # NaN, infinite, negative or missing times cannot be placed.
             good = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
             if not good.all():

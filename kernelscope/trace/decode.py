@@ -70,6 +70,14 @@ class Args(msgspec.Struct, gc=False):
     seq: Int = msgspec.field(default=None, name="Seq")
     # torch's GPU counter tracks ("ph": "C") carry their value under the empty key.
     counter: Float = msgspec.field(default=None, name="")
+    # The allocator's "[memory]" instant events (profile_memory): the block's size (+alloc,
+    # -free), its address, and the allocator's totals after it.
+    mem_bytes: Int = msgspec.field(default=None, name="Bytes")
+    addr: Int = msgspec.field(default=None, name="Addr")
+    total_allocated: Int = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Int = msgspec.field(default=None, name="Total Reserved")
+    device_id: Int = msgspec.field(default=None, name="Device Id")
+    device_type: Int = msgspec.field(default=None, name="Device Type")
 
 
 class _EventFields(msgspec.Struct, gc=False):

@@ -25,6 +25,7 @@ from kernelscope.trace.model import (
     DEVICE_COLUMNS,
     FRAME_COLUMNS,
     KERNEL_COLUMNS,
+    MEMORY_COLUMNS,
     OP_COLUMNS,
     RUNTIME_COLUMNS,
     SYNC_COLUMNS,
@@ -32,7 +33,16 @@ from kernelscope.trace.model import (
     frame,
 )
 from kernelscope.trace.sources import innermost_frames
-from kernelscope.trace.tables import KeyIndex, build_tables, complete, join_launch, join_op, lookup, sync_table
+from kernelscope.trace.tables import (
+    KeyIndex,
+    build_tables,
+    complete,
+    join_launch,
+    join_memory,
+    join_op,
+    lookup,
+    sync_table,
+)
 from kernelscope.trace.timebase import clock_meta, cover_span, shift, time_origin
 
 
@@ -155,6 +165,9 @@ def _finish(doc, builder, n_events, label, notes) -> Trace:
         k["source"] = innermost_frames(k["launch_tid"].tolist(), k["launch_start_us"].tolist(),
                                        {col: fr[col].tolist() for col in ("name", "tid", "start_us", "duration_us")})
     syncs = sync_table(rt, tables["gsyncs"], ops, op_of)
+    mem = tables["memory"]
+    if len(mem):
+        join_memory(mem, ops, fr)
 
     if not len(k) and not len(c) and not len(ops) and not len(rt):
         if not n_events:
@@ -169,6 +182,7 @@ def _finish(doc, builder, n_events, label, notes) -> Trace:
         runtime=complete(rt, RUNTIME_COLUMNS), ops=complete(ops, OP_COLUMNS),
         frames=complete(fr, FRAME_COLUMNS), syncs=complete(syncs, SYNC_COLUMNS),
         devices=frame(devices_columns(doc.deviceProperties), DEVICE_COLUMNS), meta=meta,
+        memory=complete(mem, MEMORY_COLUMNS),
     )
     if counter_events:
         from kernelscope.trace.counters import read_counter_tracks

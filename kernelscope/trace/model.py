@@ -62,6 +62,17 @@ SYNC_COLUMNS = {
     "duration_us": "float64", "correlation": "int64", "external_id": "int64",
     "op": "object", "stream": "int64", "device_index": "int64",
 }
+# The allocator's events (torch.profiler's profile_memory "[memory]" instant events), one row per
+# allocation (``bytes`` > 0) or free (< 0): ``address`` of the block, the allocator's totals after
+# it, the device (``device_type``: torch's DeviceType, 0 CPU, 1 CUDA), and the CPU op on that
+# thread whose range holds it (``op``, ``op_index``) with its Python line (``source``); an
+# instant: ``duration_us`` is 0.
+MEMORY_COLUMNS = {
+    "name": "object", "device_type": "int64", "device_index": "int64", "tid": "object",
+    "start_us": "float64", "duration_us": "float64", "bytes": "int64", "address": "int64",
+    "total_allocated": "int64", "total_reserved": "int64",
+    "op": "object", "op_index": "int64", "source": "object",
+}
 DEVICE_COLUMNS = {
     "index": "int64", "name": "object", "device_type": "object",
     "compute_major": "int64", "compute_minor": "int64", "num_sms": "int64",
@@ -121,6 +132,7 @@ TABLES = {
     "ops": OP_COLUMNS, "frames": FRAME_COLUMNS, "syncs": SYNC_COLUMNS,
     "devices": DEVICE_COLUMNS, "counters": COUNTER_COLUMNS, "stalls": STALL_COLUMNS,
     "autotune": AUTOTUNE_COLUMNS, "variants": VARIANT_COLUMNS, "tensorrt_layers": TENSORRT_LAYER_COLUMNS,
+    "memory": MEMORY_COLUMNS,
 }
 # Integers use pandas' nullable Int64 so that "not recorded" stays distinct from 0.
 
@@ -268,6 +280,7 @@ class Trace:
     autotune: pd.DataFrame = field(default_factory=lambda: frame({}, AUTOTUNE_COLUMNS))
     variants: pd.DataFrame = field(default_factory=lambda: frame({}, VARIANT_COLUMNS))
     tensorrt_layers: pd.DataFrame = field(default_factory=lambda: frame({}, TENSORRT_LAYER_COLUMNS))
+    memory: pd.DataFrame = field(default_factory=lambda: frame({}, MEMORY_COLUMNS))
 
     def tables(self) -> dict:
         """The tables by name, in a fixed order."""

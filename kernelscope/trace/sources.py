@@ -3,7 +3,8 @@
 torch.profiler's ``with_stack`` records Python frames as ``python_function`` events named
 ``file(line): func``; frames on one thread nest, so one sweep in time order with a stack finds
 each launch's innermost frame. The line-mark capture (``kernelscope.capture.lines``) uses the
-same sweep over its own marks.
+same sweep over its own marks, and the allocator's events find the CPU op that holds them
+(:func:`innermost_spans`).
 """
 from __future__ import annotations
 
@@ -40,9 +41,24 @@ def innermost_frames(tids, times, frames: dict) -> list:
     ['a.py(3): f']
     """
     by_tid = {}
+    user: dict = {}     # names repeat (one per line of code): each is tested once
     for name, tid, s, d in zip(frames["name"], frames["tid"], frames["start_us"], frames["duration_us"]):
-        if is_user_frame(name):
+        ok = user.get(name)
+        if ok is None:
+            ok = user[name] = is_user_frame(name)
+        if ok:
             by_tid.setdefault(tid, []).append((s, s + d, name))
+    return innermost_spans(tids, times, by_tid)
+
+
+def innermost_spans(tids, times, by_tid: dict) -> list:
+    """For each (tid, time), the value of the innermost span of ``by_tid[tid]`` (a list of
+    ``(start, end, value)``, nested as one thread's frames and ops are) that holds the time, or
+    None: one sweep per thread in time order with a stack.
+
+    >>> innermost_spans([1, 1], [2.0, 9.0], {1: [(0.0, 10.0, "outer"), (1.0, 3.0, "inner")]})
+    ['inner', 'outer']
+    """
     out = [None] * len(times)
     queries = {}
     for i, (tid, t) in enumerate(zip(tids, times)):

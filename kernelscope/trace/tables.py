@@ -12,6 +12,7 @@ import pandas as pd
 
 from kernelscope.trace.builder import SCHEMAS, chunk_columns
 from kernelscope.trace.model import GRAPH_LAUNCH_CALLS, SYNC_CALLS, frame
+from kernelscope.trace.sources import innermost_frames, innermost_spans
 
 
 def build_table(bucket: str, evs: list, start_us, duration_us) -> pd.DataFrame:
@@ -143,6 +144,35 @@ def join_op(t: pd.DataFrame, ops: pd.DataFrame, rows: np.ndarray) -> None:
         own = t["kernel_backend"].to_numpy(dtype=object)
         t["kernel_backend"] = pd.Series(np.where(pd.isna(own) | (own == ""), from_op.to_numpy(), own),
                                         dtype=object, index=t.index)
+
+
+def join_memory(mem: pd.DataFrame, ops: pd.DataFrame, frames: pd.DataFrame) -> None:
+    """Add to the allocator's events the CPU op on their thread whose range holds them (``op``,
+    ``op_index``: the innermost) and the Python line around them (``source``), in place. Only
+    the threads that allocated are swept.
+
+    >>> mem = pd.DataFrame({"tid": [1], "start_us": [2.0]})
+    >>> ops = pd.DataFrame({"name": ["aten::empty"], "tid": [1], "start_us": [1.0], "duration_us": [3.0]})
+    >>> join_memory(mem, ops, ops.iloc[:0]); mem[["op", "op_index"]].values.tolist()
+    [['aten::empty', 0]]
+    """
+    tids, times = mem["tid"].tolist(), mem["start_us"].tolist()
+    wanted = set(tids)
+    by_tid: dict = {}
+    m = ops["tid"].isin(wanted).to_numpy() if len(ops) else np.zeros(0, bool)
+    for row, tid, s, d in zip(np.flatnonzero(m).tolist(), ops["tid"].to_numpy()[m].tolist(),
+                              ops["start_us"].to_numpy()[m].tolist(), ops["duration_us"].to_numpy()[m].tolist()):
+        by_tid.setdefault(tid, []).append((s, s + d, row))
+    got = innermost_spans(tids, times, by_tid)
+    rows = np.array([-1 if r is None else r for r in got], dtype=np.int64)
+    join_op(mem, ops, rows)
+    if len(frames) and len(mem):
+        fr = frames[frames["tid"].isin(wanted)]
+        got = innermost_frames(tids, times, {c: fr[c].tolist() for c in ("name", "tid", "start_us", "duration_us")})
+        src = np.empty(len(got), dtype=object)
+        src[:] = got
+        # Explicit object dtype: pandas 3 would infer its string dtype (None read back as NaN).
+        mem["source"] = pd.Series(src, dtype=object, index=mem.index, copy=False)
 
 
 def sync_table(rt: pd.DataFrame, gsyncs: pd.DataFrame, ops: pd.DataFrame, op_of: KeyIndex) -> pd.DataFrame:

@@ -149,9 +149,7 @@ def view_model(rep, window: tuple | None = None, *, options: dict | None = None)
         "stalls": p.stalls,
         # What produced each kernel, its knobs, and its autotunings' candidates (panels/tuning.py).
         "tuning": safe(lambda: tuning_payload(rep, where, p.tuning_kernels), None, problems, "autotuning"),
-        # The CUDA graphs replayed, and the labels of each replayed kernel's fields (panels/graphs.py).
-        "graphs": p.graphs,
-        "steps": p.steps,  # a training loop's steps and their breakdown (panels/steps.py; js/src/view/steps.js)
+        **_run_parts(p),
         # The kernel deep dive of launches Nsight Compute measured (analysis/kernel_detail.py).
         "kernel_detail": p.kernel_detail,
         # Display options (%%kernelprofile --top, --sort; Report.display(top=..., sort=...)).
@@ -160,6 +158,16 @@ def view_model(rep, window: tuple | None = None, *, options: dict | None = None)
         "nbytes": len(buf),
     }
     return header, buf
+
+
+def _run_parts(p: Panels) -> dict:
+    """The views of how the run went, each None where it has nothing to show."""
+    return {
+        # The CUDA graphs replayed, and the labels of each replayed kernel's fields (panels/graphs.py).
+        "graphs": p.graphs,
+        "steps": p.steps,  # a training loop's steps and their breakdown (panels/steps.py; js/src/view/steps.js)
+        "memory": p.memory,   # the allocator's lane under the timeline, what held the peak (panels/memory.py)
+    }
 
 
 def _whole(rep) -> Panels:

@@ -65,6 +65,9 @@ def reference(path) -> dict:
     doc = json.loads(gzip.decompress(path.read_bytes()))
     rows = {t: [] for t in ("kernels", "copies", "runtime", "ops", "frames", "gsyncs")}
     span = None
+    # The allocator's instant events (profile_memory): no duration, a table of their own.
+    memory = [e for e in doc["traceEvents"] if e.get("ph") == "i" and e.get("cat") == "cpu_instant_event"
+              and _num(e.get("ts")) is not None and math.isfinite(e["ts"])]
     for e in doc["traceEvents"]:
         if e.get("ph") != "X" or not _timed(e):
             continue
@@ -72,7 +75,7 @@ def reference(path) -> dict:
             span = span or (float(e["ts"]), float(e["dur"]))
         elif e.get("cat") in TABLE_OF:
             rows[TABLE_OF[e["cat"]]].append(e)
-    starts = [float(e["ts"]) for t in rows.values() for e in t]
+    starts = [float(e["ts"]) for t in [*rows.values(), memory] for e in t]
     origin = span[0] if span else (min(starts) if starts else 0.0)
     if starts and min(starts) < origin:
         origin = min(starts)
@@ -161,8 +164,13 @@ def reference(path) -> dict:
     end = max([r["start_us"] + r["duration_us"] for t in (kernels, copies, runtime, ops) for r in t] or [0.0])
     span_us = None if span is None else max(span[0] + span[1] - origin, end)
     base_ns = doc.get("baseTimeNanoseconds") or 0
+    memory = [dict(name=e["name"], tid=e.get("tid"), start_us=float(e["ts"]) - origin, duration_us=0.0,
+                   device_type=_int(a(e).get("Device Type")), device_index=_int(a(e).get("Device Id")),
+                   bytes=_int(a(e).get("Bytes")), address=_int(a(e).get("Addr")),
+                   total_allocated=_int(a(e).get("Total Allocated")), total_reserved=_int(a(e).get("Total Reserved")))
+              for e in memory]
     return {"tables": {"kernels": kernels, "copies": copies, "runtime": runtime, "ops": ops, "frames": frames,
-                       "syncs": syncs},
+                       "syncs": syncs, "memory": memory},
             "time_origin_ns": int(base_ns + round(origin * 1000)), "span_us": span_us}
 
 

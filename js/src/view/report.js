@@ -9,6 +9,7 @@ import { h, backendColor, useVocabulary } from "./format.js";
 import { KernelTable } from "./table.js";
 import { Timeline } from "./timeline.js";
 import { UtilizationStrip } from "./utilization.js";
+import { MemoryLane } from "./memory_lane.js";
 import { backendChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
 import { renderCompare } from "./compare.js";
@@ -228,6 +229,9 @@ function timelineTab(v) {
   const { model, opts, ctl } = v;
   // Hardware counters, when sampled, draw in a strip under the lanes on the same time axis.
   ctl.strip = v.hd.counters && model.tables.counters ? new UtilizationStrip(model) : null;
+  // The allocator's memory, when recorded (profile_memory), in a lane under them too.
+  ctl.memory = v.hd.memory && v.hd.memory.series ? new MemoryLane(model) : null;
+  const under = [ctl.strip, ctl.memory].filter(Boolean);
   ctl.timeline = new Timeline(model, {
     // A kernel clicked on the timeline becomes the table's selection (and Python's).
     onPick: (name) => {
@@ -239,13 +243,17 @@ function timelineTab(v) {
       v.select("Kernels");
       ctl.table.apply({ launches, label });
     },
-    onDraw: ctl.strip ? (view, width) => ctl.strip.sync(view, width) : null,
+    onDraw: under.length
+      ? (view, width) => {
+          for (const u of under) u.sync(view, width);
+        }
+      : null,
     fill: opts.fill || null,
     trace: opts.trace || null,
   });
   v.panels.Timeline.append(ctl.timeline.el);
   if (ctl.selected && ctl.selected.length) ctl.timeline.highlight(ctl.selected);
-  if (ctl.strip) ctl.timeline.el.insertBefore(ctl.strip.el, ctl.timeline.wrap.nextSibling);
+  for (const u of under.reverse()) ctl.timeline.el.insertBefore(u.el, ctl.timeline.wrap.nextSibling);
 }
 
 /** The first screen's evidence links open the table narrowed to the kernels, or the timeline

@@ -19,7 +19,8 @@ serialized copies), ``timeline`` (sync, stream, graph and GPU-bound), ``roofline
 ``tuning`` (the autotuners' candidates: spilling winners, occupancy-capped configs, noise, keys),
 ``kernels`` (fp32 GEMMs on CUDA cores, grids smaller than the GPU, unfused elementwise chains),
 ``triton_variants`` (a Triton kernel's compiled facts: uncoalesced loads, register spills), ``steps``
-(training-loop steps: slow first steps, steady steps that vary).
+(training-loop steps: slow first steps, steady steps that vary) and ``memory`` (the allocator's
+leak and fragmentation: no time at stake, bytes).
 """
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def find_all(report) -> list:
         tiny_grid_findings,
         unfused_elementwise_findings,
     )
+    from kernelscope.analysis.findings.memory import memory_findings
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
     from kernelscope.analysis.findings.steps import step_findings
     from kernelscope.analysis.findings.triton_variants import register_spills_findings, uncoalesced_findings
@@ -81,7 +83,7 @@ def find_all(report) -> list:
              stream_findings, graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
              counter_findings, rule_findings, access_findings, tuning_findings, fp32_gemm_findings,
              tiny_grid_findings, unfused_elementwise_findings, uncoalesced_findings, register_spills_findings,
-             completeness_findings, step_findings)
+             completeness_findings, step_findings, memory_findings)
     if is_replay(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
         # stream overlap were not recorded, so the timeline's rules have nothing to say.
