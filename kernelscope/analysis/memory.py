@@ -17,7 +17,6 @@ The input is a table of the allocator's events (the Trace's ``memory`` table: to
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +36,6 @@ BEFORE = "allocated before the recording"
 LEAK_RISING_SHARE = 0.8
 LEAK_MIN_BYTES = 16 * 2**20
 LEAK_MIN_STEPS = 3
-_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 @dataclass
@@ -166,21 +164,16 @@ def downsample(t: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> np
 
 
 def profiler_steps(ops: pd.DataFrame) -> list:
-    """``(name, start_us, end_us)`` of each ``ProfilerStep#N`` range the ops table holds, in order
-    (torch.profiler's ``prof.step()`` markers).
+    """``(name, start_us, end_us)`` of each ``ProfilerStep#N`` range, in order: the steps
+    :func:`kernelscope.analysis.steps.step_windows` finds (one way to find steps).
 
     >>> t = ks.load("training/lm_steps.pt.trace.json.gz").trace
     >>> [name for name, start, end in profiler_steps(t.ops)][:2]
     ['ProfilerStep#3', 'ProfilerStep#4']
     """
-    if not len(ops):
-        return []
-    names = ops["name"].astype(str)
-    m = names.str.match(_STEP_RE).to_numpy()
-    s = ops[m]
-    out = [(str(n), float(a), float(a + d)) for n, a, d in zip(s["name"], float_values(s["start_us"]),
-                                                           float_values(s["duration_us"]))]
-    return sorted(out, key=lambda x: x[1])
+    from kernelscope.analysis.steps import step_windows
+    w = step_windows(ops)
+    return [(str(n), float(a), float(e)) for n, a, e in zip(w["step"], w["start_us"], w["end_us"])]
 
 
 def step_growth(ev: pd.DataFrame, steps: list, before: int) -> pd.DataFrame:
