@@ -97,6 +97,9 @@ def test_gpu_steps_have_kernels_and_the_breakdown():
 
 
 @pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="on the H200 (2026-12-03) the report of 1,000 steps held 2,000 "
+                   "launches, 400 steps' worth, not one 100-step cycle's 500: the live cycles do not yet "
+                   "bound the GPU records (issue 43, open)")
 def test_gpu_thousand_steps_stay_bounded():
     x = torch.randn(256, 256, device="cuda")
     with ks.profile(schedule=steps_schedule(1, 1, 1000)) as prof:
