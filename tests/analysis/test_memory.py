@@ -22,14 +22,6 @@ LM, LEAK, SNAPSHOT = DATA / "lm_steps.pt.trace.json.gz", DATA / "leak_steps.pt.t
 FACTS = json.loads((DATA / "facts.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def lm():
-    return ks.load(LM)
-
-
-@pytest.fixture(scope="module")
-def leak():
-    return ks.load(LEAK)
 
 
 def _raw_memory_events(path):

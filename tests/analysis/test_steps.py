@@ -15,14 +15,6 @@ LM = DATA / "training" / "lm_steps.pt.trace.json.gz"
 LEAK = DATA / "training" / "leak_steps.pt.trace.json.gz"
 
 
-@pytest.fixture(scope="module")
-def lm():
-    return ks.load(LM)
-
-
-@pytest.fixture(scope="module")
-def leak():
-    return ks.load(LEAK)
 
 
 def test_twelve_steps_with_their_numbers(lm):
