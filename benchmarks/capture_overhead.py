@@ -5,6 +5,11 @@
    itself in a real IPython shell (default and ``--lean``).
 2. Time from the end of the profiled code to a ready report, for 10k launches: our stop +
    Report (default and through the magic) against torch.profiler's stop + ``key_averages()``.
+2b. With ``--stop-sizes 5000,100000,1000000``: the stop at each size, as users pay it: torch.profiler's
+   own ``stop()`` (CPU+CUDA, shapes + FLOPs, the settings ``ks.profile()`` records with), that
+   stop plus ``export_chrome_trace`` (what a torch user pays before a trace can be looked at),
+   ``ks.profile()`` stop -> Report, and with ``--metrics`` ``ks.profile(metrics=True)`` stop ->
+   Report; each as a ratio to torch's stop of the same size (sizes over 100k: one round).
 3. The two live-trace routes (in-memory activities vs Kineto JSON in tmpfs), where torch has both.
 4. With ``--metrics`` (CUDA and cupti-python needed): per-launch cost of ``ks.profile(metrics=True)``
    at 20 and 100 us sampling against ``ks.profile()``, and what the samples cost after the region:
@@ -135,6 +140,46 @@ def post_processing(n, rounds, shell):
     return {k: statistics.median(v) for k, v in res.items() if v}
 
 
+def stop_ratios(sizes, rounds, metrics):
+    """End of the region -> ready, at each size: torch.profiler's stop (and + export) against
+    ks.profile() stop -> Report (and with metrics); variants rotate, each on its own recording."""
+    import gc
+    import os
+    out = {}
+    for n in sizes:
+        loop = make_loop(n)
+        loop()
+
+        def torch_stop(export=False):
+            p = torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True)
+            p.start(); loop()
+            t = time.perf_counter(); p.stop()
+            if export:
+                path = f"/dev/shm/ks-bench-{os.getpid()}.json"
+                p.export_chrome_trace(path)
+                os.unlink(path)
+            return time.perf_counter() - t
+
+        def ks_stop(**kw):
+            prof = ks.profile(**kw)
+            prof.start(); loop()
+            t = time.perf_counter(); rep = prof.stop(); _ = rep.kernels
+            return time.perf_counter() - t
+        variants = {"torch_stop": torch_stop, "torch_stop_plus_export": lambda: torch_stop(True),
+                    "ks_stop_to_report": ks_stop}
+        if metrics and CUDA:
+            variants["ks_metrics_stop_to_report"] = lambda: ks_stop(metrics=True)
+        names = list(variants)
+        res = {k: [] for k in names}
+        for r in range(rounds if n <= 100_000 else 1):
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                res[k].append(variants[k]())
+                gc.collect()
+        med = {k: statistics.median(v) for k, v in res.items()}
+        out[n] = {"seconds": med, "vs_torch_stop": {k: v / med["torch_stop"] for k, v in med.items()}}
+    return out
+
+
 def routes(n, rounds):
     """Each route on its own fresh recording (whichever touches Kineto's results first pays
     for finalizing them, so one recording cannot time both)."""
@@ -170,12 +215,16 @@ def counters(n, rounds):
         return dt, prof.report
     out = {}
     variants = {"ks_profile": {}, "metrics_20us": {"metrics": True, "interval_us": 20},
-                "metrics_100us": {"metrics": True, "interval_us": 100}}
+                "metrics_100us": {"metrics": True, "interval_us": 100}, "torch_profiler_shapes_flops": None}
     res = {k: [] for k in variants}
     names = list(variants)
+
+    def with_torch():
+        with torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True):
+            t = time.perf_counter(); loop(); return time.perf_counter() - t
     for r in range(rounds):
         for k in names[r % len(names):] + names[:r % len(names)]:
-            res[k].append(timed(**variants[k])[0])
+            res[k].append(with_torch() if variants[k] is None else timed(**variants[k])[0])
     out["us_per_launch"] = {k: statistics.median(v) / n * 1e6 for k, v in res.items()}
     for k in ("metrics_20us", "metrics_100us"):
         prof = ks.profile(**variants[k])
@@ -239,6 +288,9 @@ def main():
     ap.add_argument("--post", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--stop-sizes", default=None,
+                    help="comma-separated launch counts: the stop against torch.profiler's at each")
+    ap.add_argument("--only-stop", action="store_true", help="measure --stop-sizes (and --metrics' region cost) only")
     ap.add_argument("--metrics", action="store_true", help="also measure PM sampling (ks.profile(metrics=True))")
     ap.add_argument("--tuning", action="store_true", help="also measure the tuning watch on Triton launches")
     ap.add_argument("--only-tuning", action="store_true", help="measure the tuning watch only")
@@ -261,6 +313,8 @@ def main():
         pass
     info = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if CUDA else "cpu",
             "launches": a.launches, "post_launches": a.post, "rounds": a.rounds}
+    if a.only_stop:
+        return _only_stop(a, info)
     pl = per_launch(a.launches, a.rounds, shell)
     pp = post_processing(a.post, a.rounds, shell)
     rt = routes(a.post, a.rounds)
@@ -294,10 +348,37 @@ def main():
     if a.tuning and CUDA:
         res["tuning"] = tuning(a.launches, a.rounds)
         _print_tuning(res["tuning"], a)
+    if a.stop_sizes:
+        res["stop"] = stop_ratios([int(x) for x in a.stop_sizes.split(",")], a.rounds, a.metrics)
+        _print_stop(res["stop"], a)
     if a.json:
         with Path(a.json).open("w") as f:
             json.dump(res, f, indent=1)
     return res
+
+
+def _only_stop(a, info):
+    res = {"info": info}
+    if a.metrics and CUDA:
+        res["counters"] = counters(a.launches, a.rounds)
+        c = res["counters"]["us_per_launch"]
+        print(f"inside the region ({a.launches} tiny kernels, median of {a.rounds}), us per launch:")
+        for k, v in c.items():
+            print(f"  {k:30s} {v:8.2f} us   {v / c['torch_profiler_shapes_flops']:5.3f}x torch.profiler (shapes + FLOPs)")
+    if a.stop_sizes:
+        res["stop"] = stop_ratios([int(x) for x in a.stop_sizes.split(",")], a.rounds, a.metrics)
+        _print_stop(res["stop"], a)
+    if a.json:
+        with Path(a.json).open("w") as f:
+            json.dump(res, f, indent=1)
+    return res
+
+
+def _print_stop(stop, a):
+    print(f"end of region -> ready, by size (median of {a.rounds}; one round above 100k):")
+    for n, d in stop.items():
+        for k, v in d["seconds"].items():
+            print(f"  {n:>9,} {k:28s} {v:8.3f} s   {d['vs_torch_stop'][k]:5.2f}x torch.profiler's stop")
 
 
 def _print_tuning(t, a):
