@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything this round runs on the H200 (device machine, not CI), in one command:
 #   bash tests/gpu_tools/run_gpu_checks.sh OUTDIR [tests] [e2e] [record] [bench] [bigtrace] [notebooks]
+#   NOTEBOOKS=example_notebooks/09_training_loop.ipynb NB_LIMIT=400 bash tests/gpu_tools/run_gpu_checks.sh OUTDIR notebooks
 # Wheels the image lacks come from .whl/ (IPython & co.; cupti-python with its own libcupti,
 # installed apart so torch keeps its own); ncu_report is the one Nsight Compute ships.
 set -u
@@ -48,9 +49,11 @@ notebooks)
   # The new tutorials first; each notebook is packed as soon as it ran, and none starts past the
   # deadline (seconds since this script began), so the call returns inside the device's limit.
   export KERNELSCOPE_REFRESH_RECORDINGS=1
-  for nb in example_notebooks/06_*.ipynb example_notebooks/07_*.ipynb example_notebooks/0[1-5]_*.ipynb; do
+  # NOTEBOOKS picks the notebooks (e.g. NOTEBOOKS=example_notebooks/09_training_loop.ipynb), NB_LIMIT
+  # each one's time limit in seconds.
+  for nb in ${NOTEBOOKS:-example_notebooks/06_*.ipynb example_notebooks/07_*.ipynb example_notebooks/0[1-5]_*.ipynb}; do
     if [ $SECONDS -gt ${NB_DEADLINE:-470} ]; then echo "== skipped $nb (deadline)"; continue; fi
-    run 150 python3 tests/gpu_tools/execute_notebook.py "$nb" >> "$OUT"/notebooks.log 2>&1
+    run ${NB_LIMIT:-150} python3 tests/gpu_tools/execute_notebook.py "$nb" >> "$OUT"/notebooks.log 2>&1
     tail -2 "$OUT"/notebooks.log
     tar czf "$OUT"/notebooks.tar.gz example_notebooks/*.ipynb example_notebooks/recordings
   done ;;
