@@ -34,6 +34,8 @@ from kernelscope.trace.model import Trace
 # torch's own Chrome exporter (torch/profiler/_chrome_trace_export.py).
 _NO_EXTERNAL_ID = {"gpu_memcpy", "gpu_memset", "kernel", "cuda_runtime", "cuda_driver",
                    "privateuse1_runtime", "privateuse1_driver"}
+# Below this much free space in /dev/shm Kineto's file goes to the temporary directory instead.
+SHM_MIN_FREE = 4 << 30
 # Only these categories become tables; skipping the rest early saves decoding their metadata.
 _WANTED = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "runtime",
            "driver", "cpu_op", "user_annotation", "operator", "python_function", "cuda_sync"}
@@ -115,9 +117,7 @@ def _saved_json(kr, name) -> bytes:
 def _saved_file(kr, name):
     """The path of Kineto's own Chrome-trace JSON for these results, written to RAM
     (``/dev/shm``) and removed when the block ends."""
-    shm = "/dev/shm"
-    where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-    fd, path = tempfile.mkstemp(prefix="kernelscope-", suffix=".json", dir=where)
+    fd, path = tempfile.mkstemp(prefix="kernelscope-", suffix=".json", dir=_save_dir())
     os.close(fd)
     try:
         try:
@@ -134,6 +134,20 @@ def _saved_file(kr, name):
             Path(path).unlink()
         except OSError:
             pass
+
+
+def _save_dir():
+    """``/dev/shm`` (RAM) where it has room, else the temporary directory: a container's
+    ``/dev/shm`` is often 64 MB, and Kineto, which allows one save per recording, would cut the
+    file there (100k launches write 154 MB)."""
+    shm = "/dev/shm"
+    try:
+        st = os.statvfs(shm)
+    except OSError:
+        return None
+    if not os.access(shm, os.W_OK) or st.f_bavail * st.f_frsize < SHM_MIN_FREE:
+        return None
+    return shm
 
 
 def _from_activities(kr, name) -> Trace:

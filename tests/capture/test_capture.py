@@ -73,6 +73,24 @@ def test_in_memory_and_tmpfs_routes_give_the_same_tables():
         trace_from_profiler(p, force_route="tmpfs")
 
 
+def test_tmpfs_route_saves_beside_the_temp_dir_when_dev_shm_is_small(monkeypatch, tmp_path):
+    # A container's /dev/shm is often 64 MB: Kineto's one save would be cut there.
+    import tempfile
+
+    from kernelscope.capture import live
+    monkeypatch.setattr(live, "SHM_MIN_FREE", 1 << 62)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert live._save_dir() is None
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+        _work(3)
+    seen = []
+    real_save = type(kineto_results(p)).save
+    monkeypatch.setattr(type(kineto_results(p)), "save", lambda kr, path: (seen.append(path), real_save(kr, path)))
+    t = trace_from_profiler(p, force_route="tmpfs")
+    assert (t.ops["name"] == "aten::mm").sum() == 3
+    assert seen and seen[0].startswith(str(tmp_path)) and not list(tmp_path.glob("kernelscope-*"))  # removed after
+
+
 def test_load_accepts_a_stopped_torch_profiler():
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
         _work(3)
