@@ -16,7 +16,7 @@ history costs seconds) and
   (:func:`~kernelscope.trace.memory_snapshot.match_allocations`: same device and address,
   nearest in time), so the peak stays the profiler's exact figure and the lines are the
   snapshot's;
-- where the trace holds no GPU allocator event (``lean=True`` records no CPU activity), the
+- where the trace holds no GPU allocator event (``lean=True``, no CPU activity, may have none), the
   history's rows in the window become the memory table (``rep.memory.source`` is then
   ``"allocator history"``: sizes rounded to the allocator's 512-byte blocks).
 
