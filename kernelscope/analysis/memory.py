@@ -31,6 +31,9 @@ from kernelscope.units import fmt_bytes
 ALLOC_OPS = frozenset({"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
                        "aten::new_empty_strided", "aten::resize_", "aten::_to_copy", "aten::empty_permuted"})
 MAX_POINTS = 1000
+# Where a live recording's memory table came from (meta["memory_history"]["used"], capture/memory.py):
+# torch.profiler's events with the allocator history's lines, or the history's own rows.
+SOURCE_OF_HISTORY = {"lines": "profile_memory + allocator history", "table": "allocator history"}
 BEFORE = "allocated before the recording"
 # A leak: allocated at the step ends rises in at least this share of the steps, by this much in all.
 LEAK_RISING_SHARE = 0.8
@@ -70,8 +73,9 @@ class MemoryAnalysis:
 
 
 def device_events(mem: pd.DataFrame, device: str | None = None) -> tuple:
-    """``(label, rows)``: the allocator events of one GPU device in time order (the one with
-    the highest allocated total unless ``device`` names one), or ``(None, empty)``.
+    """``(label, rows)``: the allocator events of one device in time order (the GPU with the
+    highest allocated total unless ``device`` names one; ``"cpu"``, torch's CPU allocator, where
+    the table holds no GPU event or ``device`` asks for it), or ``(None, empty)``.
 
     >>> t = ks.load("training/lm_steps.pt.trace.json.gz").trace
     >>> label, ev = device_events(t.memory); label, len(ev)
@@ -79,11 +83,17 @@ def device_events(mem: pd.DataFrame, device: str | None = None) -> tuple:
     """
     if not len(mem):
         return None, mem
-    m = mem[(mem["name"] == "[memory]").to_numpy() & (mem["device_type"].fillna(-1) != 0).to_numpy()
-            & mem["total_allocated"].notna().to_numpy() & mem["bytes"].notna().to_numpy()]
+    m = mem[(mem["name"] == "[memory]").to_numpy() & mem["total_allocated"].notna().to_numpy()
+            & mem["bytes"].notna().to_numpy()]
+    cpu = (m["device_type"].fillna(-1) == 0).to_numpy()
+    if device == "cpu" or (device is None and cpu.all()):
+        m = m[cpu]   # torch's CPU allocator (profile_memory on CPU tensors): one device, no index
+        labels = pd.Series("cpu", index=m.index)
+    else:
+        m = m[~cpu]
+        labels = "cuda:" + m["device_index"].astype("Int64").astype(str).str.replace("<NA>", "?")
     if not len(m):
         return None, m
-    labels = "cuda:" + m["device_index"].astype("Int64").astype(str).str.replace("<NA>", "?")
     if device is None:
         device = str(m.groupby(labels.to_numpy())["total_allocated"].max().idxmax())
     m = m[(labels == device).to_numpy()]
@@ -284,7 +294,9 @@ def memory_analysis(mem: pd.DataFrame, *, ops: pd.DataFrame | None = None, paren
 
 def report_memory(rep) -> MemoryAnalysis | None:
     """:func:`memory_analysis` of a report's memory table, ops named through its call tree
-    (``Report.memory``); None where the trace has no allocator events.
+    (``Report.memory``); None where the trace has no allocator events. A live recording that
+    joined the allocator history (``ks.profile(memory=True)``, :mod:`kernelscope.capture.memory`)
+    says so in ``source``.
 
     >>> report_memory(rep) is None       # the MLP step was recorded without profile_memory
     True
@@ -294,4 +306,6 @@ def report_memory(rep) -> MemoryAnalysis | None:
         return None
     ops = rep.trace.ops
     parents = rep.op_tree["parent"].to_numpy() if len(ops) else None
-    return memory_analysis(mem, ops=ops, parents=parents)
+    joined = rep.trace.meta.get("memory_history")
+    used = str(joined.get("used")) if isinstance(joined, dict) else ""
+    return memory_analysis(mem, ops=ops, parents=parents, source=SOURCE_OF_HISTORY.get(used, "profile_memory"))

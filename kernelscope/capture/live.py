@@ -38,7 +38,11 @@ _NO_EXTERNAL_ID = {"gpu_memcpy", "gpu_memset", "kernel", "cuda_runtime", "cuda_d
 SHM_MIN_FREE = 4 << 30
 # Only these categories become tables; skipping the rest early saves decoding their metadata.
 _WANTED = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "runtime",
-           "driver", "cpu_op", "user_annotation", "operator", "python_function", "cuda_sync"}
+           "driver", "cpu_op", "user_annotation", "operator", "python_function", "cuda_sync",
+           "cpu_instant_event"}
+# The allocator's "[memory]" events (profile_memory): instants, as Kineto's own export writes them
+# ("ph": "i"); the duration these activities report is not theirs.
+_INSTANT = "cpu_instant_event"
 
 
 def kineto_results(prof, name="<live profiler>"):
@@ -164,8 +168,8 @@ def _from_activities(kr, name) -> Trace:
         t_end = base
         for a in wanted:
             cat = a.type()
-            ts, dur = a.timestamp(), a.duration()
-            if dur > 0 and ts + dur > t_end:
+            ts, dur = a.timestamp(), (0 if cat == _INSTANT else a.duration())
+            if (dur > 0 or cat == _INSTANT) and ts + dur > t_end:
                 t_end = ts + dur
             md = a.metadata_json()
             args = None
@@ -179,7 +183,8 @@ def _from_activities(kr, name) -> Trace:
                     args = Args(external_id=ext)
                 elif args.external_id is None:
                     args.external_id = ext
-            events.append(Event(ph="X", name=a.name(), cat=cat, pid=a.device_id(), tid=a.resource_id(),
+            events.append(Event(ph="i" if cat == _INSTANT else "X", name=a.name(), cat=cat, pid=a.device_id(),
+                                tid=a.resource_id(),
                                 ts=(ts - base) / 1000.0, dur=max(dur, 0) / 1000.0, args=args or empty))
         if events:
             # The span event torch's exporters write: the recorded region's extent.

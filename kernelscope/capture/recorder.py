@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import time
 import warnings
 from contextlib import contextmanager
 
@@ -88,6 +89,20 @@ class profile:
     or the ``file.py:line`` that started the recording. ``schedule`` (``torch.profiler.schedule(...)``)
     records a loop's steps: call ``prof.step()`` after each; the report holds the active ones (``rep.steps``).
 
+    ``memory=True`` also records torch's allocator (``profile_memory``; it costs per op, so it
+    is off by default): ``rep.memory`` is the peak, what held it by op and line, allocated and
+    reserved over time and the growth per step (under ``schedule=``, of the last cycle's steps,
+    the ones the report holds). Where ``torch.cuda.memory._record_memory_history()`` is on,
+    the allocator's snapshot is taken at the stop (``prof.memory_snapshot``) and its own stacks
+    give each allocation of the region its exact line (:mod:`kernelscope.capture.memory`).
+
+    >>> import torch
+    >>> with ks.profile(memory=True) as prof:
+    ...     kept = [torch.ones(256, 256) for _ in range(4)]
+    >>> m = prof.report.memory
+    >>> m.device, m.peak_bytes >= 4 * 256 * 256 * 4
+    ('cpu', True)
+
     ``metrics=True`` (or a list of CUPTI metric names) also samples hardware counters GPU-wide
     every ``interval_us`` (default 20) through CUPTI PM sampling, with no kernel replay:
     ``report.metrics`` holds the samples and each kernel gains ``sm_active_pct``, ``tensor_pct``,
@@ -113,8 +128,13 @@ class profile:
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
                  lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
-                 tuning="auto", schedule=None):
+                 tuning="auto", schedule=None, memory=False):
         self.lean = lean
+        # torch.profiler's profile_memory (rep.memory), and the allocator history's snapshot at the stop
+        # where _record_memory_history is on (capture/memory.py).
+        self.memory = bool(memory)
+        self.memory_snapshot = None   # torch.cuda.memory._snapshot() taken at the stop, if any
+        self._wall = None       # time.time_ns() at the start and the stop: the snapshot's window
         self.schedule, self._cycles = schedule, None  # torch.profiler's schedule (capture/schedule.py)
         # Autotuning and compiled variants watched in the process (capture/tuning/): "auto"
         # watches Triton/Inductor when already imported, True imports them, False does not watch.
@@ -159,7 +179,7 @@ class profile:
                     with_flops=self.with_flops, lines_of=self.lines_of,
                     trace_path=self.trace_path, name=self.name, metrics=self.metrics,
                     interval_us=self.interval_us, title=self.title or getattr(fn, "__qualname__", None),
-                    tuning=self.tuning)
+                    tuning=self.tuning, memory=self.memory)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -237,10 +257,11 @@ class profile:
             from kernelscope.capture.schedule import Cycles
             self._cycles = Cycles(self.name, self.trace_path)
         p = torch.profiler.profile(activities=acts, record_shapes=self.record_shapes, with_flops=self.with_flops,
-                                   with_stack=self.with_stack, schedule=self.schedule,
+                                   with_stack=self.with_stack, schedule=self.schedule, profile_memory=self.memory,
                                    on_trace_ready=self._cycles.ready if self._cycles else None)
         if self.metrics:
             self._prepare_counters(torch, has_cuda)
+        self._wall = (time.time_ns(), None)
         try:
             with warnings.catch_warnings():
                 # torch 2.11 warns that events are cleared "at the end of each cycle"; a capture
@@ -389,11 +410,19 @@ class profile:
             finally:
                 with _lock:
                     _active = None
+        if self.memory and not self._no_gpu:
+            self._take_history(torch)
         # A schedule's region holds more than its recorded steps: no CUDA-event wall time for it.
         self.report = self._build(cuda_us if self._cycles is None else None, partial, error)
         if interrupted is not None:
             raise interrupted
         return self.report
+
+    def _take_history(self, torch) -> None:
+        """The allocator history's snapshot, where ``_record_memory_history`` is on (capture/memory.py)."""
+        from kernelscope.capture.memory import take_snapshot
+        self._wall = (self._wall[0] if self._wall else time.time_ns(), time.time_ns())
+        self.memory_snapshot = take_snapshot(torch, self._notes)
 
     def _stop_torch_profiler(self, torch):
         """Stop torch.profiler; where its stop fails (its first step, a CUDA synchronize, raises
@@ -447,6 +476,12 @@ class profile:
             except Exception as e:  # noqa: BLE001 - the profile stands without the tuning tables
                 meta["notes"].append(f"autotuning not collected ({type(e).__name__}: {e})"[:300])
             self._tuning = None
+        if self.memory_snapshot is not None:
+            from kernelscope.capture.memory import attach_history
+            try:
+                attach_history(trace, self.memory_snapshot, self._wall)
+            except Exception as e:  # noqa: BLE001 - the profile stands with torch.profiler's own memory events
+                meta["notes"].append(f"the allocator history was not joined ({type(e).__name__}: {e})"[:300])
         pm_notes = self._attach_counters(trace) if self._pm is not None else []
         meta["notes"] = list(self._notes) + list(meta["notes"]) + pm_notes + notes_from(self._stderr)
         if self._stderr:

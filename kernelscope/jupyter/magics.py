@@ -65,6 +65,11 @@ class KernelProfileMagics(Magics):
     @argument("--stack", action="store_true",
               help="Record Python stacks so that each kernel maps to the cell line that "
                    "launched it (kernels' `source` column). Costs some overhead.")
+    @argument("--memory", action="store_true",
+              help="Also record torch's allocator (torch.profiler's profile_memory; costs per op): "
+                   "rep.memory, the peak, what held it by op and line, allocated and reserved over time, "
+                   "growth per step. Where torch.cuda.memory._record_memory_history() is on, its snapshot "
+                   "at the end gives each allocation its exact line.")
     @argument("--lean", action="store_true",
               help="Record CUDA activity only: lowest overhead, but no CPU ops, so no "
                    "attribution of kernels to the ops that launched them.")
@@ -116,7 +121,7 @@ class KernelProfileMagics(Magics):
         """Profile a cell's GPU kernels, copies and CPU ops; show the kernelscope report after.
 
         Cell:  %%kernelprofile [--top N] [--sort KEY] [-o NAME] [--save PATH] [--trace PATH] [--warmup K]
-               [--repeat N] [--steps N [--wait W]] [--stack] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
+               [--repeat N] [--steps N [--wait W]] [--stack] [--memory] [--lean] [--metrics [NAMES]] [--interval-us US] [--stalls]
                [--no-display] [--baseline NAME] [--compare NAME]
                [--ncu [--kernels REGEX] [--launches N] [--set NAME]] [--setup CELLS] [--replay-limit S]
         Line:  %kernelprofile start [options]  /  %kernelprofile stop  /  %kernelprofile last
@@ -157,7 +162,7 @@ class KernelProfileMagics(Magics):
         prof = profile(lean=args.lean, with_stack=args.stack, name=self._cell_name or "<cell>",
                        lines_of=self._cell_name if args.stack else None, trace_path=args.trace,
                        metrics=_metrics(args.metrics), interval_us=args.interval_us,
-                       title=_title(args.output, self._count()), schedule=schedule)
+                       title=_title(args.output, self._count()), schedule=schedule, memory=args.memory)
         error = None
         _start(prof)
         try:
@@ -269,7 +274,7 @@ class KernelProfileMagics(Magics):
             prof = profile(lean=args.lean, with_stack=args.stack, name="<%kernelprofile start>",
                            lines_of=is_cell_file if args.stack else None, trace_path=args.trace,
                            metrics=_metrics(args.metrics), interval_us=args.interval_us,
-                           title=_title(args.output, self._count()))
+                           title=_title(args.output, self._count()), memory=args.memory)
             _start(prof)
             self._session = (prof, args)
             self._session_cells = self._count()

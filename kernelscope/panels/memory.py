@@ -15,6 +15,9 @@ SOURCES = {
     "allocator history": "torch's caching allocator history (torch.cuda.memory._record_memory_history): each "
                          "block allocated and freed with its stack; sizes rounded up to the allocator's "
                          "512-byte blocks",
+    "profile_memory + allocator history": "torch's caching allocator, as torch.profiler recorded it "
+                                          "(profile_memory=True), each allocation's line from the allocator "
+                                          "history's own stack (torch.cuda.memory._record_memory_history)",
 }
 # The timeline's memory lane (js/src/view/memory_lane.js): its words and colours.
 LANE = {"label": "memory", "allocated": "allocated", "reserved": "reserved",

@@ -136,19 +136,30 @@ def _totals_at_end(segments, device) -> tuple:
     return allocated, reserved
 
 
-def snapshot_table(d: dict):
+def first_time_us(d: dict) -> int:
+    """The time of the snapshot's first action (microseconds since the Unix epoch, as torch
+    writes ``time_us``), or 0 where none has one.
+
+    >>> first_time_us(read_snapshot("training/lm_memory.pickle"))
+    1796328931614352
+    """
+    return min((_int(a.get("time_us")) for tr in d["device_traces"] if isinstance(tr, list)
+                for a in tr if isinstance(a, dict) and a.get("time_us")), default=0)
+
+
+def snapshot_table(d: dict, origin_us: float | None = None):
     """The memory table of a snapshot (:func:`read_snapshot`): one row per ``alloc`` and
     ``free_requested`` action of every device, the totals after it, ``op`` the innermost Python
-    frame (often torch's own module) and ``source`` the innermost user line; times from the
-    first action.
+    frame (often torch's own module) and ``source`` the innermost user line; times from
+    ``origin_us`` (on the snapshot's clock, microseconds since the Unix epoch: a live recording's
+    own time 0), else from the first action.
 
     >>> t = snapshot_table(read_snapshot("training/lm_memory.pickle")); len(t), int(t["total_allocated"].max())
     (2864, 1069767680)
     """
     cols: dict = {c: [] for c in ("device_index", "start_us", "bytes", "address", "total_allocated",
                                   "total_reserved", "op", "source")}
-    t0 = min((_int(a.get("time_us")) for tr in d["device_traces"] if isinstance(tr, list)
-              for a in tr if isinstance(a, dict) and a.get("time_us")), default=0)
+    t0 = first_time_us(d) if origin_us is None else origin_us
     for device, trace in enumerate(d["device_traces"]):
         if not isinstance(trace, list) or not trace:
             continue
@@ -171,3 +182,55 @@ def snapshot_table(d: dict):
     cols.update(name=["[memory]"] * n, device_type=[1] * n, tid=[None] * n, op_index=[None] * n,
                 duration_us=[0.0] * n)
     return frame(cols, MEMORY_COLUMNS)
+
+
+# Matching a snapshot's allocations to torch.profiler's: how far apart the two clocks may put one
+# allocation, after their median difference is taken out (both are torch's approximate clock turned
+# into Unix time, each by its own calibration).
+MATCH_WINDOW_US = 5000.0
+MATCH_TOLERANCE_US = 100.0
+
+
+def _allocs(t, cols):
+    a = t[(t["bytes"].fillna(0) > 0).to_numpy() & (t["device_type"].fillna(-1) == 1).to_numpy()
+          & t["address"].notna().to_numpy() & t["start_us"].notna().to_numpy()]
+    out = a[cols].copy()
+    out["row"] = a.index.to_numpy()
+    out["device_index"] = out["device_index"].astype("int64")
+    out["address"] = out["address"].astype("int64")
+    out["start_us"] = out["start_us"].astype("float64")
+    return out.sort_values("start_us", kind="stable")
+
+
+def _nearest(left, right, tolerance):
+    import pandas as pd
+    return pd.merge_asof(left, right, on="start_us", by=["device_index", "address"], direction="nearest",
+                         tolerance=tolerance, suffixes=("", "_h"))
+
+
+def match_allocations(mem, hist):
+    """For each allocation of torch.profiler's memory table ``mem``, the row of the allocator
+    history's table ``hist`` (on the same clock) that is the same allocation, or -1: same device
+    and address, nearest in time once the clocks' median offset is taken out (within
+    :data:`MATCH_TOLERANCE_US`), and a block at least the size the history asked for.
+
+    >>> import pandas as pd
+    >>> m = pd.DataFrame({"device_type": [1, 1, 1], "device_index": [0, 0, 0], "address": [7, 7, 9],
+    ...                   "bytes": [1024, -1024, 512], "start_us": [10.0, 20.0, 30.0]})
+    >>> h = pd.DataFrame({"device_type": [1, 1], "device_index": [0, 0], "address": [7, 9],
+    ...                   "bytes": [1024, 512], "start_us": [12.0, 32.5]})
+    >>> match_allocations(m, h).tolist()
+    [0, -1, 1]
+    """
+    import numpy as np
+    out = np.full(len(mem), -1, dtype=np.int64)
+    cols = ["device_index", "address", "start_us", "bytes"]
+    left, right = _allocs(mem.reset_index(drop=True), cols), _allocs(hist.reset_index(drop=True), cols)
+    if not len(left) or not len(right):
+        return out
+    first = _nearest(left, right.assign(t_h=right["start_us"]), MATCH_WINDOW_US)
+    offset = float(np.nanmedian(first["t_h"] - first["start_us"])) if first["t_h"].notna().any() else 0.0
+    got = _nearest(left, right.assign(start_us=right["start_us"] - offset), MATCH_TOLERANCE_US)
+    ok = got["row_h"].notna().to_numpy() & (got["bytes"].to_numpy() >= got["bytes_h"].fillna(np.inf).to_numpy())
+    out[got["row"].to_numpy()[ok]] = got["row_h"].to_numpy()[ok].astype(np.int64)
+    return out

@@ -212,7 +212,7 @@ def test_bad_option_values_are_usage_errors(shell, capsys):
 def test_help_explains_each_option(shell, capsys):
     doc = _magics(shell).kernelprofile.__doc__
     for opt in ("--top", "--sort", "--output", "--save", "--trace", "--warmup", "--repeat", "--stack",
-                "--lean", "--no-display", "--baseline", "--compare", "start", "stop", "last"):
+                "--memory", "--lean", "--no-display", "--baseline", "--compare", "start", "stop", "last"):
         assert opt in doc, opt
     assert "runs K+N times" in doc
     shell.user_ns["ran"] = False
@@ -220,6 +220,22 @@ def test_help_explains_each_option(shell, capsys):
     assert r.success and shell.user_ns["ran"] is False
     out = capsys.readouterr().out
     assert "--repeat N" in out and "Record CUDA activity only" in out
+
+
+def test_memory_records_the_allocator(shell, capsys):
+    shell.user_ns["kept"] = []
+    r = shell.run_cell("%%kernelprofile --memory -o rep_mem --no-display\nkept.append(torch.ones(512, 1024))\n")
+    assert r.success, r.error_in_exec
+    m = shell.user_ns["rep_mem"].memory
+    assert m is not None and m.device == "cpu" and m.peak_bytes >= 2 * 2**20
+    assert "aten::ones" in set(m.held["op"])
+    r = shell.run_cell("%%kernelprofile -o rep_nomem --no-display\nkept.append(torch.ones(8, 8))\n")
+    assert r.success and shell.user_ns["rep_nomem"].memory is None      # off by default: it costs per op
+    shell.run_line_magic("kernelprofile", "start --memory -o rep_span --no-display")
+    shell.run_cell("kept.append(torch.ones(256, 1024))\n")
+    shell.run_line_magic("kernelprofile", "stop")
+    assert shell.user_ns["rep_span"].memory.peak_bytes >= 2**20
+    assert active() is None
 
 
 def test_baseline_and_compare(shell, capsys):
