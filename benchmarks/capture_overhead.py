@@ -150,17 +150,17 @@ def stop_ratios(sizes, rounds, metrics):
         loop = make_loop(n)
         loop()
 
-        def torch_stop(export=False):
+        def torch_stop(export=False, loop=loop):
             p = torch.profiler.profile(activities=_acts(), record_shapes=True, with_flops=True)
             p.start(); loop()
             t = time.perf_counter(); p.stop()
             if export:
                 path = f"/dev/shm/ks-bench-{os.getpid()}.json"
                 p.export_chrome_trace(path)
-                os.unlink(path)
+                Path(path).unlink()
             return time.perf_counter() - t
 
-        def ks_stop(**kw):
+        def ks_stop(loop=loop, **kw):
             prof = ks.profile(**kw)
             prof.start(); loop()
             t = time.perf_counter(); rep = prof.stop(); _ = rep.kernels
