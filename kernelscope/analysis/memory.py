@@ -136,6 +136,22 @@ def live_mask(nbytes: np.ndarray, address: np.ndarray, upto: int) -> np.ndarray:
     return (nbytes > 0) & (pos <= upto) & (nxt > upto)
 
 
+def freed_from_before(nbytes: np.ndarray, address: np.ndarray, upto: int) -> int:
+    """Bytes of blocks allocated before the recording (no allocation event of theirs) and freed
+    at or before position ``upto``: what the "allocated before" row no longer holds there.
+
+    >>> freed_from_before(np.array([-512, 8, -8, 4]), np.array([7, 1, 1, 2]), 3)
+    512
+    """
+    n = len(nbytes)
+    order = np.lexsort((np.arange(n), address))
+    prev = np.full(n, -1, dtype=np.int64)     # the previous event at the same address, else -1
+    same = address[order[1:]] == address[order[:-1]]
+    prev[order[1:][same]] = order[:-1][same]
+    first_is_free = (nbytes < 0) & (prev < 0) & (np.arange(n) <= upto)
+    return int(-nbytes[first_is_free].sum())
+
+
 def _group(ev: pd.DataFrame, mask: np.ndarray, who: pd.Series, before: int, total: int) -> pd.DataFrame:
     """Blocks of ``mask`` grouped by (op, source), largest first, with ``before`` as its own row."""
     cols = ["op", "source", "blocks", "bytes", "share"]
@@ -279,8 +295,12 @@ def memory_analysis(mem: pd.DataFrame, *, ops: pd.DataFrame | None = None, paren
     p = int(np.argmax(alloc))
     before = max(int(alloc[0] - nbytes[0]), 0)
     who = holders(ev, ops, parents)
-    live = live_mask(nbytes, ev["address"].to_numpy(dtype=np.int64, na_value=-1), p)
-    held = _group(ev, live, who, before, int(alloc[p]))
+    address = ev["address"].to_numpy(dtype=np.int64, na_value=-1)
+    live = live_mask(nbytes, address, p)
+    # Blocks from before the recording freed before the peak no longer hold it (on the H200 a
+    # 512-byte one made the rows sum past the peak).
+    still_before = max(before - freed_from_before(nbytes, address, p), 0)
+    held = _group(ev, live, who, still_before, int(alloc[p]))
     keep = downsample(t, alloc, max_points)
     series = pd.DataFrame({"time_us": t[keep], "allocated": alloc[keep], "reserved": reserved[keep]})
     if steps is None and ops is not None:
