@@ -38,9 +38,7 @@ def _text(cell):
 
 # Tutorials whose stored outputs are still the no-GPU path's: they are executed on the H200
 # (KERNELSCOPE_REFRESH_RECORDINGS=1, so the recording they load is that run's), then leave this set.
-# 09: its stored outputs load the H200 recordings of benchmarks/training/record.py and the
-# decode workload of benchmarks/graphs/record.py until its live path runs there.
-PENDING_GPU_RUN: set = {"09_training_loop.ipynb"}
+PENDING_GPU_RUN: set = set()
 
 
 def test_tutorials():
