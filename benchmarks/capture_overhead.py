@@ -160,11 +160,16 @@ def stop_ratios(sizes, rounds, metrics):
                 Path(path).unlink()
             return time.perf_counter() - t
 
-        def ks_stop(loop=loop, **kw):
+        samples: list = []
+
+        def ks_stop(loop=loop, samples=samples, **kw):
             prof = ks.profile(**kw)
             prof.start(); loop()
             t = time.perf_counter(); rep = prof.stop(); _ = rep.kernels
-            return time.perf_counter() - t
+            dt = time.perf_counter() - t
+            if kw.get("metrics"):
+                samples.append(rep.meta.get("counters", {}).get("samples", 0))
+            return dt
         variants = {"torch_stop": torch_stop, "torch_stop_plus_export": lambda: torch_stop(True),
                     "ks_stop_to_report": ks_stop}
         if metrics and CUDA:
@@ -177,6 +182,11 @@ def stop_ratios(sizes, rounds, metrics):
                 gc.collect()
         med = {k: statistics.median(v) for k, v in res.items()}
         out[n] = {"seconds": med, "vs_torch_stop": {k: v / med["torch_stop"] for k, v in med.items()}}
+        if samples:
+            # A metrics row whose sampling never ran measures nothing: say so beside it.
+            out[n]["pm_samples"] = samples
+            if not all(samples):
+                print(f"WARNING: {n:,} launches: PM sampling was off in some metrics=True runs ({samples} samples)")
     return out
 
 
@@ -361,6 +371,9 @@ def _only_stop(a, info):
     res = {"info": info}
     if a.metrics and CUDA:
         res["counters"] = counters(a.launches, a.rounds)
+        for k in ("metrics_20us", "metrics_100us"):
+            if not res["counters"][k]["samples"]:
+                print(f"WARNING: {k}: PM sampling was not on, so its rows measure nothing:", res["counters"][k]["notes"])
         c = res["counters"]["us_per_launch"]
         print(f"inside the region ({a.launches} tiny kernels, median of {a.rounds}), us per launch:")
         for k, v in c.items():
