@@ -83,6 +83,13 @@ RULES: tuple[Rule, ...] = (
     Rule("inductor-name", "Triton", "triton_red_fused_gelu_sum_0",
          "Inductor names its Triton kernels triton_<kind>_... (poi, red, per, tem, for, unk)",
          name=r"^triton_(poi|red|per|tem|for|unk|mm|bmm)_"),
+    # Triton 2.x appended the specialization of each argument to the kernel's name: its index, then c
+    # (equal to 1), d (divisible by 16), e (divisible by 8). Torch 2.0's Inductor kernels were all
+    # named triton_ before it (triton__0d1d2d3d); a user kernel keeps its own name (add_kernel_0d1d2d3de).
+    Rule("triton2-suffix", "Triton", "triton__0d1d2d3d",
+         "Triton 2.x names a kernel <function>_<argument specializations>: 0d1d2de = arguments 0 and 1 "
+         "divisible by 16, 2 by 16 and 8 (Triton 3 dropped the suffix)",
+         name=r"^[A-Za-z_]\w*?_(?=[0-9]*[cde])0c?d?e?(\d+c?d?e?)*$"),
     Rule("helion", "Helion", "_helion_matmul",
          "a @helion.kernel: Helion compiles it to Triton and launches it through Triton's launcher, "
          "naming it _helion_<function>", name=r"^_helion_"),
