@@ -83,6 +83,13 @@ RULES: tuple[Rule, ...] = (
     Rule("inductor-name", "Triton", "triton_red_fused_gelu_sum_0",
          "Inductor names its Triton kernels triton_<kind>_... (poi, red, per, tem, for, unk)",
          name=r"^triton_(poi|red|per|tem|for|unk|mm|bmm)_"),
+    # Triton 2.x appended the specialization of each argument to the kernel's name: its index, then c
+    # (equal to 1), d (divisible by 16), e (divisible by 8). Torch 2.0's Inductor kernels were all
+    # named triton_ before it (triton__0d1d2d3d); a user kernel keeps its own name (add_kernel_0d1d2d3de).
+    Rule("triton2-suffix", "Triton", "triton__0d1d2d3d",
+         "Triton 2.x names a kernel <function>_<argument specializations>: 0d1d2de = arguments 0 and 1 "
+         "divisible by 16, 2 by 16 and 8 (Triton 3 dropped the suffix)",
+         name=r"^[A-Za-z_]\w*?_(?=[0-9]*[cde])0c?d?e?(\d+c?d?e?)*$"),
     Rule("helion", "Helion", "_helion_matmul",
          "a @helion.kernel: Helion compiles it to Triton and launches it through Triton's launcher, "
          "naming it _helion_<function>", name=r"^_helion_"),
@@ -101,11 +108,20 @@ RULES: tuple[Rule, ...] = (
     Rule("transformer-engine", "TransformerEngine", "void transformer_engine::normalization::rmsnorm_fwd_tuned_kernel",
          "NVIDIA Transformer Engine's kernels live in the transformer_engine:: namespace",
          name=r"transformer_engine::", tc_by_name=True),
+    # FBGEMM's table-batched embedding (TBE) kernels live outside its namespace: the generated ones are
+    # <prefix>_embedding<...>_codegen_<pass>_..., batch_index_select_dim0_codegen_...; the hand-written
+    # helpers around them (index linearization and bounds checks, the LXU/LRU/LFU row caches, pooled
+    # embedding permutes, optimizer updates) are named in TBE's own words. Only a kernel at global scope
+    # counts (at::native::embedding_* is ATen's; current FBGEMM puts some in an anonymous namespace).
     Rule("fbgemm", "FBGEMM", "void fbgemm_gpu::permute_2D_lengths_kernel",
-         "FBGEMM-GPU's kernels: the fbgemm_gpu:: namespace, and its generated table-batched "
-         "embedding kernels (split_embedding_*, dense_embedding_*, batch_index_select_dim0_*), which live outside it",
+         "FBGEMM-GPU's kernels: the fbgemm_gpu:: namespace, its generated table-batched "
+         "embedding kernels (split_embedding_*, dense_embedding_*, batch_index_select_dim0_*) and their "
+         "helpers (linearize_index, bounds_check_indices, l[xru]u_cache_*, permute_pooled_embs...), which live outside it",
          name=r"fbgemm_gpu::|fbgemm::|^(void )?(nvshmem_)?(split|dense|batched|ssd)_embedding\w*_kernel|"
-              r"^(void )?batch_index_select_dim0_codegen_\w*kernel",
+              r"^(void )?(\w+::)*\w*(embedding|index_select)\w*_codegen_\w+|"
+              r"^(void )?(\(anonymous namespace\)::)?\w*(pooled_embs|multi_embs|linearize_(cache_)?ind(ex|ices)|bounds_check_indices|"
+              r"l[xrf]u_(cache|update)|direct_mapped_\w*cache|cache_miss|recat_copy|weight_momentum|vbe_metadata|"
+              r"row_addrs|cache_actions)\w*(<|\(|$)|^(void )?(\(anonymous namespace\)::)?(grad_mean\w*|split_\w+_update)_kernel\w*(<|\(|$)",
          tc_by_name=True),
     Rule("flashinfer", "FlashInfer", "BatchPrefillWithRaggedKVCacheKernel",
          "FlashInfer's attention kernels: the flashinfer:: namespace and its Batch/Single Prefill/Decode kernels",
