@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from kernelscope.trace.onnxruntime import PROVIDERS
+
 NO_OP = r"^$"
 # Ops whose kernels come from the BLAS library even when the name says CUTLASS (cuBLAS ships
 # CUTLASS-built kernels) or says nothing at all (splitKreduce, gemv2T, ...).
@@ -48,8 +50,8 @@ BACKENDS: dict[str, str] = {
     "FBGEMM": "#d4a6c8", "Apex": "#9c9c3a", "DeepSpeed": "#17becf", "vLLM": "#30a2da", "Liger": "#f1ce63", "Numba": "#86bcb6",
     "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#6b8fbf", "hipBLASLt": "#a0cbe8",
     "MIOpen": "#ffbe7d", "CK": "#2f7f7a",
-    # ONNX Runtime's execution providers (PROVIDERS below): ORT's own kernels on each device, and the
-    # libraries other providers hand a subgraph to (TensorRT above).
+    # ONNX Runtime's execution providers (trace/onnxruntime.py PROVIDERS): ORT's own kernels on
+    # each device, and the libraries other providers hand a subgraph to (TensorRT above).
     "ORT CPU": "#6a3d9a", "ORT CUDA": "#3b8f3b", "ORT ROCm": "#b15928", "ORT WebGPU": "#1f9e89",
     "MIGraphX": "#e31a1c", "CoreML": "#8a8a8a", "DirectML": "#0b6fb8", "OpenVINO": "#5c2d91",
     "XNNPACK": "#c7a76c", "oneDNN": "#00a3e0", "QNN": "#d62f7b", "NNAPI": "#3ddc84", "CANN": "#c00000",
@@ -61,32 +63,8 @@ COPY_COLORS: dict[str, str] = {"HtoD": BACKENDS["memcpy"], "DtoH": "#b6992d", "D
                                "memset": BACKENDS["memset"]}
 
 
-# ONNX Runtime's execution providers, as its profile names them (a node's ``provider`` arg), with
-# the backend label each gets and the device type it runs on. A provider that decides the device
-# itself says so in its device type: CoreML picks the CPU, GPU or Neural Engine ("Apple"), OpenVINO
-# and DirectML a device of their own kind; NPUs are grouped. An unknown provider is "other" on an
-# "unknown" device.
-PROVIDERS: dict[str, tuple[str, str]] = {
-    "CPUExecutionProvider": ("ORT CPU", "CPU"),
-    "CUDAExecutionProvider": ("ORT CUDA", "CUDA"),
-    "TensorrtExecutionProvider": ("TensorRT", "CUDA"),
-    "NvTensorRTRTXExecutionProvider": ("TensorRT", "CUDA"),
-    "ROCMExecutionProvider": ("ORT ROCm", "ROCm"),
-    "MIGraphXExecutionProvider": ("MIGraphX", "ROCm"),
-    "WebGpuExecutionProvider": ("ORT WebGPU", "WebGPU"),
-    "JsExecutionProvider": ("ORT WebGPU", "WebGPU"),
-    "CoreMLExecutionProvider": ("CoreML", "Apple"),
-    "DmlExecutionProvider": ("DirectML", "DirectML"),
-    "OpenVINOExecutionProvider": ("OpenVINO", "OpenVINO"),
-    "XnnpackExecutionProvider": ("XNNPACK", "CPU"),
-    "DnnlExecutionProvider": ("oneDNN", "CPU"),
-    "ACLExecutionProvider": ("ACL", "CPU"),
-    "ArmNNExecutionProvider": ("ACL", "CPU"),
-    "QNNExecutionProvider": ("QNN", "NPU"),
-    "NnapiExecutionProvider": ("NNAPI", "NPU"),
-    "CANNExecutionProvider": ("CANN", "NPU"),
-    "VitisAIExecutionProvider": ("Vitis AI", "NPU"),
-}
+# ONNX Runtime's execution providers (their backend label and device type): the reader's table,
+# trace/onnxruntime.py PROVIDERS; each label is one of BACKENDS above.
 _PROVIDER_KEYS = {k.lower(): v for k, v in PROVIDERS.items()}
 
 
@@ -102,7 +80,7 @@ def provider_backend(provider) -> str | None:
 
 def provider_device(provider) -> str:
     """The device type an ONNX Runtime execution provider runs its nodes on ("unknown" for a
-    provider not in :data:`PROVIDERS`).
+    provider not in :data:`~kernelscope.trace.onnxruntime.PROVIDERS`).
 
     >>> provider_device("TensorrtExecutionProvider"), provider_device("MyEP")
     ('CUDA', 'unknown')

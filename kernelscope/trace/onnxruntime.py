@@ -14,8 +14,8 @@ roctracer). Times are microseconds from the profiler's start. The Kineto reader 
 here (:func:`looks_like_onnxruntime`), and both reach the same :class:`Trace`:
 
 - each node run on a provider is a row of the kernels table (``name`` the node, ``op`` its op
-  type, ``kernel_backend`` the provider, which :data:`~kernelscope.analysis.backend_rules.PROVIDERS`
-  turns into a backend label and a device type, ``device_type`` per row; ``stream`` the
+  type, ``kernel_backend`` the provider, which :data:`PROVIDERS` turns into a backend label
+  (``analysis/backend_rules.py``) and a device type (``device_type``, per row); ``stream`` the
   ordinal of the thread that ran it, ``launch_tid`` that thread), with its shapes
   (``input_dims``, ``input_types``, ``output_dims``), ``run`` (which ``model_run`` it belongs
   to) and ``pool_threads`` (the intra-op pool's threads that ran part of it, the caller's
@@ -65,6 +65,33 @@ _FENCES = ("_fence_before", "_fence_after")
 # The copy nodes ONNX Runtime inserts between providers, and their direction.
 COPY_OPS = {"MemcpyFromHost": "HtoD", "MemcpyToHost": "DtoH"}
 _COPY_KIND = re.compile(r"HtoD|DtoH|DtoD|HtoH|PtoP", re.IGNORECASE)
+# ONNX Runtime's execution providers, as its profile names them (a node's ``provider`` arg), with
+# the backend label each gets (one of analysis/backend_rules.py's BACKENDS) and the device type it
+# runs on. A provider that picks the device itself says so in its device type: CoreML picks the
+# CPU, GPU or Neural Engine ("Apple"), OpenVINO and DirectML a device of their own kind; NPUs are
+# grouped. An unknown provider is "other" on an "unknown" device.
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "CPUExecutionProvider": ("ORT CPU", "CPU"),
+    "CUDAExecutionProvider": ("ORT CUDA", "CUDA"),
+    "TensorrtExecutionProvider": ("TensorRT", "CUDA"),
+    "NvTensorRTRTXExecutionProvider": ("TensorRT", "CUDA"),
+    "ROCMExecutionProvider": ("ORT ROCm", "ROCm"),
+    "MIGraphXExecutionProvider": ("MIGraphX", "ROCm"),
+    "WebGpuExecutionProvider": ("ORT WebGPU", "WebGPU"),
+    "JsExecutionProvider": ("ORT WebGPU", "WebGPU"),
+    "CoreMLExecutionProvider": ("CoreML", "Apple"),
+    "DmlExecutionProvider": ("DirectML", "DirectML"),
+    "OpenVINOExecutionProvider": ("OpenVINO", "OpenVINO"),
+    "XnnpackExecutionProvider": ("XNNPACK", "CPU"),
+    "DnnlExecutionProvider": ("oneDNN", "CPU"),
+    "ACLExecutionProvider": ("ACL", "CPU"),
+    "ArmNNExecutionProvider": ("ACL", "CPU"),
+    "QNNExecutionProvider": ("QNN", "NPU"),
+    "NnapiExecutionProvider": ("NNAPI", "NPU"),
+    "CANNExecutionProvider": ("CANN", "NPU"),
+    "VitisAIExecutionProvider": ("Vitis AI", "NPU"),
+}
+_DEVICES = {k.lower(): v[1] for k, v in PROVIDERS.items()}
 _NODE_COLUMNS = ("provider", "input_dims", "input_types", "output_dims", "run", "pool_threads", "node_index")
 
 
@@ -129,7 +156,6 @@ def read_onnxruntime(events, label, notes) -> Trace:
     sessions, nodes, device = _sorted_events(events, notes)
     if not nodes and not sessions:
         raise TraceError(label, "not an ONNX Runtime profile: it holds no Session or Node event with a time")
-    from kernelscope.analysis.backend_rules import provider_device
     threads: dict = {}
     runs = _runs(sessions)
     by_node = _device_events_of(nodes, device)
@@ -139,7 +165,7 @@ def read_onnxruntime(events, label, notes) -> Trace:
     for i, (e, ts, dur, args) in enumerate(nodes):
         node = _node_fields(e, ts, dur, args, threads, runs)
         provider = node["provider"]
-        dtype = provider_device(provider)
+        dtype = _DEVICES.get(provider.lower(), "unknown") if provider else "unknown"
         if node["op"] in COPY_OPS:
             size = whole(args.get("output_size"))
             _append(crow, {**node, "kind": "memcpy", "copy_kind": COPY_OPS[node["op"]], "device_index": 0,
