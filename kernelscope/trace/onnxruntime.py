@@ -24,10 +24,12 @@ here (:func:`looks_like_onnxruntime`), and both reach the same :class:`Trace`:
   copies (``DtoH``/``HtoD``, ``bytes`` their output's size);
 - where a node has device ``Kernel`` events, the kernels are the rows (launch shape from their
   args, ``op`` the node's op type) and the node is a CPU op (cat ``ort_node``) holding its
-  host time; a device event is the node's whose ``parent_name`` names it, else the node event
-  written just before it (ONNX Runtime writes a node's device events after it). This path
-  follows ONNX Runtime's source (``cupti_manager.cc``, ``gpu_profiler_common.h``): no CUDA
-  recording was at hand when it was written;
+  host time. ONNX Runtime writes a node's device events right after the node's event and
+  rewrites their start to the node's start plus 1 us per event (``MergeEvents`` in
+  ``gpu_profiler_common.cc``; its ROCm tracer's clock has another epoch): their durations are
+  the device's, their order within the node is kept, their start times are not the device's
+  (the report's notes say so). This path follows ONNX Runtime's source: no CUDA recording was
+  at hand when it was written;
 - session events are user annotations in the ops table (``model_run`` ranges among them).
 
 The file is untrusted: anything that is not such an array is a :class:`~kernelscope.TraceError`
@@ -183,6 +185,9 @@ def read_onnxruntime(events, label, notes) -> Trace:
     for e, ts, dur, _args in sessions:
         _append(orow, {"name": _text(e.get("name")), "cat": "user_annotation", "pid": _text(str(e.get("pid"))),
                        "tid": _text(str(e.get("tid"))), "start_us": ts, "duration_us": dur})
+    if by_node:
+        notes.append("device kernel start times are ONNX Runtime's placeholders (the node's start plus 1 us "
+                     "per kernel); their durations are the device's")
     return _trace(krow, crow, orow, label, notes, runs)
 
 
@@ -230,16 +235,12 @@ def _run_of(runs, ts, tid) -> int | None:
 
 
 def _device_events_of(nodes, device) -> dict:
-    """``{node position: [device events]}``: by the event's ``parent_name`` where it names a node,
-    else the node event written just before it."""
-    names = {}
-    for i, (e, *_rest) in enumerate(nodes):
-        names.setdefault(_node_name(e), i)
+    """``{node position: [device events]}``: each device event belongs to the node event written
+    just before it (ONNX Runtime's ``MergeEvents`` puts them there)."""
     out: dict = {}
     for e, ts, dur, args, after in device:
-        parent = names.get(_text(args.get("parent_name")) or "", after - 1)
-        if parent >= 0:
-            out.setdefault(parent, []).append((e, ts, dur, args))
+        if after > 0:
+            out.setdefault(after - 1, []).append((e, ts, dur, args))
     return out
 
 

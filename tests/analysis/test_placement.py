@@ -3,7 +3,8 @@
 The CPU recordings are real (benchmarks/onnxruntime/record.py). No GPU provider runs on this
 machine, so the GPU session below is the real `mixed` profile with its float nodes' provider
 renamed to the CUDA provider, Memcpy node events copied from a real node's, and two device
-events in the shape ONNX Runtime's CUPTI manager writes (cupti_manager.cc): it checks the rules'
+events in the shape ONNX Runtime's CUPTI manager writes and places (cupti_manager.cc, and
+gpu_profiler_common.cc's MergeEvents: after the node's event, at its start plus 1 us each): it checks the rules'
 arithmetic and wording, not what a CUDA run records (the lead's H200 recording will)."""
 import copy
 import gzip
@@ -44,9 +45,9 @@ def _gpu_session():
             args = {"stream": "7", "grid_x": "4", "grid_y": "2", "grid_z": "1", "block_x": "128", "block_y": "1",
                     "block_z": "1"}
             out.append({"cat": "Kernel", "pid": -1, "tid": -1, "ph": "X", "name": "volta_sgemm_128x64_nn",
-                        "ts": e["ts"] + 3, "dur": 5, "args": args})
-            out.append({"cat": "Kernel", "pid": -1, "tid": -1, "ph": "X", "name": "Memcpy HtoD",
-                        "ts": e["ts"] + 1, "dur": 2, "args": {**args, "grid_x": "-1"}})
+                        "ts": e["ts"] + 2, "dur": 5, "args": {**args, "op_name": "MatMul"}})
+            out.insert(-1, {"cat": "Kernel", "pid": -1, "tid": -1, "ph": "X", "name": "Memcpy HtoD",
+                            "ts": e["ts"] + 1, "dur": 2, "args": {**args, "grid_x": "-1", "op_name": "MatMul"}})
     return out
 
 
