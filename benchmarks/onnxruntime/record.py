@@ -134,6 +134,7 @@ def record(name, out: Path, provider: str, runs: int, threads: int) -> Path:
     sess = ort.InferenceSession(str(model_path), opts, providers=providers)
     if provider not in sess.get_providers():
         # ONNX Runtime falls back to the CPU with a warning: such a profile would be mislabelled.
+        Path(sess.end_profiling()).unlink(missing_ok=True)
         sys.exit(f"{provider} is not available here (the session has {sess.get_providers()})")
     if name == "mixed":
         # Served from two Python threads at once, as a server does: each run's nodes are on its
