@@ -29,9 +29,10 @@ _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
 def load(source, *, progress: bool = True, tensorrt_layers=None):
     """Open a recording as a :class:`~kernelscope.Report`.
 
-    ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), a report saved
-    with ``Report.save``, a stopped ``torch.profiler.profile`` object, or an Nsight Compute
-    report (``.ncu-rep``: :func:`load_ncu`). Which kind of JSON file it is comes from its parsed
+    ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), JAX's perfetto
+    trace, an ONNX Runtime profile (``SessionOptions.enable_profiling``: one kernel row per node
+    run, :mod:`kernelscope.trace.onnxruntime`), a report saved with ``Report.save``, a stopped
+    ``torch.profiler.profile`` object, or an Nsight Compute report (``.ncu-rep``: :func:`load_ncu`). Which kind of JSON file it is comes from its parsed
     top level (a saved report's ``"format"`` key), not from its name. A trace that takes more
     than a couple of seconds to read shows a progress bar (in a notebook or on a terminal;
     ``progress=False`` or ``KERNELSCOPE_PROGRESS=off`` turn it off), removed when it is done.
@@ -45,6 +46,9 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")
     >>> len(rep.kernels)
     2000
+    >>> ks.load("onnxruntime/convnet_cpu.onnxruntime_profile.json.gz").backends[["device", "backend", "launches"]]
+      device  backend  launches
+    0    CPU  ORT CPU        70
     """
     if tensorrt_layers is not None:
         from kernelscope.trace.tensorrt import read_engine_layers

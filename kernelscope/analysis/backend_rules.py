@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from kernelscope.trace.onnxruntime import PROVIDERS
+
 NO_OP = r"^$"
 # Ops whose kernels come from the BLAS library even when the name says CUTLASS (cuBLAS ships
 # CUTLASS-built kernels) or says nothing at all (splitKreduce, gemv2T, ...).
@@ -47,11 +49,44 @@ BACKENDS: dict[str, str] = {
     "XLA": "#8e6c8a", "TensorRT": "#76b900", "TensorRT-LLM": "#4d7a00", "TransformerEngine": "#9acd32",
     "FBGEMM": "#d4a6c8", "Apex": "#9c9c3a", "DeepSpeed": "#17becf", "vLLM": "#30a2da", "Liger": "#f1ce63", "Numba": "#86bcb6",
     "memcpy": "#d37295", "memset": "#fabfd2", "rocBLAS": "#6b8fbf", "hipBLASLt": "#a0cbe8",
-    "MIOpen": "#ffbe7d", "CK": "#2f7f7a", "other": "#9d9d9d",
+    "MIOpen": "#ffbe7d", "CK": "#2f7f7a",
+    # ONNX Runtime's execution providers (trace/onnxruntime.py PROVIDERS): ORT's own kernels on
+    # each device, and the libraries other providers hand a subgraph to (TensorRT above).
+    "ORT CPU": "#6a3d9a", "ORT CUDA": "#3b8f3b", "ORT ROCm": "#b15928", "ORT WebGPU": "#1f9e89",
+    "MIGraphX": "#e31a1c", "CoreML": "#8a8a8a", "DirectML": "#0b6fb8", "OpenVINO": "#5c2d91",
+    "XNNPACK": "#c7a76c", "oneDNN": "#00a3e0", "QNN": "#d62f7b", "NNAPI": "#3ddc84", "CANN": "#c00000",
+    "Vitis AI": "#ed1c24", "ACL": "#0091bd",
+    "other": "#9d9d9d",
 }
 # Copies on the timeline: memcpy by direction, and memset.
 COPY_COLORS: dict[str, str] = {"HtoD": BACKENDS["memcpy"], "DtoH": "#b6992d", "DtoD": "#499894",
                                "memset": BACKENDS["memset"]}
+
+
+# ONNX Runtime's execution providers (their backend label and device type): the reader's table,
+# trace/onnxruntime.py PROVIDERS; each label is one of BACKENDS above.
+_PROVIDER_KEYS = {k.lower(): v for k, v in PROVIDERS.items()}
+
+
+def provider_backend(provider) -> str | None:
+    """The backend label of an ONNX Runtime execution provider (None: not a provider's name).
+
+    >>> provider_backend("CUDAExecutionProvider"), provider_backend("cpuexecutionprovider"), provider_backend("x")
+    ('ORT CUDA', 'ORT CPU', None)
+    """
+    hit = _PROVIDER_KEYS.get(provider.lower()) if isinstance(provider, str) else None
+    return hit[0] if hit else None
+
+
+def provider_device(provider) -> str:
+    """The device type an ONNX Runtime execution provider runs its nodes on ("unknown" for a
+    provider not in :data:`~kernelscope.trace.onnxruntime.PROVIDERS`).
+
+    >>> provider_device("TensorrtExecutionProvider"), provider_device("MyEP")
+    ('CUDA', 'unknown')
+    """
+    hit = _PROVIDER_KEYS.get(provider.lower()) if isinstance(provider, str) else None
+    return hit[1] if hit else "unknown"
 
 
 class Rule(NamedTuple):
@@ -342,6 +377,8 @@ def cpu_op_backend(name: str, kernel_backend: str = "") -> str:
     """
     if kernel_backend.lower() == "triton":
         return "Triton"
+    if (label := provider_backend(kernel_backend)) is not None:
+        return label
     if re.match(COMM_OPS, name):
         return "NCCL"
     if name.startswith("aten::"):

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend
+from kernelscope.analysis.backend_rules import RULES, TENSOR_CORE_HINTS, cpu_op_backend, provider_backend
 from kernelscope.analysis.devices import annotate_devices
 from kernelscope.analysis.distinct import factorize, identities, stable_order, text_codes
 from kernelscope.analysis.names import unique_short_names
@@ -90,6 +90,9 @@ def _text(v) -> str:
 
 @lru_cache(maxsize=65536)
 def _classify(name: str, op: str, launch_api: str, kernel_backend: str, device_type: str) -> Attribution:
+    if (label := provider_backend(kernel_backend)) is not None:
+        # An ONNX Runtime node: its profile names the execution provider that ran it.
+        return Attribution(label, None, "ort-provider")
     ctx = {"name": name, "op": op, "launch_api": launch_api, "kernel_backend": kernel_backend,
            "device_type": device_type}
     for rule, conds in _COMPILED:

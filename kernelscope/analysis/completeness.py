@@ -166,6 +166,8 @@ def source_kind(meta: dict) -> str:
         return "Nsight Compute replay"
     if meta.get("producer") == "jax":
         return "JAX profiler trace"
+    if meta.get("producer") == "onnxruntime":
+        return "ONNX Runtime profile"
     if meta.get("capture_route") or isinstance(meta.get("profiler_said"), dict):
         return "live capture"
     return "trace file"
@@ -180,7 +182,7 @@ def completeness(trace) -> Completeness:
     kind = source_kind(trace.meta)
     k, c, rt = trace.kernels, trace.copies, trace.runtime
     memsets = int((c["kind"] == "memset").sum()) if len(c) else 0
-    has_host = kind not in ("Nsight Compute replay", "JAX profiler trace")
+    has_host = kind not in ("Nsight Compute replay", "JAX profiler trace", "ONNX Runtime profile")
     recorded = {"kernels": int(len(k)), "copies": int(len(c)) - memsets, "memsets": memsets,
                 "runtime_calls": int(len(rt)) if has_host else None,
                 "cpu_ops": int(len(trace.ops)) if kind != "Nsight Compute replay" else None}

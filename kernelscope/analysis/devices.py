@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 # Device type (the devices table's ``device_type``) -> label prefix.
-PREFIXES = {"CUDA": "cuda", "ROCm": "rocm"}
+PREFIXES = {"CUDA": "cuda", "ROCm": "rocm", "CPU": "cpu", "WebGPU": "webgpu", "Apple": "apple",
+            "DirectML": "dml", "OpenVINO": "openvino", "NPU": "npu", "unknown": "device"}
 # A device the header does not list is taken to be CUDA (the common case; ROCm traces list theirs).
 DEFAULT_TYPE = "CUDA"
 
@@ -48,8 +49,16 @@ def annotate_devices(table: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFrame
     """
     types = device_types(devices)
     idx = table["device_index"] if "device_index" in table.columns else pd.Series(pd.NA, index=table.index)
-    codes, uniq = pd.factorize(idx, use_na_sentinel=False)
-    kinds = [types.get(i, DEFAULT_TYPE) if i is not pd.NA else DEFAULT_TYPE for i in uniq]
+    own = table["device_type"] if "device_type" in table.columns else None
+    if own is not None and own.notna().any():
+        # A reader that knows each row's device type (ONNX Runtime: the provider's) keeps it.
+        pairs = pd.Series(list(zip(idx.tolist(), own.tolist())), index=table.index, dtype=object)
+        codes, uniq = pd.factorize(pairs, use_na_sentinel=False)
+        kinds = [t if isinstance(t, str) else types.get(i, DEFAULT_TYPE) for i, t in uniq]
+        uniq = [i for i, _ in uniq]
+    else:
+        codes, uniq = pd.factorize(idx, use_na_sentinel=False)
+        kinds = [types.get(i, DEFAULT_TYPE) if i is not pd.NA else DEFAULT_TYPE for i in uniq]
     labels = np.array([device_label(i, t) for i, t in zip(uniq, kinds)], dtype=object)
     kinds = np.array(kinds, dtype=object)
     table["device"] = pd.Series(labels[codes] if len(table) else [], index=table.index, dtype=object)

@@ -12,6 +12,7 @@ from __future__ import annotations
 # Who measured a report's kernel durations, in the words every view uses.
 CUPTI = "CUPTI"
 NSIGHT_COMPUTE = "Nsight Compute"
+ORT_PROFILER = "ONNX Runtime's profiler"
 # The views' tabs and headline tiles, in their order; a replay shows the ones it can fill.
 TABS = ("Kernels", "Timeline", "Backends", "CPU ops", "Roofline", "Findings")
 TILES = ("wall time", "GPU busy", "kernel launches", "kernels", "GPU kernel time", "copies + memsets", "CPU ops")
@@ -29,12 +30,26 @@ def is_replay(meta) -> bool:
     return isinstance(meta, dict) and meta.get("reader") == "ncu"
 
 
-def duration_source(meta) -> str:
-    """Who measured the kernels' durations: ``"Nsight Compute"`` for a replay, else ``"CUPTI"``.
+def is_onnxruntime(meta) -> bool:
+    """True when the report is an ONNX Runtime profile (``trace/onnxruntime.py``): node runs on
+    execution providers, with no runtime calls, so the rules about launches, idle GPU time and
+    syncs have nothing to read; its own placement rules do (``findings/placement.py``).
 
-    >>> duration_source({"reader": "ncu"}), duration_source({})
-    ('Nsight Compute', 'CUPTI')
+    >>> is_onnxruntime({"producer": "onnxruntime"}), is_onnxruntime({"producer": "jax"})
+    (True, False)
     """
+    return isinstance(meta, dict) and meta.get("producer") == "onnxruntime"
+
+
+def duration_source(meta) -> str:
+    """Who measured the kernels' durations: ``"Nsight Compute"`` for a replay, ONNX Runtime's
+    profiler for its profiles, else ``"CUPTI"``.
+
+    >>> duration_source({"reader": "ncu"}), duration_source({}), duration_source({"producer": "onnxruntime"})
+    ('Nsight Compute', 'CUPTI', "ONNX Runtime's profiler")
+    """
+    if is_onnxruntime(meta):
+        return ORT_PROFILER
     return NSIGHT_COMPUTE if is_replay(meta) else CUPTI
 
 
@@ -69,6 +84,8 @@ def capabilities(meta) -> dict:
         "duration_source": duration_source(meta),
         "durations": ("kernel durations measured by Nsight Compute under replay: serialized, caches "
                       "flushed between passes, longer than in a live run" if replay
-                      else "kernel durations measured by CUPTI"),
+                      else "node times measured by ONNX Runtime's profiler (each node's run on its provider; "
+                      "device kernels by the provider's own profiler where it recorded them)"
+                      if is_onnxruntime(meta) else "kernel durations measured by CUPTI"),
         "share_of": "kernel time" if replay else "wall time",
     }

@@ -62,17 +62,22 @@ PAGE_CONFIG_KEY = "kernelscopeFiles"
 
 def file_pattern() -> str:
     """The file names JupyterLab opens as report tabs: Kineto traces, saved reports, JAX's
-    perfetto traces, Nsight Compute reports (compressed too), as a regular expression on the
+    perfetto traces, Nsight Compute reports (compressed too), ONNX Runtime profiles (named as
+    ONNX Runtime names them, ``onnxruntime_profile_<date>.json``), as a regular expression on the
     name, given to the lab extension in JupyterLab's page config.
 
     >>> bool(re.search(file_pattern(), "run.ncu-rep.xz")), bool(re.search(file_pattern(), "notes.json"))
     (True, False)
+    >>> bool(re.search(file_pattern(), "onnxruntime_profile__2026-12-04_00-17-03.json"))
+    True
     """
     from kernelscope.loading import TRACE_SUFFIXES
     from kernelscope.trace.ncu.report import REPORT_SUFFIXES
+    from kernelscope.trace.onnxruntime import FILE_PREFIX
     from kernelscope.trace.perfetto import FILE_NAMES
     ends = sorted({s.lstrip(".") for s in (*TRACE_SUFFIXES, *REPORT_SUFFIXES, *FILE_NAMES)}, key=lambda s: (-len(s), s))
-    return r"(^|\.)(" + "|".join(re.escape(s) for s in ends) + ")$"
+    return (r"(^|\.)(" + "|".join(re.escape(s) for s in ends) + ")$"
+            + r"|(^|[._])" + re.escape(FILE_PREFIX) + r"[^/]*\.json(\.gz)?$")
 
 
 def report_payload(os_path: str, display_path: str | None = None, window: tuple | dict | None = None) -> dict:

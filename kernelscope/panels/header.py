@@ -36,7 +36,9 @@ class Header:
         """
         def v(d, key):
             return "?" if d.get(key) is None else d[key]
+        # A device with no GPU properties at all (an ONNX Runtime provider's CPU) is its name alone.
         return [f"{v(d, 'name')} (sm_{v(d, 'compute_major')}{v(d, 'compute_minor')}, {v(d, 'num_sms')} SMs)"
+                if d.get("device_type") in (None, "CUDA", "ROCm") or d.get("num_sms") is not None else str(d.get("name"))
                 for d in self.devices]
 
 

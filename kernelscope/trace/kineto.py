@@ -59,7 +59,6 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
     2000
     """
     notes = []
-    from kernelscope.trace.perfetto import looks_like_jax
     if isinstance(source, (bytes, bytearray, memoryview)):
         label = name or "<bytes>"
         view = memoryview(source)
@@ -68,7 +67,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
         label = name or os.fspath(source)
         with no_gc():
             # A large plain file: read by several processes at once (None: by this one, below).
-            got = split.read_split(source, progress, jax_check=looks_like_jax)
+            got = split.read_split(source, progress, jax_check=_own_format)
             if got is not None:
                 doc, builder, n_events, processes = got
                 trace = _finish(doc, builder, n_events, label, notes)
@@ -78,7 +77,7 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
     blocks = checked_blocks(blocks, label)    # a huge string refused as it passes (guard.py)
     with no_gc():
         try:
-            events = stream.EventStream(blocks, jax_check=looks_like_jax)
+            events = stream.EventStream(blocks, jax_check=_own_format)
             return _build(events.doc, events.chunks(), lambda: events.n_events, label, notes)
         except (stream.NotStreamable, CarefulPath):
             pass    # not the common shape: the careful path below reads it whole and says why
@@ -91,12 +90,27 @@ def read_kineto(source, *, name=None, progress=None) -> Trace:
     return _read_whole(raw, label, notes)
 
 
+def _own_format(raw: bytes) -> bool:
+    """Whether a file's first bytes are a format with a reader of its own (JAX's perfetto trace,
+    an ONNX Runtime profile): the streaming readers then leave it to the careful path.
+
+    >>> _own_format(b'[{"cat": "Node", "args": {"op_name": "Gemm"}}]'), _own_format(b'{"traceEvents": []}')
+    (True, False)
+    """
+    from kernelscope.trace.onnxruntime import looks_like_onnxruntime
+    from kernelscope.trace.perfetto import looks_like_jax
+    return looks_like_jax(raw) or looks_like_onnxruntime(raw)
+
+
 def _read_whole(raw: bytes, label, notes) -> Trace:
     """The careful path: the whole text decoded at once, leniently where it must be."""
     raw = to_utf8(raw, label, notes)
+    from kernelscope.trace.onnxruntime import looks_like_onnxruntime, read_onnxruntime_bytes
     from kernelscope.trace.perfetto import looks_like_jax, read_jax_bytes
     if looks_like_jax(raw):     # JAX's own profiler: same Chrome JSON, its own event vocabulary
         return read_jax_bytes(raw, label, notes)
+    if looks_like_onnxruntime(raw):     # ONNX Runtime's profile: a bare array of its own events
+        return read_onnxruntime_bytes(raw, label, notes)
     with no_gc():
         try:
             doc = msgspec.json.decode(raw, type=RawFile)

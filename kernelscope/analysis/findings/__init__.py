@@ -75,18 +75,20 @@ def find_all(report) -> list:
     )
     from kernelscope.analysis.findings.memory import memory_findings
     from kernelscope.analysis.findings.ncu import access_findings, rule_findings  # Nsight Compute's measurements
+    from kernelscope.analysis.findings.placement import placement_findings
     from kernelscope.analysis.findings.steps import step_findings
     from kernelscope.analysis.findings.triton_variants import register_spills_findings, uncoalesced_findings
     from kernelscope.analysis.findings.tuning import tuning_findings
-    from kernelscope.analysis.replay import is_replay
+    from kernelscope.analysis.replay import is_onnxruntime, is_replay
     rules = (empty_capture_findings, host_findings, sync_findings, outside_findings, copy_findings,
              stream_findings, graph_findings, gpu_bound_findings, roofline_findings, gemm_fallback_findings,
              counter_findings, rule_findings, access_findings, tuning_findings, fp32_gemm_findings,
              tiny_grid_findings, unfused_elementwise_findings, uncoalesced_findings, register_spills_findings,
-             completeness_findings, step_findings, memory_findings)
-    if is_replay(getattr(report, "meta", None)):
+             completeness_findings, step_findings, memory_findings, placement_findings)
+    if is_replay(getattr(report, "meta", None)) or is_onnxruntime(getattr(report, "meta", None)):
         # A replay ran its launches one at a time: idle time, host overhead, syncs, copies and
-        # stream overlap were not recorded, so the timeline's rules have nothing to say.
+        # stream overlap were not recorded, so the timeline's rules have nothing to say. An ONNX
+        # Runtime profile records node runs, no launch or sync calls: the same rules are left out.
         timeline_rules = {host_findings, sync_findings, outside_findings, copy_findings, stream_findings,
                           graph_findings, gpu_bound_findings, empty_capture_findings}
         rules = tuple(r for r in rules if r not in timeline_rules)
