@@ -21,6 +21,7 @@ from kernelscope.reports.report import Report
 from kernelscope.reports.saved import REPORT_FORMAT
 from kernelscope.trace.decode import ForeignFormat, NotJSON
 from kernelscope.trace.files import own_trace, read_bytes
+from kernelscope.trace.onnxruntime_web import FORMAT as ORTWEB_FORMAT
 
 # What a saved report is named (Report.save does not insist, JupyterLab opens these as reports).
 _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
@@ -31,8 +32,10 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), JAX's perfetto
     trace, an ONNX Runtime profile (``SessionOptions.enable_profiling``: one kernel row per node
-    run, :mod:`kernelscope.trace.onnxruntime`), a report saved with ``Report.save``, a stopped
-    ``torch.profiler.profile`` object, or an Nsight Compute report (``.ncu-rep``: :func:`load_ncu`). Which kind of JSON file it is comes from its parsed
+    run, :mod:`kernelscope.trace.onnxruntime`), an onnxruntime-web recording (WebGPU or WASM in
+    headless Chromium: :mod:`kernelscope.trace.onnxruntime_web`), a report saved with
+    ``Report.save``, a stopped ``torch.profiler.profile`` object, or an Nsight Compute report
+    (``.ncu-rep``: :func:`load_ncu`). Which kind of JSON file it is comes from its parsed
     top level (a saved report's ``"format"`` key), not from its name. A trace that takes more
     than a couple of seconds to read shows a progress bar (in a notebook or on a terminal;
     ``progress=False`` or ``KERNELSCOPE_PROGRESS=off`` turn it off), removed when it is done.
@@ -73,6 +76,9 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
         try:
             trace = read_kineto(path, progress=bar.update)
         except ForeignFormat as e:
+            if e.format == ORTWEB_FORMAT:     # onnxruntime-web in a browser (WebGPU, WASM)
+                from kernelscope.trace.onnxruntime_web import read_ortweb
+                return Report(read_ortweb(path))
             if e.format != REPORT_FORMAT:
                 raise
             return _report(read_bytes(path), path)

@@ -168,6 +168,8 @@ def source_kind(meta: dict) -> str:
         return "JAX profiler trace"
     if meta.get("producer") == "onnxruntime":
         return "ONNX Runtime profile"
+    if meta.get("producer") == "onnxruntime-web":   # no launch calls: its nodes enqueue the kernels
+        return "onnxruntime-web recording"
     if meta.get("capture_route") or isinstance(meta.get("profiler_said"), dict):
         return "live capture"
     return "trace file"
@@ -182,7 +184,8 @@ def completeness(trace) -> Completeness:
     kind = source_kind(trace.meta)
     k, c, rt = trace.kernels, trace.copies, trace.runtime
     memsets = int((c["kind"] == "memset").sum()) if len(c) else 0
-    has_host = kind not in ("Nsight Compute replay", "JAX profiler trace", "ONNX Runtime profile")
+    has_host = kind not in ("Nsight Compute replay", "JAX profiler trace", "ONNX Runtime profile",
+                            "onnxruntime-web recording")
     recorded = {"kernels": int(len(k)), "copies": int(len(c)) - memsets, "memsets": memsets,
                 "runtime_calls": int(len(rt)) if has_host else None,
                 "cpu_ops": int(len(trace.ops)) if kind != "Nsight Compute replay" else None}

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 # Device type (the devices table's ``device_type``) -> label prefix.
+# WebGPU: an adapter of a browser's WebGPU (onnxruntime-web; kernelscope.trace.onnxruntime_web).
 PREFIXES = {"CUDA": "cuda", "ROCm": "rocm", "CPU": "cpu", "WebGPU": "webgpu", "Apple": "apple",
             "DirectML": "dml", "OpenVINO": "openvino", "NPU": "npu", "unknown": "device"}
 # A device the header does not list is taken to be CUDA (the common case; ROCm traces list theirs).

@@ -15,7 +15,7 @@ from kernelscope.analysis.names import short_name
 from tests.conftest import DATA
 
 VOCAB = set(BACKENDS)
-DEVICES = {"CPU", "CUDA", "ROCm", "MPS", "XPU"}
+DEVICES = {"CPU", "CUDA", "ROCm", "MPS", "XPU", "WebGPU"}
 
 # Every distinct kernel of every fixture, labelled by hand: (name pattern, backend, tensor cores).
 # The pattern must match exactly one distinct kernel name of that trace.
@@ -200,6 +200,7 @@ def test_rule_examples_are_real_recorded_names():
     real = {r["name"] for r in _names_table()} | {r["name"] for r in _wild_labels()}
     for trace in EXPECTED:
         real |= set(_load(trace).kernels["name"])
+    real |= set(ks.load(DATA / "onnxruntime" / "webgpu_mlp.webgpu.ortweb.json").kernels["name"])
     assert [r.id for r in RULES if r.example not in real] == []
 
 
