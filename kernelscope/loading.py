@@ -27,7 +27,7 @@ from kernelscope.trace.onnxruntime_web import FORMAT as ORTWEB_FORMAT
 _REPORT_SUFFIXES = (".ksreport.json", ".ksreport.json.gz")
 
 
-def load(source, *, progress: bool = True, tensorrt_layers=None):
+def load(source, *, progress: bool = True, tensorrt_layers=None, onnxruntime=None):
     """Open a recording as a :class:`~kernelscope.Report`.
 
     ``source`` is a torch.profiler Chrome trace (``.json`` or ``.json.gz``), JAX's perfetto
@@ -45,6 +45,11 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
     names its layer (``trt_layer``, ``trt_layer_type``, ``trt_layers``, ``trt_layer_source``;
     :mod:`kernelscope.trace.tensorrt`), and a report saved from it keeps the layers.
 
+    ``onnxruntime`` is ``(profile, start_ns)``: the profile an ONNX Runtime session wrote while
+    ``source`` (a torch.profiler trace of the same process) recorded it, and the session's
+    ``get_profiling_start_time_ns()``; each kernel ONNX Runtime launched then has its node
+    (:mod:`kernelscope.trace.onnxruntime_join`; ``ks.profile(onnxruntime=session)`` does this live).
+
     >>> import kernelscope as ks
     >>> rep = ks.load("launch_bound.pt.trace.json.gz")
     >>> len(rep.kernels)
@@ -59,6 +64,12 @@ def load(source, *, progress: bool = True, tensorrt_layers=None):
         rep = load(source, progress=progress)
         return Report(dataclasses.replace(rep.trace, tensorrt_layers=layers), ncu=rep.ncu,
                       ncu_detail=rep.ncu_detail)
+    if onnxruntime is not None:
+        from kernelscope.trace.onnxruntime_join import join_session, read_session_profile
+        profile, start_ns = onnxruntime
+        events = read_session_profile(profile)          # first: a bad file fails before a long read
+        rep = load(source, progress=progress)
+        return Report(join_session(rep.trace, events, start_ns, label=os.fspath(profile)))
     if hasattr(source, "export_chrome_trace") and hasattr(source, "profiler"):
         from kernelscope.capture.live import trace_from_profiler
         return Report(trace_from_profiler(source))

@@ -115,6 +115,9 @@ class profile:
     (:mod:`kernelscope.capture.tuning`; ``report.autotune``, the ``producer``/``config`` kernel
     columns). ``"auto"`` watches Triton and Inductor if already imported, ``True`` imports
     them, ``False`` watches nothing.
+
+    ``onnxruntime`` (an ``InferenceSession`` made with ``enable_profiling``) ends its profile at
+    the stop and puts each node over the kernels it launched (:mod:`kernelscope.capture.onnxruntime`).
     """
 
     def __new__(cls, fn=None, **kwargs):
@@ -128,8 +131,9 @@ class profile:
 
     def __init__(self, fn=None, *, lean=False, with_stack=False, record_shapes=True, with_flops=True,
                  lines_of=None, trace_path=None, name=None, metrics=None, interval_us=None, title=None,
-                 tuning="auto", schedule=None, memory=False):
+                 tuning="auto", schedule=None, memory=False, onnxruntime=None):
         self.lean = lean
+        self.ort = onnxruntime  # an InferenceSession whose nodes go over their kernels at the stop
         # torch.profiler's profile_memory (rep.memory), and the allocator history's snapshot at the stop
         # where _record_memory_history is on (capture/memory.py).
         self.memory = bool(memory)
@@ -441,7 +445,7 @@ class profile:
         from kernelscope.reports.report import Report
         try:
             with captured_stderr(self._stderr):
-                trace = recorded_trace(self._cycles, self.torch_profiler, self.name, self.trace_path)
+                trace = recorded_trace(self._cycles, self.torch_profiler, self.name, self.trace_path, self.ort)
         except TraceError as e:
             if "recorded nothing" not in str(e):
                 raise

@@ -73,17 +73,21 @@ def step(torch_profiler, rivals, log: list) -> None:
             rivals.ours = False
 
 
-def recorded_trace(cycles, torch_profiler, name: str, trace_path=None):
+def recorded_trace(cycles, torch_profiler, name: str, trace_path=None, onnxruntime=None):
     """The Trace of a stopped recording: its last cycle under a schedule (``cycles``), else what
-    the profiler holds (:func:`kernelscope.capture.live.trace_from_profiler`).
+    the profiler holds (:func:`kernelscope.capture.live.trace_from_profiler`); with an ONNX
+    Runtime session's nodes over its kernels (:mod:`kernelscope.capture.onnxruntime`).
 
     >>> recorded_trace(Cycles("<cell>"), None, "<cell>").meta["source"]
     '<cell>'
     """
-    if cycles is not None:
-        return cycles.trace()
     from kernelscope.capture.live import trace_from_profiler
-    return trace_from_profiler(torch_profiler, name=name, trace_path=trace_path)
+    trace = cycles.trace() if cycles is not None else \
+        trace_from_profiler(torch_profiler, name=name, trace_path=trace_path)
+    if onnxruntime is not None:
+        from kernelscope.capture.onnxruntime import with_session
+        trace = with_session(trace, onnxruntime)
+    return trace
 
 
 class Cycles:

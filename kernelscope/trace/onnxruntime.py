@@ -155,17 +155,17 @@ def read_onnxruntime(events, label, notes) -> Trace:
     """
     if not isinstance(events, list):
         raise TraceError(label, "not an ONNX Runtime profile: the file is not a JSON array of events")
-    sessions, nodes, device = _sorted_events(events, notes)
+    sessions, nodes, device = sorted_events(events, notes)
     if not nodes and not sessions:
         raise TraceError(label, "not an ONNX Runtime profile: it holds no Session or Node event with a time")
     threads: dict = {}
-    runs = _runs(sessions)
+    runs = model_runs(sessions)
     by_node = _device_events_of(nodes, device)
     krow: dict = {c: [] for c in (*KERNEL_COLUMNS, "device_type", *_NODE_COLUMNS)}
     crow: dict = {c: [] for c in (*COPY_COLUMNS, "device_type", "provider", "run")}
     orow: dict = {c: [] for c in OP_COLUMNS}
     for i, (e, ts, dur, args) in enumerate(nodes):
-        node = _node_fields(e, ts, dur, args, threads, runs)
+        node = node_fields(e, ts, dur, args, threads, runs)
         provider = node["provider"]
         dtype = _DEVICES.get(provider.lower(), "unknown") if provider else "unknown"
         if node["op"] in COPY_OPS:
@@ -191,7 +191,7 @@ def read_onnxruntime(events, label, notes) -> Trace:
     return _trace(krow, crow, orow, label, notes, runs)
 
 
-def _sorted_events(events, notes) -> tuple[list, list, list]:
+def sorted_events(events, notes) -> tuple[list, list, list]:
     """``(event, ts, dur, args)`` of the complete events by category: sessions, node runs (fences
     left out) and device events, in file order; events without a usable time are skipped and
     counted in ``notes``."""
@@ -216,7 +216,7 @@ def _sorted_events(events, notes) -> tuple[list, list, list]:
     return sessions, nodes, device
 
 
-def _runs(sessions) -> dict:
+def model_runs(sessions) -> dict:
     """The ``model_run`` ranges, in start order: ``{"start", "end", "tid"}`` arrays (a run's
     nodes are on its caller's thread; runs from several threads may overlap)."""
     spans = sorted((ts, ts + dur, str(e.get("tid"))) for e, ts, dur, _ in sessions if e.get("name") == "model_run")
@@ -249,7 +249,7 @@ def _node_name(e) -> str:
     return name[:-len(_SUFFIX)] if name.endswith(_SUFFIX) else name
 
 
-def _node_fields(e, ts, dur, args, threads, runs) -> dict:
+def node_fields(e, ts, dur, args, threads, runs) -> dict:
     """What every row made of a node run carries."""
     tid = _text(str(e.get("tid"))) if e.get("tid") is not None else None
     ins, in_types = _shapes(args.get("input_type_shape"))
