@@ -40,6 +40,8 @@ def short_name(name: str) -> str:
     if not isinstance(name, str) or not name.strip():
         return "" if name is None else str(name)
     name = demangle_if_mangled(name)   # a mangled symbol (Proton, Nsight Compute, cuDNN's CUTLASS kernels)
+    if name.startswith("_Z"):          # one the C++ runtime rejects too: read what can be read
+        return _undemangled(name)
     for decode in _DECODERS:
         out = decode(name)
         if out:
@@ -290,6 +292,32 @@ def _cupy(n):
     if m:
         return f"CuPy {m.group(1)}"
     return None
+
+
+# cutlass::half_t and kin: the element type of a CUTLASS template, as the rest of the view spells it.
+_CUTLASS_TYPES = {"tfloat32_t": "tf32", "half_t": "fp16", "bfloat16_t": "bf16", "float_e4m3_t": "fp8 e4m3",
+                  "float_e5m2_t": "fp8 e5m2", "int4b_t": "int4"}
+
+
+def _undemangled(n):
+    """A mangled name that no demangler takes (cuDNN's 1,700-character CUTLASS convolutions):
+    its leading namespace::function, or for CUTLASS the conv kind, threadblock tile and type."""
+    from kernelscope.trace.demangle import mangled_words
+    words = mangled_words(n)
+    if not words:
+        return n
+    if "cutlass" in words[0].lower():
+        kind = next((f"conv {m.group(1).lower()}" for w in words
+                     for m in [re.match(r"Conv[23]d(Fprop|Dgrad|Wgrad)", w)] if m), None)
+        kind = kind or ("conv" if "ImplicitGemmConvolution" in words else "GEMM")
+        i = words.index("GemmShape") if "GemmShape" in words else -1
+        tile = "x".join(words[i + 1:i + 3]) if i >= 0 and all(w.isdigit() for w in words[i + 1:i + 3]) else ""
+        extra = [x for x in (next((w.lower() for w in words if re.fullmatch(r"Sm\d+", w)), None),
+                             next((_CUTLASS_TYPES[w] for w in words if w in _CUTLASS_TYPES), None)) if x]
+        return f"CUTLASS {kind}" + (f" {tile}" if tile else "") + (f" ({', '.join(extra)})" if extra else "")
+    head = re.match(r"_ZN?((?:\d+[A-Za-z_]\w*?)+)(?=[^0-9A-Za-z_]|[A-Z]|$)", n)
+    k = len(re.findall(r"\d+", head.group(1))) if head else 1
+    return _fold("::".join(words[:k]))
 
 
 # -- ATen's templates ---------------------------------------------------------------------------
