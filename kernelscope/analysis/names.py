@@ -183,6 +183,7 @@ INDUCTOR_KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent red
                   "for": "foreach", "unk": "unknown kind", "mm": "template", "bmm": "template"}
 # ATen op names of several words, so that Inductor's "fused_" list splits at op boundaries.
 _MULTI_WORD_OPS = sorted((
+    "native_batch_norm_legit_no_training", "native_batch_norm_legit_functional", "native_batch_norm_legit",
     "native_layer_norm", "native_batch_norm", "native_group_norm", "layer_norm", "batch_norm", "group_norm",
     "rms_norm", "to_copy", "scaled_dot_product_cudnn_attention", "scaled_dot_product_flash_attention",
     "scaled_dot_product_efficient_attention", "prepare_softmax_online", "log_softmax", "constant_pad_nd",
@@ -192,6 +193,10 @@ _MULTI_WORD_OPS = sorted((
     "unsafe_view", "all_reduce", "flex_attention_backward", "flex_attention", "new_zeros", "full_like",
     "zeros_like", "ones_like", "scatter_add", "index_add", "sum_to_size", "masked_fill", "where_self",
     "addmm", "bmm", "mm"), key=len, reverse=True)
+# Words that end an ATen op's name and are no op alone (native_batch_norm_legit_no_training,
+# max_pool2d_with_indices): one the list above lacks still joins the op before it.
+_OP_TAILS = {"backward", "forward", "legit", "no", "training", "functional", "with", "indices", "nd",
+             "like", "online", "default", "out", "grad", "input", "weight", "self", "scalar", "tensor"}
 
 
 def inductor_ops(fused: str) -> list:
@@ -199,6 +204,8 @@ def inductor_ops(fused: str) -> list:
 
     >>> inductor_ops("_to_copy_add_native_layer_norm_transpose_view")
     ['to_copy', 'add', 'native_layer_norm', 'transpose', 'view']
+    >>> inductor_ops("_native_batch_norm_legit_no_training_relu")
+    ['native_batch_norm_legit_no_training', 'relu']
     """
     words, out, i = [w for w in fused.split("_") if w], [], 0
     while i < len(words):
@@ -209,13 +216,20 @@ def inductor_ops(fused: str) -> list:
                 i += len(parts)
                 break
         else:
-            out.append(words[i])
+            if words[i] in _OP_TAILS and out:
+                out[-1] += "_" + words[i]
+            else:
+                out.append(words[i])
             i += 1
     return out
 
 
+# Triton's older launchers append the signature's specialization (_0d1d2de): no op either.
+_INDUCTOR = re.compile(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?(\d+))?(?:_(?:\d+[a-z]+)+)?$")
+
+
 def _inductor(n):
-    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?(\d+))?$", n)
+    m = _INDUCTOR.match(n)
     if m:
         ops = inductor_ops(m.group(2))
         # The number tells kernels of one graph apart, and finds them in Inductor's output_code.py.
@@ -239,7 +253,7 @@ def describe(name: str, backend: str | None = None) -> str:
     """
     if not isinstance(name, str):
         return ""
-    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?\d+)?$", name)
+    m = _INDUCTOR.match(name)
     if m:
         kind = m.group(1)
         what = {"poi": "a pointwise kernel (one output element per thread, no reduction)",

@@ -2,6 +2,7 @@
 no demangler takes (Holistic Trace Analysis's test traces), Inductor kernels of recorded compiled
 models, ATen's elementwise kernels of recorded eager runs."""
 import csv
+import re
 
 from kernelscope.analysis.names import short_name, unique_short_names
 from tests.conftest import DATA
@@ -19,3 +20,29 @@ def test_a_mangled_name_no_demangler_takes_is_read_as_far_as_it_can_be():
                                               "CUTLASS conv wgrad 64x128 (tf32)"]
     assert sorted(unique_short_names(names).values()) == ["CUTLASS conv wgrad 128x128 (tf32)",
                                                           "CUTLASS conv wgrad 64x128 (tf32)"]
+
+
+def _inductor_names(trace):
+    import kernelscope as ks
+    k = ks.load(DATA / trace).kernels
+    return sorted(set(k.loc[k["name"].str.startswith("triton_"), "name"]))
+
+
+def test_inductor_names_split_at_op_boundaries():
+    """A compiled conv net's batch norms read as the one op they are, not 'legit + no + training'."""
+    names = [n for n in _inductor_names("graphs/compiled_before_region.pt.trace.json.gz") if "legit" in n]
+    assert names
+    for n in names:
+        s = short_name(n)
+        assert "native_batch_norm_legit_no_training" in s and " no " not in s.replace("+", " "), s
+    assert short_name("triton_poi_fused__native_batch_norm_legit_no_training_max_pool2d_with_indices_relu_3") == (
+        "pointwise: native_batch_norm_legit_no_training + max_pool2d_with_indices + relu (Triton _3)")
+
+
+def test_a_triton_signature_suffix_is_no_op():
+    """kernel_names.csv (public sources): an older Triton's launcher names 'triton_poi_fused_gelu_6_0d1d'."""
+    with open(DATA / "kernel_names.csv", newline="", encoding="utf-8") as f:
+        names = [r["name"] for r in csv.DictReader(f) if r["name"].startswith("triton_")]
+    assert "triton_poi_fused_gelu_6_0d1d" in names
+    assert short_name("triton_poi_fused_gelu_6_0d1d") == "pointwise: gelu (Triton _6)"
+    assert not [short_name(n) for n in names if re.search(r"\b\d+d\b|\+ \d+ ", short_name(n))]
