@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from kernelscope.analysis.name_facets import name_facets
+
 _STD_OPS = {"plus": "add", "minus": "sub", "multiplies": "mul", "divides": "div",
             "maximum": "max", "minimum": "min", "logical_and": "and", "logical_or": "or"}
 # Functor wrappers that carry the real op as a template argument.
@@ -57,9 +59,9 @@ MAX_TELL_TOKENS = 3
 
 def unique_short_names(names) -> dict:
     """Readable names that are unique within a set of recorded names: where two kernels read the
-    same (two cuBLAS GEMMs that differ in layout only, two vectorized adds of different types), each
-    keeps what tells it apart, the tokens of its recorded name that its namesakes lack; failing
-    that, a number in order of appearance.
+    same, each says what tells it apart: what differs among the facets :func:`name_facets` reads
+    (dtype, layout, split-K, operands, items per thread), else the tokens of its recorded name that
+    its namesakes lack; failing both, a number in order of appearance.
 
     >>> u = unique_short_names(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
     ...                         "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"])
@@ -75,19 +77,11 @@ def unique_short_names(names) -> dict:
     for s, group in groups.items():
         if len(group) < 2:
             continue
-        toks = {n: _TOKEN.findall(demangle_if_mangled(n)) for n in group}
-        counts = {}
-        for n in group:
-            for t in set(toks[n]):
-                counts[t] = counts.get(t, 0) + 1
-        new = {}
-        for n in group:
-            tell = [t for t in dict.fromkeys(toks[n]) if counts[t] < len(group) and len(t) <= 24]
-            new[n] = f"{s} [{' '.join(tell[:MAX_TELL_TOKENS])}]" if tell else None
+        new = _told_by_facets(group) or _told_by_tokens(group)
         seen = {}
         for n in group:
-            v = new[n]
-            if v is None or v in taken or list(new.values()).count(v) > 1:
+            v = f"{s} [{new[n]}]" if new.get(n) else None
+            if v is None or v in taken or [f"{s} [{x}]" for x in new.values()].count(v) > 1:
                 i = seen.get(s, 0) + 1
                 while f"{s} #{i}" in taken:
                     i += 1
@@ -96,6 +90,38 @@ def unique_short_names(names) -> dict:
             taken.add(v)
             short[n] = v
     return short
+
+
+def _told_by_facets(group) -> dict | None:
+    """Each name's facets that differ within its group ("bf16, 2 inputs"), or None where they
+    leave two alike."""
+    facets = {n: name_facets(n) for n in group}
+    keys = list(dict.fromkeys(k for f in facets.values() for k in f))
+    differ = [k for k in keys if len({f.get(k, "") for f in facets.values()}) > 1]
+    out = {n: ", ".join(v for k in differ if (v := facets[n].get(k))) for n in group}
+    return out if differ and all(out.values()) and len(set(out.values())) == len(group) else None
+
+
+def _told_by_tokens(group) -> dict:
+    toks = {n: [t for t in _TOKEN.findall(_readable(n)) if not _NOISE_TOKEN.match(t)] for n in group}
+    counts = {}
+    for n in group:
+        for t in set(toks[n]):
+            counts[t] = counts.get(t, 0) + 1
+    return {n: " ".join([t for t in dict.fromkeys(toks[n])
+                         if counts[t] < len(group) and len(t) <= 24][:MAX_TELL_TOKENS]) for n in group}
+
+
+# Tokens that tell no reader anything (namespaces, std::array's "3ul").
+_NOISE_TOKEN = re.compile(r"^(c10|at|native|std|cuda|detail|\d+ul)$")
+
+
+def _readable(n):
+    s = demangle_if_mangled(n)
+    if s.startswith("_Z"):
+        from kernelscope.trace.demangle import mangled_words
+        return " ".join(mangled_words(s))
+    return s
 
 
 _TOLD_APART = re.compile(r" (\[[^\]]*\]|#\d+)$")

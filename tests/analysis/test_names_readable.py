@@ -46,3 +46,35 @@ def test_a_triton_signature_suffix_is_no_op():
     assert "triton_poi_fused_gelu_6_0d1d" in names
     assert short_name("triton_poi_fused_gelu_6_0d1d") == "pointwise: gelu (Triton _6)"
     assert not [short_name(n) for n in names if re.search(r"\b\d+d\b|\+ \d+ ", short_name(n))]
+
+
+def _shorts(trace):
+    import kernelscope as ks
+    k = ks.load(DATA / trace).kernels.drop_duplicates("name")
+    return dict(zip(k["name"], k["short_name"]))
+
+
+def test_suffixes_name_the_real_difference():
+    """A Llama training step's ATen kernels that read alike say dtype, operands, casting and
+    items per thread, not '[4 BinaryFunctor c10]' or '[CUDAFunctor 3ul]'."""
+    shorts = _shorts("wild/llama_train.pt.trace.json.gz")
+    told = [s for s in shorts.values() if s.startswith(("elementwise", "reduce")) and s.endswith("]")]
+    assert len(told) >= 10
+    assert not [s for s in told if re.search(r"Functor|\dul\b|\bc10\b|nocast|\[\d+\]", s)
+                and "pow_tensor_scalar" not in s], told
+    assert {"elementwise add (vectorized x4) [tensor-scalar]", "elementwise add (vectorized x4) [tensor-tensor]",
+            "elementwise add [bf16, 4 per thread]", "elementwise add [fp32, 2 per thread]",
+            "reduce sum [128 threads, 4 outputs/thread]", "reduce sum [512 threads, 1 output/thread]",
+            "elementwise Mul [tensor-scalar, no cast, 2 per thread]",
+            "elementwise Mul [tensor-tensor, casts, 4 per thread]"} <= set(told), told
+    assert len(set(shorts.values())) == len(shorts)
+
+
+def test_gemm_suffixes_say_split_k_and_layout():
+    """A ResNet-50 step's cuBLAS GEMMs: the one pair that differed only by '_splitK_' read
+    '#1' beside '[splitK]'; now 'no split-K' beside 'split-K'."""
+    shorts = _shorts("wild/resnet50_train.pt.trace.json.gz")
+    assert shorts["nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_splitK_NTT"] == "cuBLAS GEMM 64x64 (sm90) [split-K]"
+    assert shorts["nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_NTT"] == "cuBLAS GEMM 64x64 (sm90) [no split-K]"
+    assert shorts["nvjet_sm90_hsh_256x128_64x4_1x2_h_ssched_bz_coopA_TNT"] == "cuBLAS GEMM 256x128 (sm90) [TNT]"
+    assert not [s for s in shorts.values() if s.startswith("cuBLAS GEMM") and "#" in s]

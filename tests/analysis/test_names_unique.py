@@ -39,9 +39,9 @@ def test_mlp_gemms_and_muls_are_told_apart():
     one with a bias epilogue) and two vectorized muls (a unary functor with a scalar, a binary one)."""
     k = ks.load(DATA / "mlp_train.pt.trace.json.gz").kernels.drop_duplicates("name")
     shorts = set(k["short_name"])
-    assert {"cuBLAS GEMM 128x128 (sm90) [NNT]", "cuBLAS GEMM 128x128 (sm90) [bias TNT]",
-            "elementwise Mul (vectorized x4) [AUnaryFunctor 2ul]",
-            "elementwise Mul (vectorized x4) [BinaryFunctor 3ul]"} <= shorts
+    assert {"cuBLAS GEMM 128x128 (sm90) [NNT, no epilogue]", "cuBLAS GEMM 128x128 (sm90) [TNT, bias]",
+            "elementwise Mul (vectorized x4) [tensor-scalar]",
+            "elementwise Mul (vectorized x4) [tensor-tensor]"} <= shorts
     assert base_short_name("cuBLAS GEMM 128x128 (sm90) [NNT]") == "cuBLAS GEMM 128x128 (sm90)"
 
 
