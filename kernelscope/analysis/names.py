@@ -258,9 +258,10 @@ def _inductor(n):
     m = _INDUCTOR.match(n)
     if m:
         ops = inductor_ops(m.group(2))
-        # The number tells kernels of one graph apart, and finds them in Inductor's output_code.py.
-        return (f"{INDUCTOR_KINDS[m.group(1)]}" + (f": {' + '.join(ops)}" if ops else "")
-                + (f" (Triton _{m.group(3)})" if m.group(3) else " (Triton)"))
+        # The number tells kernels of one graph apart (and finds them in Inductor's output_code.py):
+        # it goes before the op list, which a table cuts at its end.
+        return (f"{INDUCTOR_KINDS[m.group(1)]}" + (f" _{m.group(3)}" if m.group(3) else "")
+                + (f": {' + '.join(ops)}" if ops else "") + " (Triton)")
     return None
 
 
