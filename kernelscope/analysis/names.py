@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from kernelscope.analysis.name_facets import name_facets
+
 _STD_OPS = {"plus": "add", "minus": "sub", "multiplies": "mul", "divides": "div",
             "maximum": "max", "minimum": "min", "logical_and": "and", "logical_or": "or"}
 # Functor wrappers that carry the real op as a template argument.
@@ -40,6 +42,8 @@ def short_name(name: str) -> str:
     if not isinstance(name, str) or not name.strip():
         return "" if name is None else str(name)
     name = demangle_if_mangled(name)   # a mangled symbol (Proton, Nsight Compute, cuDNN's CUTLASS kernels)
+    if name.startswith("_Z"):          # one the C++ runtime rejects too: read what can be read
+        return _undemangled(name)
     for decode in _DECODERS:
         out = decode(name)
         if out:
@@ -55,9 +59,9 @@ MAX_TELL_TOKENS = 3
 
 def unique_short_names(names) -> dict:
     """Readable names that are unique within a set of recorded names: where two kernels read the
-    same (two cuBLAS GEMMs that differ in layout only, two vectorized adds of different types), each
-    keeps what tells it apart, the tokens of its recorded name that its namesakes lack; failing
-    that, a number in order of appearance.
+    same, each says what tells it apart: what differs among the facets :func:`name_facets` reads
+    (dtype, layout, split-K, operands, items per thread), else the tokens of its recorded name that
+    its namesakes lack; failing both, a number in order of appearance.
 
     >>> u = unique_short_names(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
     ...                         "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"])
@@ -73,19 +77,11 @@ def unique_short_names(names) -> dict:
     for s, group in groups.items():
         if len(group) < 2:
             continue
-        toks = {n: _TOKEN.findall(demangle_if_mangled(n)) for n in group}
-        counts = {}
-        for n in group:
-            for t in set(toks[n]):
-                counts[t] = counts.get(t, 0) + 1
-        new = {}
-        for n in group:
-            tell = [t for t in dict.fromkeys(toks[n]) if counts[t] < len(group) and len(t) <= 24]
-            new[n] = f"{s} [{' '.join(tell[:MAX_TELL_TOKENS])}]" if tell else None
+        new = _told_by_facets(group) or _told_by_tokens(group)
         seen = {}
         for n in group:
-            v = new[n]
-            if v is None or v in taken or list(new.values()).count(v) > 1:
+            v = f"{s} [{new[n]}]" if new.get(n) else None
+            if v is None or v in taken or [f"{s} [{x}]" for x in new.values()].count(v) > 1:
                 i = seen.get(s, 0) + 1
                 while f"{s} #{i}" in taken:
                     i += 1
@@ -94,6 +90,38 @@ def unique_short_names(names) -> dict:
             taken.add(v)
             short[n] = v
     return short
+
+
+def _told_by_facets(group) -> dict | None:
+    """Each name's facets that differ within its group ("bf16, 2 inputs"), or None where they
+    leave two alike."""
+    facets = {n: name_facets(n) for n in group}
+    keys = list(dict.fromkeys(k for f in facets.values() for k in f))
+    differ = [k for k in keys if len({f.get(k, "") for f in facets.values()}) > 1]
+    out = {n: ", ".join(v for k in differ if (v := facets[n].get(k))) for n in group}
+    return out if differ and all(out.values()) and len(set(out.values())) == len(group) else None
+
+
+def _told_by_tokens(group) -> dict:
+    toks = {n: [t for t in _TOKEN.findall(_readable(n)) if not _NOISE_TOKEN.match(t)] for n in group}
+    counts = {}
+    for n in group:
+        for t in set(toks[n]):
+            counts[t] = counts.get(t, 0) + 1
+    return {n: " ".join([t for t in dict.fromkeys(toks[n])
+                         if counts[t] < len(group) and len(t) <= 24][:MAX_TELL_TOKENS]) for n in group}
+
+
+# Tokens that tell no reader anything (namespaces, std::array's "3ul").
+_NOISE_TOKEN = re.compile(r"^(c10|at|native|std|cuda|detail|\d+ul)$")
+
+
+def _readable(n):
+    s = demangle_if_mangled(n)
+    if s.startswith("_Z"):
+        from kernelscope.trace.demangle import mangled_words
+        return " ".join(mangled_words(s))
+    return s
 
 
 _TOLD_APART = re.compile(r" (\[[^\]]*\]|#\d+)$")
@@ -181,6 +209,7 @@ INDUCTOR_KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent red
                   "for": "foreach", "unk": "unknown kind", "mm": "template", "bmm": "template"}
 # ATen op names of several words, so that Inductor's "fused_" list splits at op boundaries.
 _MULTI_WORD_OPS = sorted((
+    "native_batch_norm_legit_no_training", "native_batch_norm_legit_functional", "native_batch_norm_legit",
     "native_layer_norm", "native_batch_norm", "native_group_norm", "layer_norm", "batch_norm", "group_norm",
     "rms_norm", "to_copy", "scaled_dot_product_cudnn_attention", "scaled_dot_product_flash_attention",
     "scaled_dot_product_efficient_attention", "prepare_softmax_online", "log_softmax", "constant_pad_nd",
@@ -190,6 +219,10 @@ _MULTI_WORD_OPS = sorted((
     "unsafe_view", "all_reduce", "flex_attention_backward", "flex_attention", "new_zeros", "full_like",
     "zeros_like", "ones_like", "scatter_add", "index_add", "sum_to_size", "masked_fill", "where_self",
     "addmm", "bmm", "mm"), key=len, reverse=True)
+# Words that end an ATen op's name and are no op alone (native_batch_norm_legit_no_training,
+# max_pool2d_with_indices): one the list above lacks still joins the op before it.
+_OP_TAILS = {"backward", "forward", "legit", "no", "training", "functional", "with", "indices", "nd",
+             "like", "online", "default", "out", "grad", "input", "weight", "self", "scalar", "tensor"}
 
 
 def inductor_ops(fused: str) -> list:
@@ -197,6 +230,8 @@ def inductor_ops(fused: str) -> list:
 
     >>> inductor_ops("_to_copy_add_native_layer_norm_transpose_view")
     ['to_copy', 'add', 'native_layer_norm', 'transpose', 'view']
+    >>> inductor_ops("_native_batch_norm_legit_no_training_relu")
+    ['native_batch_norm_legit_no_training', 'relu']
     """
     words, out, i = [w for w in fused.split("_") if w], [], 0
     while i < len(words):
@@ -207,18 +242,26 @@ def inductor_ops(fused: str) -> list:
                 i += len(parts)
                 break
         else:
-            out.append(words[i])
+            if words[i] in _OP_TAILS and out:
+                out[-1] += "_" + words[i]
+            else:
+                out.append(words[i])
             i += 1
     return out
 
 
+# Triton's older launchers append the signature's specialization (_0d1d2de): no op either.
+_INDUCTOR = re.compile(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?(\d+))?(?:_(?:\d+[a-z]+)+)?$")
+
+
 def _inductor(n):
-    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?(\d+))?$", n)
+    m = _INDUCTOR.match(n)
     if m:
         ops = inductor_ops(m.group(2))
-        # The number tells kernels of one graph apart, and finds them in Inductor's output_code.py.
-        return (f"{INDUCTOR_KINDS[m.group(1)]}" + (f": {' + '.join(ops)}" if ops else "")
-                + (f" (Triton _{m.group(3)})" if m.group(3) else " (Triton)"))
+        # The number tells kernels of one graph apart (and finds them in Inductor's output_code.py):
+        # it goes before the op list, which a table cuts at its end.
+        return (f"{INDUCTOR_KINDS[m.group(1)]}" + (f" _{m.group(3)}" if m.group(3) else "")
+                + (f": {' + '.join(ops)}" if ops else "") + " (Triton)")
     return None
 
 
@@ -237,7 +280,7 @@ def describe(name: str, backend: str | None = None) -> str:
     """
     if not isinstance(name, str):
         return ""
-    m = re.match(r"triton_(poi|red|per|tem|for|unk|mm|bmm)_(?:fused_?)?(\w*?)(?:_?\d+)?$", name)
+    m = _INDUCTOR.match(name)
     if m:
         kind = m.group(1)
         what = {"poi": "a pointwise kernel (one output element per thread, no reduction)",
@@ -290,6 +333,32 @@ def _cupy(n):
     if m:
         return f"CuPy {m.group(1)}"
     return None
+
+
+# cutlass::half_t and kin: the element type of a CUTLASS template, as the rest of the view spells it.
+_CUTLASS_TYPES = {"tfloat32_t": "tf32", "half_t": "fp16", "bfloat16_t": "bf16", "float_e4m3_t": "fp8 e4m3",
+                  "float_e5m2_t": "fp8 e5m2", "int4b_t": "int4"}
+
+
+def _undemangled(n):
+    """A mangled name that no demangler takes (cuDNN's 1,700-character CUTLASS convolutions):
+    its leading namespace::function, or for CUTLASS the conv kind, threadblock tile and type."""
+    from kernelscope.trace.demangle import mangled_words
+    words = mangled_words(n)
+    if not words:
+        return n
+    if "cutlass" in words[0].lower():
+        kind = next((f"conv {m.group(1).lower()}" for w in words
+                     for m in [re.match(r"Conv[23]d(Fprop|Dgrad|Wgrad)", w)] if m), None)
+        kind = kind or ("conv" if "ImplicitGemmConvolution" in words else "GEMM")
+        i = words.index("GemmShape") if "GemmShape" in words else -1
+        tile = "x".join(words[i + 1:i + 3]) if i >= 0 and all(w.isdigit() for w in words[i + 1:i + 3]) else ""
+        extra = [x for x in (next((w.lower() for w in words if re.fullmatch(r"Sm\d+", w)), None),
+                             next((_CUTLASS_TYPES[w] for w in words if w in _CUTLASS_TYPES), None)) if x]
+        return f"CUTLASS {kind}" + (f" {tile}" if tile else "") + (f" ({', '.join(extra)})" if extra else "")
+    head = re.match(r"_ZN?((?:\d+[A-Za-z_]\w*?)+)(?=[^0-9A-Za-z_]|[A-Z]|$)", n)
+    k = len(re.findall(r"\d+", head.group(1))) if head else 1
+    return _fold("::".join(words[:k]))
 
 
 # -- ATen's templates ---------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def name_table(k: pd.DataFrame) -> list:
     """Per kernel name (in the order of the dictionary sent with the ``name`` column): short name.
 
     >>> name_table(rep.kernels)[:2]
-    ['elementwise bfloat16_copy (vectorized x8)', 'cuBLAS GEMM 128x128 (sm90) [bias TNT]']
+    ['elementwise bfloat16_copy (vectorized x8)', 'cuBLAS GEMM 128x128 (sm90) [TNT, bias]']
     """
     if not len(k):
         return []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 from functools import lru_cache
 
 _fn = None
@@ -76,3 +77,37 @@ def name_key(name) -> str:
     if s.startswith("void "):
         s = s[5:]
     return "".join(s.split())
+
+
+# A source name (<length><identifier>), a substitution or template parameter (S4_, T_), an
+# integer or bool literal (Li128E, Lb0E), else a length: the pieces of a mangled symbol that
+# read as words without a full demangler.
+_PIECE = re.compile(r"[ST][0-9A-Z]*_|L([a-z])(n?\d+)E|(\d+)")
+
+
+def mangled_words(name: str) -> list:
+    """The identifiers and literals that can be read in a mangled symbol, in order, for one that
+    ``__cxa_demangle`` (and c++filt) reject; numbers come back as digit strings.
+
+    >>> mangled_words("_ZN7cutlass4gemm9GemmShapeILi64ELi128ELi32EEE")
+    ['cutlass', 'gemm', 'GemmShape', '64', '128', '32']
+    """
+    out, i = [], 2 if str(name).startswith("_Z") else 0
+    s = str(name)
+    while i < len(s):
+        m = _PIECE.match(s, i)
+        if not m:
+            i += 1
+            continue
+        if m.group(3):
+            n, j = int(m.group(3)), m.end()
+            word = s[j:j + n]
+            if n and len(word) == n and (word[0].isalpha() or word[0] == "_"):
+                out.append(word)
+                i = j + n
+                continue
+        elif m.group(1):
+            v = m.group(2).replace("n", "-")
+            out.append(("true" if v == "1" else "false") if m.group(1) == "b" else v)
+        i = m.end()
+    return out

@@ -81,9 +81,9 @@ def test_item_in_a_loop_every_verdict_from_the_spread():
     # All three verdicts, as the repeats measured them: a 0.15% slower GEMM is real (its spread is
     # smaller still); the split-K GEMM's interval holds 0 within the noise margin.
     assert k.loc["reduce sum", ["verdict", "status"]].tolist() == ["real", "faster"]
-    gemm = k.loc["cuBLAS GEMM 64x64 (sm80, ffma) #1"]
+    gemm = k.loc["cuBLAS GEMM 64x64 (sm80, ffma) [no split-K]"]
     assert gemm["status"] == "slower" and gemm["ci_low_us"] > 0 and gemm["change_us"] < 0.002 * gemm["total_before_us"]
-    split = k.loc["cuBLAS GEMM 64x64 (sm80, ffma) [split k]"]
+    split = k.loc["cuBLAS GEMM 64x64 (sm80, ffma) [split-K]"]
     assert split["ci_low_us"] < 0 < split["ci_high_us"] <= NOISE_MARGIN * split["total_before_us"]
     assert (split["verdict"], split["status"]) == ("noise", "within noise")
     assert k.loc["elementwise add (vectorized x4)", "status"] == "new"
