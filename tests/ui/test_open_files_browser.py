@@ -60,3 +60,20 @@ def test_double_click_opens_a_report_tab(files, page, path):
     assert view.locator(".ks-row.ks-kernel").count() == rep.kernels["name"].nunique() > 0
     assert lab.kernels() == []      # the server read it; no kernel was started
     assert not page.errors, page.errors
+
+
+def test_a_report_tab_writes_no_checkpoint(lab, page):
+    """A report tab is read-only: opening a trace from the file browser leaves no copy of it in
+    ``.ipynb_checkpoints/`` (JupyterLab checkpoints every file it could save; 304 MB for a big
+    trace), and the tab cannot be saved."""
+    name = "mlp_train.pt.trace.json.gz"      # copied into the lab's root by conftest
+    lab.shutdown_kernels()
+    page.goto(f"{lab.url}/lab?token={lab.token}&reset")
+    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    _double_click(page, name)
+    page.locator(".jp-MainAreaWidget .ks-lab-file .ks-root").wait_for(timeout=60_000)
+    # The context lists checkpoints, then creates one, once the tab is populated: give it time.
+    page.wait_for_timeout(1500)
+    assert lab.api(f"/api/contents/{name}/checkpoints") == []
+    assert not list(lab.root.glob(".ipynb_checkpoints/mlp_train*"))
+    assert not page.errors, page.errors

@@ -14,6 +14,8 @@ from nbclient import NotebookClient
 from test_widget_browser import run_cell, wait_idle
 
 import kernelscope as ks
+from kernelscope.analysis.priorities import what_to_fix
+from kernelscope.units import fmt_us
 from kernelscope.view import report as view
 from kernelscope.view.codec import read_payload
 
@@ -112,6 +114,57 @@ def test_the_live_widget_fetches_the_window_chosen(lab, page, monkeypatch):
     out.locator(".ks-win-kernel").click()
     _wait_window(page, out, want)
     assert out.locator(".ks-row.ks-kernel.ks-selected, .ks-row.ks-kernel[aria-selected='true']").count() >= 1
+    assert page.errors == []
+
+
+def _zoomed_and_marked(out, view_us, mark_us):
+    """The Timeline tab shows ``view_us`` with ``mark_us`` the selected range (as the view
+    prints them: units.fmt_us), and its lanes hold launches."""
+    assert out.locator(".ks-tab[data-tab='Timeline']").get_attribute("aria-selected") == "true"
+    info = out.locator(".ks-timeline-info").inner_text()
+    assert f"{fmt_us(view_us[0])} – {fmt_us(view_us[1])}" in info, info
+    bar = out.locator(".ks-timeline-selection")
+    assert bar.is_visible()
+    assert bar.locator(".ks-sel-duration").inner_text() == fmt_us(mark_us[1] - mark_us[0])
+    assert f"({fmt_us(mark_us[0])} – {fmt_us(mark_us[1])})" in bar.inner_text()
+
+
+def test_evidence_and_gaps_outside_the_window_fetch_it_then_zoom_and_mark(lab, page, monkeypatch):
+    """On the second window of a report too big for one view, the first fix's evidence (the
+    longest wait on the host, in the first part of the trace) fetches the window that holds it,
+    then zooms to it and marks it; a longest idle gap chosen is zoomed to and marked too."""
+    rep = ks.load(DATA / "mlp_train.pt.trace.json.gz", progress=False)
+    monkeypatch.setattr(view, "VIEW_LAUNCHES", 40)       # as the notebook sets it in its kernel
+    first = view.view_model(rep)[0]["window"]
+    link = what_to_fix(rep.findings, rep.wall_time_us)[0]["link"]
+    assert "longest wait on the host" in link["label"] and link["mark_end_us"] < first["until_us"]
+    lab.open(page, "windowed_report.ipynb")
+    wait_idle(page)
+    out = run_cell(page, 0).locator(".jp-OutputArea-output")
+    out.locator(".ks-window").wait_for(timeout=60_000)
+    out.locator(".ks-win-next").click()
+    _wait_window(page, out, first["until_us"])
+    assert first["until_us"] > link["mark_start_us"]      # the evidence is not in this window
+    out.locator(".ks-fix-evidence[data-view='timeline']").first.click()
+    page.wait_for_function(
+        "([el, a, b]) => { const c = el.querySelector('.ks-window'); return c && !c.classList.contains('ks-win-loading')"
+        " && parseFloat(c.dataset.fromUs) <= a && parseFloat(c.dataset.untilUs) >= b; }",
+        arg=[out.element_handle(), link["mark_start_us"], link["mark_end_us"]], timeout=60_000)
+    got_from, _ = _shown(out.locator(".ks-window"))
+    want = view.view_model(rep, window=(got_from, None))[0]
+    assert out.locator(".ks-notes li").last.inner_text() == want["notes"][-1]
+    _zoomed_and_marked(out, (link["start_us"], link["end_us"]), (link["mark_start_us"], link["mark_end_us"]))
+    # A longest idle gap, chosen from the Kernels tab: its window, the gap zoomed to and marked.
+    out.locator(".ks-tab[data-tab='Kernels']").click()
+    gap = first["overview"]["gaps"][1]
+    out.locator(".ks-win-gaps").select_option("1")
+    page.wait_for_function(
+        "([el, s]) => { const c = el.querySelector('.ks-window'); return c && !c.classList.contains('ks-win-loading')"
+        " && parseFloat(c.dataset.fromUs) <= s && parseFloat(c.dataset.untilUs) > s"
+        " && el.querySelector('.ks-timeline-selection'); }",
+        arg=[out.element_handle(), gap["start_us"]], timeout=60_000)
+    end = gap["start_us"] + gap["duration_us"]
+    _zoomed_and_marked(out, (gap["start_us"], end), (gap["start_us"], end))
     assert page.errors == []
 
 

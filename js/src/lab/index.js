@@ -5,7 +5,7 @@ import { INotebookTracker } from "@jupyterlab/notebook";
 import { OutputArea } from "@jupyterlab/outputarea";
 import { ICommandPalette } from "@jupyterlab/apputils";
 import { CommandToolbarButton } from "@jupyterlab/ui-components";
-import { ABCWidgetFactory, DocumentWidget, TextModelFactory } from "@jupyterlab/docregistry";
+import { ABCWidgetFactory, DocumentModel, DocumentWidget, TextModelFactory } from "@jupyterlab/docregistry";
 import { ServerConnection } from "@jupyterlab/services";
 import { PageConfig, URLExt } from "@jupyterlab/coreutils";
 import { Panel, Widget } from "@lumino/widgets";
@@ -268,6 +268,15 @@ class TraceView extends Widget {
   }
 }
 
+// A report tab holds nothing to save. JupyterLab's document context checkpoints every file it
+// opens that it could save (a full copy in .ipynb_checkpoints/: 304 MB for a big trace) unless
+// the model is collaborative (context.js, canSave): this model says so, and Save stays off.
+class ReadOnlyModel extends DocumentModel {
+  get collaborative() {
+    return true;
+  }
+}
+
 // The server reads the file itself: the document context need not download it.
 class NoContentModelFactory extends TextModelFactory {
   get name() {
@@ -275,6 +284,9 @@ class NoContentModelFactory extends TextModelFactory {
   }
   get fileFormat() {
     return null;
+  }
+  createNew(options = {}) {
+    return new ReadOnlyModel(options);
   }
 }
 

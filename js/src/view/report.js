@@ -13,7 +13,7 @@ import { MemoryLane } from "./memory_lane.js";
 import { backendChart, rooflineChart } from "./charts.js";
 import { renderRanks } from "./ranks.js";
 import { renderCompare } from "./compare.js";
-import { windowChooser } from "./windows.js";
+import { windowChooser, windowHolds } from "./windows.js";
 import { header, fixList } from "./first_screen.js";
 import { backendTables, opsTable, findingsList } from "./lists.js";
 import { renderDetails } from "./details.js";
@@ -55,11 +55,13 @@ export function renderReport(el, model, opts = {}) {
   const v = { el, model, hd, opts, ctl: { table: null, timeline: null, details: null }, current: null };
   const tabs = makeTabs(v, root);
   linkSelection(v);
+  // Before the evidence links: a link outside this window fetches its window through it.
+  const chooser = windowSwitch(v);
+  v.goToWindow = chooser && chooser.goTo;
   const { showEvidence, showFinding } = evidenceLinks(v);
   const list = head.querySelector(".ks-fixes-slot");
   if (list) list.replaceWith(fixList(hd, showEvidence, showFinding));
-  const chooser = windowSwitch(v);
-  if (chooser) head.append(chooser);
+  if (chooser) head.append(chooser.el);
   const first = opts.openTab || hd.open_tab;
   v.select(tabs.includes(first) ? first : "Kernels");
   const ctl = v.ctl;
@@ -268,12 +270,25 @@ function evidenceLinks(v) {
     li.classList.add("ks-finding-shown");
     li.scrollIntoView({ block: "nearest" });
   };
-  const showEvidence = (link, index) => {
+  // fetched: this view is the window fetched for the link (never fetch again: a link wider than
+  // one window shows what the window holds).
+  const showEvidence = (link, index, fetched) => {
     const names =
       link && link.view === "kernels"
         ? (link.names || []).filter((n) => (model.tables.kernels.strings.name || []).includes(n))
         : [];
     if (link && link.view === "timeline" && Number.isFinite(link.start_us) && Number.isFinite(link.end_us)) {
+      // What it marks (else the range) outside the window this view holds: fetch the window that
+      // holds it, then zoom and mark there (a saved view with no kernel or file says so on the
+      // chooser instead). Context around a mark inside the window is not worth a fetch.
+      const marked = Number.isFinite(link.mark_start_us) && Number.isFinite(link.mark_end_us);
+      const lo = marked ? link.mark_start_us : link.start_us;
+      const hi = marked ? link.mark_end_us : link.end_us;
+      if (v.goToWindow && !fetched && !windowHolds(v.hd.window, lo, hi)) {
+        // From the range's start: the context before the mark comes too.
+        v.goToWindow(Math.min(lo, link.start_us), hi, (next) => next.showEvidence(link, index, true));
+        return;
+      }
       v.select("Timeline");
       // Zoomed to it and marked: the span itself selected (older payloads: the range shown).
       ctl.timeline.view = [link.start_us, link.end_us];
@@ -301,10 +316,11 @@ function windowSwitch(v) {
     selected: () => ctl.selected || [],
     // The new window replaces this view in place (the tab and the selection kept); callers
     // holding `ctl` keep a working one.
-    onModel: (m) => {
+    onModel: (m, after) => {
       const keep = ctl.selected || [];
       Object.assign(ctl, renderReport(el, m, { ...opts, openTab: v.current }));
       if (keep.length) ctl.setSelection(keep);
+      if (after) after(ctl);
     },
   });
 }

@@ -5,15 +5,17 @@
 // next window, jump to one of the longest idle gaps, or to the next launch of the kernel
 // selected in the table. `fetchWindow(from_us, until_us, kernel)` gets
 // the window's view model (the live widget asks its kernel, a file tab the server); a saved
-// notebook with neither keeps showing the window it saved.
+// notebook with neither keeps showing the window it saved. A gap chosen, or evidence outside
+// the window (report.js), is zoomed to and marked once its window has come.
 import { h, fmtUs, fmtInt } from "./format.js";
 
 const STRIP_H = 36;
 
 /**
- * The chooser's element, or null when the view holds the whole report.
+ * { el, goTo(t0, t1, after) }, or null when the view holds the whole report. goTo fetches the
+ * window from a little before t0 and calls after(ctl) on the view drawn from it.
  * opts.fetchWindow(from_us, until_us, kernel) -> Promise<model> (kernel: from the next launch of
- * that kernel after from_us); opts.onModel(model) shows it; opts.selected() the kernels selected.
+ * that kernel after from_us); opts.onModel(model, after) shows it; opts.selected() the kernels selected.
  */
 export function windowChooser(hd, opts = {}) {
   const w = hd.window;
@@ -29,7 +31,10 @@ export function windowChooser(hd, opts = {}) {
   const buttons = [];
   const choose = chooser(opts, el, status, buttons);
   const { strip, canvas } = overviewStrip(g, choose);
-  const { prev, next, gapPick, kernelNext } = stepButtons(g, choose, status, buttons, opts);
+  // From a little before t0, so that the start of what is asked for is not on the edge.
+  const goTo = (a, b, after) =>
+    choose(Math.max(t0, a - 0.05 * Math.max(b - a, 0.1 * (until - from))), null, null, after);
+  const { prev, next, gapPick, kernelNext } = stepButtons(g, choose, goTo, status, buttons, opts);
   el.append(
     h(
       "div",
@@ -56,17 +61,27 @@ export function windowChooser(hd, opts = {}) {
     strip
   );
   requestAnimationFrame(() => draw(canvas, ov));
-  return el;
+  return { el, goTo };
 }
 
-/** choose(from_us, until_us, kernel): fetch that window and show it (opts.onModel), the chooser's
- * `buttons` off meanwhile; `status` says what happens, or why it cannot. */
+/** Whether the window `w` (header.window) holds [t0, t1]; true for a view of the whole report. */
+export function windowHolds(w, t0, t1) {
+  if (!w || !w.overview) return true;
+  // The first window holds all before it, the last all after it.
+  const from = w.from_us ?? -Infinity;
+  const until = w.until_us >= w.overview.end_us ? Infinity : w.until_us;
+  return t0 >= from && t1 <= until;
+}
+
+/** choose(from_us, until_us, kernel, after): fetch that window and show it (opts.onModel, then
+ * after(ctl)), the chooser's `buttons` off meanwhile; `status` says what happens, or why it cannot. */
 function chooser({ fetchWindow, onModel }, el, status, buttons) {
-  return (a, b, kernel) => {
+  return (a, b, kernel, after) => {
     if (!fetchWindow) {
       status.textContent =
         "This saved view keeps the window it was saved with: another window needs the live kernel "
         + "(run the cell again) or the trace file (open it in JupyterLab).";
+      el.scrollIntoView({ block: "nearest" });
       return;
     }
     status.textContent = "loading the window…";
@@ -75,7 +90,7 @@ function chooser({ fetchWindow, onModel }, el, status, buttons) {
     fetchWindow(a, b, kernel)
       .then((model) => {
         if (!model) throw new Error("no data came back");
-        onModel(model);
+        onModel(model, after);
       })
       .catch((err) => {
         el.classList.remove("ks-win-loading");
@@ -86,7 +101,7 @@ function chooser({ fetchWindow, onModel }, el, status, buttons) {
 }
 
 /** The buttons: the previous / next window, the longest idle gaps, the selected kernel's next launch. */
-function stepButtons({ ov, t0, from, until }, choose, status, buttons, opts) {
+function stepButtons({ ov, t0, from, until }, choose, goTo, status, buttons, opts) {
   const width = until - from;
   const button = (cls, text, title, onclick, disabled) => {
     const b = h("button", { class: `ks-btn ${cls}`, text, title, onclick });
@@ -117,7 +132,12 @@ function stepButtons({ ov, t0, from, until }, choose, status, buttons, opts) {
           title: "the longest idle gaps of the whole trace",
           onchange: (e) => {
             const g = gaps[Number(e.target.value)];
-            if (g) choose(Math.max(t0, g.start_us - 0.1 * width), null);
+            const end = g && g.start_us + g.duration_us;
+            // The gap zoomed to and marked on the new window's timeline, as evidence is.
+            if (g)
+              goTo(g.start_us, end, (ctl) =>
+                ctl.showEvidence({ view: "timeline", start_us: g.start_us, end_us: end }, null, true)
+              );
           },
         },
         h("option", { value: "", text: "longest idle gaps…" }),
