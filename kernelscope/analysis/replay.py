@@ -88,4 +88,10 @@ def capabilities(meta) -> dict:
                       "device kernels by the provider's own profiler where it recorded them)"
                       if is_onnxruntime(meta) else "kernel durations measured by CUPTI"),
         "share_of": "kernel time" if replay else "wall time",
+        # What "time at stake" is, in the first screen's head: a replay's costs come from Nsight
+        # Compute's estimates and its counters, not from a trace.
+        "stake": ("kernel time the cause costs under replay (Nsight Compute's estimated speedups, and "
+                  "kernelscope's estimates from its counters), and its share of the kernel time" if replay
+                  else "GPU time the cause costs (computed by kernelscope from the trace), and its share "
+                  "of the wall time"),
     }

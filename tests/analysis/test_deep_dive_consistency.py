@@ -3,6 +3,8 @@ one verdict per launch (a cuDNN conv's speed of light and its roofline agree), o
 precision in the roofline tab and the deep dive, one shared-memory block limit per launch in
 every table, a rule's speedup and message from one launch, and occupancy advice only when it
 changes the outcome."""
+import re
+
 import pytest
 
 import kernelscope as ks
@@ -100,7 +102,21 @@ def test_rule_speedup_and_message_from_one_launch(resnet):
         mine = rules[(rules["id"] == lid) & (rules["rule"] == f.evidence["rule"])].iloc[0]
         assert f.evidence["estimated_speedup_pct"] == pytest.approx(float(mine["speedup_pct"]))
         assert f.detail == mine["message"]        # that launch's words (its own occupancy figures)
-        assert f"launch {lid} of {f.evidence['launches']})" in f.title
+        ids = sorted(resnet.ncu.loc[resnet.ncu["kernel_name"] == f.evidence["kernel"], "id"].astype(int))
+        nth = ids.index(lid) + 1
+        assert f.evidence["launch_of_kernel"] == nth
+        assert f"launch {nth} of {f.evidence['launches']}, Nsight Compute ID {lid})" in f.title
+
+
+def test_launch_named_by_its_place_among_the_kernels_launches():
+    # ncu_conv: the two nchwToNhwc launches are IDs 0 and 1 of five; "launch 0 of 2" before.
+    conv = ks.load_ncu(DATA / "trust" / "ncu_conv.ncu-rep.xz")
+    titles = [f.title for f in conv.findings if f.kind == "nsight_compute" and f.evidence["launches"] > 1]
+    assert titles
+    for t in titles:
+        n, m = (int(x) for x in re.search(r"launch (\d+) of (\d+)", t).groups())
+        assert 1 <= n <= m, t
+    assert any("launch 2 of 2, Nsight Compute ID 1)" in t for t in titles)
 
 
 def test_advice_only_when_it_changes_the_outcome():

@@ -121,7 +121,8 @@ export function fixList(hd, showEvidence, showFinding) {
       timed
         ? h("span", {
             class: "ks-note",
-            text: ` · time at stake: GPU time the cause costs (computed by kernelscope from the trace), and its share of the ${(hd.capabilities || {}).share_of || "wall time"}`,
+            // The words are Python's (analysis/replay.py: capabilities); older payloads: a run's.
+            text: ` · time at stake: ${(hd.capabilities || {}).stake || "GPU time the cause costs (computed by kernelscope from the trace), and its share of the wall time"}`,
           })
         : null,
       all > fixes.length

@@ -51,10 +51,15 @@ def rule_findings(report, tl=None) -> list:
         except Exception:  # noqa: BLE001 - the window only scales severity
             pass
     short = _short_names(report)
+    order = _launch_order(ncu)
     out = []
     for x in g.to_dict("records"):
         sp = x["speedup_pct"]
-        of = f", launch {int(x['launch'])} of {int(x['launches'])}" if x["launches"] > 1 else ""
+        # Which of the kernel's launches, counted from 1 in ncu's order; ncu's IDs run over every
+        # kernel's launches (a kernel's two launches can be IDs 0 and 3: "launch 2 of 2, ID 3").
+        nth = order.get(int(x["launch"]))
+        of = (f", launch {nth} of {int(x['launches'])}, Nsight Compute ID {int(x['launch'])}"
+              if x["launches"] > 1 and nth is not None else "")
         est = (f" (Nsight Compute's estimated speedup: {sp:.0f}%{', local' if x['speedup_type'] == 'local' else ''}{of})"
                if sp == sp and sp > 0 else "")
         title = x["title"] or x["rule_name"] or x["rule"]
@@ -65,7 +70,7 @@ def rule_findings(report, tl=None) -> list:
             detail=x["message"],     # Nsight Compute's words, of the launch the title names
             evidence={"source": "Nsight Compute rule result", "rule": x["rule"], "section": x["section"],
                       "kernel": x["kernel_name"], "launches": int(x["launches"]),
-                      "launch": int(x["launch"]),
+                      "launch": int(x["launch"]), "launch_of_kernel": nth,
                       "estimated_speedup_pct": None if sp != sp else float(sp), "speedup_type": x["speedup_type"]},
             cost_us=float(x["cost_us"])))
     return out
@@ -101,6 +106,13 @@ def access_findings(report, tl=None) -> list:
                       "excess_sectors": num(g["excess_sectors"].iloc[0])},
             cost_us=cost))
     return out
+
+
+def _launch_order(ncu) -> dict:
+    """{ncu launch ID: its position among its kernel's profiled launches, from 1}."""
+    t = ncu[["id", "kernel_name"]].assign(id=ncu["id"].astype(int)).sort_values("id", kind="stable")
+    nth = t.groupby("kernel_name", sort=False, dropna=False).cumcount() + 1
+    return dict(zip(t["id"], nth.astype(int)))
 
 
 def _short_names(report) -> dict:
