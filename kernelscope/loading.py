@@ -254,6 +254,8 @@ def summarise(path):
         return rank_summary(load(path), source=path)
     except TraceError as e:
         return e
+    except Exception as e:  # noqa: BLE001 - a reader bug or MemoryError costs this rank, not the run
+        return TraceError(os.fspath(path), f"could not be read ({type(e).__name__}: {str(e)[:200]})")
 
 
 def load_ranks(source, client=None, *, workers=None):
@@ -311,9 +313,9 @@ def _in_processes(paths, n: int) -> tuple[list, list]:
     trace reader starts its own): they import kernelscope, not the caller's ``__main__``, which
     multiprocessing's forkserver and spawn run again, so that a script with ``load_ranks`` at its
     top level and no ``if __name__ == "__main__":`` guard would start it again in every worker.
-    Each worker pickles its summaries into a folder of ours; a path whose summary did not come
-    back (a worker that died) is read in this process, with a note."""
-    import pickle
+    Each worker pickles its summaries into a folder of ours; the path a worker died on (out of
+    memory, killed) is left out with a note, never read again here (it would kill this process
+    too); the paths it had not started are read here, with a note."""
     import shutil
     import subprocess
     import sys
@@ -333,20 +335,21 @@ def _in_processes(paths, n: int) -> tuple[list, list]:
                                                       stdout=subprocess.DEVNULL, stderr=err, env=env)))
         for _, p in procs:
             p.wait()
-        results, notes = [None] * len(paths), []
+        results: list = [None] * len(paths)
+        notes: list = []
         for k, (share, p) in enumerate(procs):
-            lost = []
-            for i in share:
-                try:
-                    with Path(folder, f"{i}.pickle").open("rb") as f:
-                        results[i] = pickle.load(f)
-                except (OSError, EOFError, pickle.UnpicklingError):
-                    lost.append(i)
-            if lost:
-                why = _last_line(Path(folder, f"worker{k}.err")) or f"exit status {p.returncode}"
-                notes.append(f"a reader process failed ({why}); {len(lost)} trace(s) read in this process instead")
-                for i in lost:
-                    results[i] = summarise(paths[i])
+            lost = [i for i in share if not _take(results, i, folder)]
+            if not lost:
+                continue
+            why = _last_line(Path(folder, f"worker{k}.err")) or f"exit status {p.returncode}"
+            died = [i for i in lost if Path(folder, f"{i}.started").exists()]
+            for i in died:
+                results[i] = TraceError(os.fspath(paths[i]), f"its reader process died ({why})")
+            rest = [i for i in lost if i not in died]
+            if rest:
+                notes.append(f"a reader process failed ({why}); {len(rest)} trace(s) read in this process instead")
+            for i in rest:
+                results[i] = summarise(paths[i])
         return results, notes
     finally:
         for _, p in procs:
@@ -354,6 +357,17 @@ def _in_processes(paths, n: int) -> tuple[list, list]:
                 p.kill()
                 p.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _take(results: list, i: int, folder: str) -> bool:
+    """Put path ``i``'s pickled summary from ``folder`` into ``results``; False if none came back."""
+    import pickle
+    try:
+        with Path(folder, f"{i}.pickle").open("rb") as f:
+            results[i] = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return False
+    return True
 
 
 def _shares(paths, n: int) -> list:
@@ -396,6 +410,7 @@ def rank_worker() -> None:
     job = msgspec.json.decode(sys.argv[1])
     share_cpus(int(job["processes"]))
     for index, path in job["paths"].items():
+        Path(job["folder"], f"{index}.started").touch()     # so that a death is pinned on this path
         result = summarise(path)
         target = Path(job["folder"], f"{index}.pickle")
         part = target.with_name(target.name + ".part")

@@ -392,3 +392,59 @@ def test_rank_summary_is_small():
     s = rank_summary(ks.load(RANKS / "rank1.pt.trace.json.gz"))
     import pickle
     assert len(pickle.dumps(s)) < 64 << 10    # what travels from a worker: tens of KiB, not the trace
+
+
+def _overflowing(tmp_path):
+    """rank1 with one kernel at ts -1e308: its reading raises OverflowError, not a TraceError."""
+    doc = json.loads(gzip.decompress((RANKS / "rank1.pt.trace.json.gz").read_bytes()))
+    next(e for e in doc["traceEvents"] if e.get("ph") == "X")["ts"] = -1e308
+    shutil.copy(RANKS / "rank0.pt.trace.json.gz", tmp_path / "rank0.pt.trace.json.gz")
+    return _write(doc, tmp_path / "rank1.pt.trace.json.gz")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_rank_whose_reader_raises_is_left_out_and_the_others_load(tmp_path, workers):
+    bad = _overflowing(tmp_path)
+    rep = ks.load_ranks(tmp_path, workers=workers)
+    assert rep.ranks["rank"].tolist() == [0]
+    assert [n for n in rep.notes if "left out" in n] == [
+        f"left out {bad}: could not be read (OverflowError: cannot convert float infinity to integer)"]
+
+
+def test_the_trace_a_worker_died_on_is_not_read_again_here(tmp_path, monkeypatch):
+    """A worker killed (SIGKILL, as the OOM killer does) while it reads a large rank: that rank
+    is left out with a note; it is not read again in this process, and the other rank loads."""
+    import tempfile
+    import threading
+
+    import psutil
+    doc = json.loads(gzip.decompress((DATA / "launch_bound.pt.trace.json.gz").read_bytes()))
+    doc["traceEvents"] = doc["traceEvents"] * 40                 # seconds to read, not milliseconds
+    big = _write(doc, tmp_path / "rank1.pt.trace.json.gz")
+    shutil.copy(RANKS / "rank0.pt.trace.json.gz", tmp_path / "rank0.pt.trace.json.gz")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    read_here = []
+    import kernelscope.loading as loading
+    real = loading.summarise
+    monkeypatch.setattr(loading, "summarise", lambda p: read_here.append(p) or real(p))
+    killed = []
+
+    def kill_the_reader_of_the_big_rank():
+        for _ in range(3000):
+            for marker in tmp.glob("kernelscope-ranks-*/*.started"):
+                job = next(c for c in psutil.Process().children() if str(big) in " ".join(c.cmdline()))
+                if marker.name == "1.started":
+                    job.kill()
+                    killed.append(job.pid)
+                    return
+            threading.Event().wait(0.01)
+    watcher = threading.Thread(target=kill_the_reader_of_the_big_rank)
+    watcher.start()
+    rep = ks.load_ranks([RANKS / "rank0.pt.trace.json.gz", big], workers=2)
+    watcher.join()
+    assert killed and read_here == []
+    assert rep.ranks["rank"].tolist() == [0]
+    assert [n for n in rep.notes if "left out" in n] == [f"left out {big}: its reader process died (exit status -9)"]
+    assert list(tmp.iterdir()) == []

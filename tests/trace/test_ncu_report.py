@@ -442,3 +442,43 @@ def test_a_compressed_bomb_is_refused_at_its_header(tmp_path):
     finally:
         tempfile.TemporaryDirectory = real
     assert seen and seen[0] == 0          # nothing unpacked to disk
+
+
+def _temp_folder(tmp_path, monkeypatch):
+    """An empty temp folder that this process and its children use, to see what a read leaves."""
+    import tempfile
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+def test_a_child_that_dies_leaves_nothing_in_the_temp_folder(plain, tmp_path, monkeypatch):
+    """The swapped-records report, xz-compressed: the child unpacks it, then NVIDIA's reader
+    aborts it. The parent owns the unpack folder, so the unpacked copy goes with it."""
+    raw = _read(plain["triton_kernels"])
+    recs = _records(raw)
+    recs[3], recs[4] = recs[4], recs[3]
+    packed = tmp_path / "swapped.ncu-rep.xz"
+    packed.write_bytes(lzma.compress(raw[:4] + b"".join(recs)))
+    tmp = _temp_folder(tmp_path, monkeypatch)
+    with pytest.raises(ks.TraceError, match="swapped.ncu-rep.xz: Nsight Compute's reader crashed"):
+        ks.load_ncu(packed)
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_read_past_its_time_budget_is_a_trace_error_and_leaves_nothing(tmp_path, monkeypatch):
+    """A real full report given 0.5 s: the child is killed, the error says how to allow more,
+    and the unpacked copy is removed; the budget is KERNELSCOPE_NCU_TIMEOUT_S."""
+    from kernelscope.trace.ncu.isolated import ncu_timeout_s
+    tmp = _temp_folder(tmp_path, monkeypatch)
+    monkeypatch.setenv("KERNELSCOPE_NCU_TIMEOUT_S", "0.5")
+    assert ncu_timeout_s() == 0.5
+    with pytest.raises(ks.TraceError, match=r"resnet50_full.ncu-rep.xz: reading it took longer than 0.5 s "
+                                            r"\(set KERNELSCOPE_NCU_TIMEOUT_S to allow more\)"):
+        ks.load_ncu(xz("resnet50_full"))
+    assert list(tmp.iterdir()) == []
+    monkeypatch.setenv("KERNELSCOPE_NCU_TIMEOUT_S", "soon")
+    with pytest.raises(ValueError, match="KERNELSCOPE_NCU_TIMEOUT_S must be a number of seconds"):
+        ncu_timeout_s()

@@ -22,6 +22,7 @@ unpacked by :mod:`kernelscope.trace.ncu.report_file` before NVIDIA's reader open
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -204,12 +205,13 @@ def import_ncu_report(path="<ncu report>"):
     return ncu_report
 
 
-def read_ncu_report(path, *, source: bool | int = True) -> NcuReport:
+def read_ncu_report(path, *, source: bool | int = True, workdir: str | None = None) -> NcuReport:
     """Read an Nsight Compute report into tables (see the module docstring). ``source`` says
     for how many of the longest launches the per-instruction samples are correlated to source
     lines and SASS (True: :data:`SOURCE_LAUNCHES`; False or 0: none, so ``samples``, ``sass`` and
     ``sources`` are empty): correlating them makes ncu_report parse each kernel's code, which is
-    most of the time a full report takes to read.
+    most of the time a full report takes to read. ``workdir``: a folder the caller owns (and
+    removes) to unpack into, else a temporary one removed here.
 
     >>> r = read_ncu_report("ncu_rep/triton_kernels.ncu-rep.xz")
     >>> r.launches[["kernel_name", "duration_ns", "achieved_occupancy_pct"]]
@@ -221,7 +223,7 @@ def read_ncu_report(path, *, source: bool | int = True) -> NcuReport:
     name = os.fspath(path)
     head = report_head(name)
     ncu_report = import_ncu_report(name)
-    with tempfile.TemporaryDirectory(prefix="kernelscope-ncu-") as tmp:
+    with contextlib.nullcontext(workdir) if workdir else tempfile.TemporaryDirectory(prefix="kernelscope-ncu-") as tmp:
         real = readable_path(name, head, tmp)
         try:
             ctx = ncu_report.load_report(real)
