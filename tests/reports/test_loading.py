@@ -69,3 +69,10 @@ def test_another_format_is_named(tmp_path):
     path.write_text(json.dumps({"format": "someone.else", "rows": []}))
     with pytest.raises(ks.TraceError, match="not a torch.profiler trace: its top level says it is a 'someone.else'"):
         ks.load(path)
+
+
+@pytest.mark.parametrize("source", [None, 3, 2.5, {"a": 1}, [None], ["x.json", 7]])
+def test_load_ranks_of_no_path_says_what_it_was_given(source):
+    # Issue 46: these raised TypeError ("'NoneType' object is not iterable") from deep inside.
+    with pytest.raises(ks.TraceError, match="not a path"):
+        ks.load_ranks(source)
