@@ -1,5 +1,20 @@
 """The one error type kernelscope raises for input it cannot read."""
 
+import re
+
+# Control characters (C0 but tab and newline, DEL, C1): a kernel or file name carrying a terminal
+# escape (ESC ] title, ESC [2J) would otherwise act on the terminal that prints the report.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters shown as U+FFFD, so that printing it cannot drive the terminal.
+
+    >>> printable("k\x1b]0;pwned\x07 ok\n")
+    'k\ufffd]0;pwned\ufffd ok\n'
+    """
+    return _CONTROL.sub("\ufffd", text)
+
 
 class TraceError(ValueError):
     """A trace, export or report file that cannot be read.
@@ -14,9 +29,11 @@ class TraceError(ValueError):
     """
 
     def __init__(self, source, problem):
-        self.source = str(source)
-        self.problem = problem
-        super().__init__(f"{self.source}: {problem}")
+        # Names come from the input (file names, kernel names): an escape in one must not drive
+        # the terminal that prints the error.
+        self.source = printable(str(source))
+        self.problem = printable(str(problem))
+        super().__init__(f"{self.source}: {self.problem}")
 
     def __reduce__(self):
         # Rebuilt from (source, problem), so that an error raised in a worker process (the

@@ -217,9 +217,16 @@ def trace_paths(source) -> list:
     >>> trace_paths("ranks")
     ['ranks/rank0.pt.trace.json.gz', 'ranks/rank1.pt.trace.json.gz']
     """
-    items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    if isinstance(source, (str, os.PathLike)):
+        items = [source]
+    elif isinstance(source, (list, tuple, set, frozenset)) or hasattr(source, "__next__"):
+        items = list(source)
+    else:       # None, a number, a dict...: say what was given, not "object is not iterable"
+        raise TraceError(repr(source)[:80], "not a path, a directory, a glob pattern or a list of paths")
     out = []
     for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TraceError(repr(item)[:80], "not a path, a directory or a glob pattern")
         p = os.fspath(item)
         if os.path.isdir(p):
             names = sorted(e.name for e in Path(p).iterdir())

@@ -611,6 +611,36 @@ def _():
     return s.replace(b'"name": "add_kernel"', b'"name": "\\ud800\\u0001\\u001b[31m\\udfff"', 1)
 
 
+
+# -- crashes found by the second hardening pass (issue 46, item 3) -----------------------
+@case("time_minus_1e308.json", "a kernel whose ts is -1e308 (its offset in nanoseconds overflowed "
+      "an integer); times beyond 1e20 us are dropped with a note", "report", kernels=2,
+      note_has="out-of-range")
+def _():
+    evs = good_events()
+    evs[3]["ts"] = -1e308
+    return js(doc(evs))
+
+
+@case("durations_1e308.json", "two kernels of one name whose dur is 1e308 (their sum overflows to "
+      "infinity, the HTML's share bar got NaN)", "report", kernels=1, note_has="out-of-range")
+def _():
+    evs = good_events()
+    evs[3]["dur"] = evs[6]["dur"] = 1e308
+    return js(doc(evs))
+
+
+@case("jax_pid_object.json", "a JAX perfetto trace (a GPU process, its stream, a kernel) whose "
+      "events have pid {} and [1] (an unhashable pid)", "report", kernels=1)
+def _():
+    meta = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "pid": 1, "tid": 14, "name": "thread_name", "args": {"name": "Stream #14(Compute)"}},
+            {"ph": "M", "pid": 701, "name": "process_name", "args": {"name": "/host:CPU"}}]
+    evs = [{"ph": "X", "pid": 1, "tid": 14, "ts": 100.0, "dur": 5.0, "name": "fusion_5", "args": {}},
+           {"ph": "X", "pid": {}, "tid": 14, "ts": 110.0, "dur": 5.0, "name": "fusion_6", "args": {}},
+           {"ph": "X", "pid": [1], "tid": 1229, "ts": 90.0, "dur": 9.0, "name": "jit_f", "args": {}}]
+    return js({"displayTimeUnit": "ns", "traceEvents": meta + evs})
+
 # -- our own report files, damaged -------------------------------------------------------
 def _report_dict():
     import kernelscope as ks

@@ -6,7 +6,10 @@ cell's result), inside :class:`kernelscope.capture.profile`; the Report displays
 from __future__ import annotations
 
 import ast
+import builtins
+import keyword
 import linecache
+import re
 import sys
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -147,6 +150,7 @@ class KernelProfileMagics(Magics):
     def _cell(self, args, cell):
         __tracebackhide__ = True  # noqa: F841
         _check(args)
+        _check_output(args.output, self.shell)
         from kernelscope.capture import profile
         run = self._compile(cell)
         stalls_off = None
@@ -266,6 +270,7 @@ class KernelProfileMagics(Magics):
             if args.ncu:
                 raise UsageError("--ncu is for %%kernelprofile on a cell (it replays that cell under Nsight Compute)")
             _check(args)
+            _check_output(args.output, self.shell)
             from kernelscope.capture import profile
             if self._session is not None:
                 raise UsageError("a recording started with `%kernelprofile start` is already "
@@ -455,6 +460,29 @@ def _metrics(value):
     return True if value == "default" else [m.strip() for m in value.split(",") if m.strip()]
 
 
+# IPython's own names: its output cache (_, __, _5), input history (_i, _ii, _i5) and their
+# tables. Rebinding one breaks every later cell (``-o __builtins__`` did).
+_IPYTHON_NAME = re.compile(r"_+|_\d+|_i+|_i\d+|_[iod]h|__\w*__")
+
+
+def _check_output(name, shell) -> None:
+    """Refuse an ``-o NAME`` that is not a plain identifier or that IPython relies on.
+
+    >>> _check_output("rep", None)
+    >>> _check_output("__builtins__", None)
+    Traceback (most recent call last):
+        ...
+    IPython.core.error.UsageError: -o __builtins__: IPython or Python relies on this name; choose another, such as rep
+    """
+    if name is None:
+        return
+    hidden = getattr(shell, "user_ns_hidden", None) or {}
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"-o {name!r}: the report's name must be a Python identifier, such as rep")
+    if _IPYTHON_NAME.fullmatch(name) or name in hidden or name in dir(builtins):
+        raise UsageError(f"-o {name}: IPython or Python relies on this name; choose another, such as rep")
+
+
 def _check(args):
     ncu_only = [f"--{k}" for k in ("kernels", "launches", "set") if getattr(args, k, None) is not None]
     if ncu_only and not args.ncu:
@@ -470,7 +498,6 @@ def _check(args):
         if args.launches is not None and args.launches < 1:
             raise UsageError("--launches must be at least 1")
         if args.kernels:
-            import re
             try:
                 re.compile(args.kernels)
             except re.error as e:

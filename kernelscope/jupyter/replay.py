@@ -71,11 +71,16 @@ def untrack_cells(shell):
                 pass
 
 
-def parse_setup(spec: str) -> list[int]:
-    """Cell numbers (``In[n]``) from ``--setup``: "1,3-5", or "none".
+# Without a current cell to clip at, a range longer than any session's history is a typo.
+MAX_SETUP_CELLS = 100_000
 
-    >>> parse_setup("1,3-5"), parse_setup("none")
-    ([1, 3, 4, 5], [])
+
+def parse_setup(spec: str, below: int | None = None) -> list[int]:
+    """Cell numbers (``In[n]``) from ``--setup``: "1,3-5", or "none"; with ``below``, only those
+    before that cell (a range is clipped before it is listed: ``1-999999999`` made a list of 22 GB).
+
+    >>> parse_setup("1,3-5"), parse_setup("none"), parse_setup("2-999999999", below=5)
+    ([1, 3, 4, 5], [], [2, 3, 4])
     """
     spec = (spec or "").strip().lower()
     if spec in ("none", "", "-"):
@@ -86,6 +91,10 @@ def parse_setup(spec: str) -> list[int]:
         if not m:
             raise ValueError(f"--setup takes cell numbers such as 1,3-5 (or none), not {spec!r}")
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+        if below is not None:
+            b = min(b, below - 1)
+        elif b - a > MAX_SETUP_CELLS:
+            raise ValueError(f"--setup names more than {MAX_SETUP_CELLS:,} cells ({part.strip()})")
         out.extend(range(a, b + 1))
     return sorted(set(out))
 
@@ -119,7 +128,7 @@ def replay_cells(shell, setup: str | None, current: int, cell: str = "",
     logged = log.cells if log else {}
     notes = []
     if setup is not None:
-        counts = [n for n in parse_setup(setup) if n < current]
+        counts = parse_setup(setup, below=current)
         chosen = [(n, hist[n] if n < len(hist) else logged.get(n, ("",))[0], False) for n in counts]
         cells = []
         for n, raw, _optional in chosen:

@@ -10,6 +10,7 @@ import numpy as np
 from kernelscope.analysis.diff import MATCHES, STATUSES
 from kernelscope.analysis.noise import NO_REPEATS_WHY, ONE_SIDE_WHY, VERDICTS
 from kernelscope.analysis.remeasure import VERDICTS as ADVICE_VERDICTS
+from kernelscope.errors import printable
 from kernelscope.units import fmt_us
 
 # What a cell shows where a kernel did not run on that side (a new or gone kernel).
@@ -182,7 +183,7 @@ def comparison_text(c, top: int = 15) -> str:
         lines.extend(f"  {_clip(r.backend, 12):<12} {fmt_us(r.total_before_us):>10} "
                      f"{fmt_us(r.total_after_us):>10} {fmt_change(r.change_us):>11} {fmt_ratio(r.ratio):>7}"
                      for r in c.backends.itertuples())
-    return "\n".join(lines)
+    return printable("\n".join(lines))    # kernel and file names may carry terminal escapes
 
 
 ADVICE_TITLE = "What the first run said to fix, re-measured"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
+from kernelscope.errors import printable
 from kernelscope.render.text import clip, fmt_us
 from kernelscope.units import fmt_bytes, fmt_pct
 
@@ -74,7 +75,7 @@ def ranks_text(rep, top: int = 8) -> str:
         lines.append("  findings (most costly first):")
         lines.extend(f"  [{f.severity}] {f.title}" for f in rep.findings[:5])
     lines.extend(f"  note: {n}" for n in rep.notes)
-    return "\n".join(lines)
+    return printable("\n".join(lines))    # kernel and file names may carry terminal escapes
 
 
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"

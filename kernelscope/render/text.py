@@ -2,8 +2,7 @@
 written as lines."""
 from __future__ import annotations
 
-import re
-
+from kernelscope.errors import printable
 from kernelscope.panels import Panels, report_panels
 from kernelscope.panels.kernels import STATISTICS
 from kernelscope.units import fmt_pct, fmt_us
@@ -169,16 +168,3 @@ def _fix_lines(p: Panels) -> list:
         lines.append(f"  ({len(p.findings)} findings in all: rep.findings)")
     return lines
 
-
-# Control characters (C0 but tab and newline, DEL, C1): a kernel or file name carrying a terminal
-# escape (ESC ] title, ESC [2J) would otherwise act on the terminal that prints the report.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    r"""``text`` with control characters shown as U+FFFD, so that printing it cannot drive the terminal.
-
-    >>> printable("k\x1b]0;pwned\x07 ok\n")
-    'k\ufffd]0;pwned\ufffd ok\n'
-    """
-    return _CONTROL.sub("\ufffd", text)

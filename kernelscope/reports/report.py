@@ -446,7 +446,11 @@ class Report(ReportOutputs):
         if d.get("format") != REPORT_FORMAT:
             raise TraceError(source, "not a kernelscope report")
         version = d.get("version")
-        if not isinstance(version, int) or version > REPORT_VERSION:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            # No version (or one no kernelscope ever wrote) is damage, not a newer format.
+            raise TraceError(source, "the report file is damaged: it has no valid format version "
+                                     f"(found {str(version)[:40]!r})")
+        if version > REPORT_VERSION:
             raise TraceError(source, f"report format version {version!r} is newer than this "
                                      f"kernelscope reads ({REPORT_VERSION}); upgrade kernelscope")
         try:

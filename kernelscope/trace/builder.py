@@ -371,6 +371,12 @@ def chunk_columns(bucket: str, evs, start_us, duration_us, cats=None) -> dict:
     return cols
 
 
+# Times beyond this (us, about 3 million years) are damage, not a recording: kept, sums of a few
+# of them overflow float64 (two durations of 1e308 add up to infinity) and the clock's offset
+# in nanoseconds no longer fits an integer.
+MAX_TIME_US = 1e20
+
+
 def _times(evs):
     """(start, duration) of each event as float64 arrays; missing times become NaN."""
     ts, dur, n = _TS(evs), _DUR(evs), len(evs)
@@ -396,7 +402,7 @@ class TableBuilder:
     def __init__(self, interned=None):
         self.pieces = {b: {} for b in SCHEMAS}
         self.span = None          # the profiler's own (start, duration), absolute
-        self.bad_times = 0        # events dropped for a missing, negative or non-numeric time
+        self.bad_times = 0        # events dropped for a missing, negative, out-of-range or non-numeric time
         self.counter_events = []  # counter-track events ("ph": "C"), read by .counters
         # Strings seen so far, per column; builders of one process may share them (split.py).
         self._interned = {} if interned is None else interned
@@ -445,8 +451,8 @@ class TableBuilder:
             ts, dur = _times(evs)
             if i == _INSTANT_BUCKET:
                 dur = np.zeros(len(evs))    # an instant: no duration written
-            # NaN, infinite, negative or missing times cannot be placed.
-            good = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
+            # NaN, infinite, negative, absurdly large or missing times cannot be placed.
+            good = (np.abs(ts) <= MAX_TIME_US) & (dur >= 0) & (dur <= MAX_TIME_US)
             if not good.all():
                 keep = np.flatnonzero(good)
                 self.bad_times += len(evs) - len(keep)

@@ -157,7 +157,7 @@ def _finish(doc, builder, n_events, label, notes) -> Trace:
     """The Trace from the tables a builder holds (every event added) and the file's header."""
     notes = notes if notes is not None else []
     if builder.bad_times:
-        notes.append(f"skipped {builder.bad_times} event(s) with a missing, negative or non-numeric time")
+        notes.append(f"skipped {builder.bad_times} event(s) with a missing, negative, out-of-range or non-numeric time")
     tables, span, counter_events = build_tables(builder), builder.span, builder.counter_events
     del builder
 

@@ -212,7 +212,7 @@ def sorted_events(events, notes) -> tuple[list, list, list]:
         elif not name.endswith(_FENCES):
             nodes.append((e, ts, dur, args))
     if bad:
-        notes.append(f"skipped {bad} event(s) with a missing, negative or non-numeric time")
+        notes.append(f"skipped {bad} event(s) with a missing, negative, out-of-range or non-numeric time")
     return sessions, nodes, device
 
 

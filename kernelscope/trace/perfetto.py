@@ -16,6 +16,7 @@ import pandas as pd
 
 from kernelscope.errors import TraceError
 from kernelscope.jsonable import num, whole
+from kernelscope.trace.builder import MAX_TIME_US
 from kernelscope.trace.model import (
     COPY_COLUMNS,
     DEVICE_COLUMNS,
@@ -116,17 +117,18 @@ def _sorted_events(events, gpu, notes) -> tuple[list, list, list]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts, dur = num(e.get("ts")), num(e.get("dur"))
-        if ts is None or dur is None or dur < 0:
+        if ts is None or dur is None or not (0 <= dur <= MAX_TIME_US and abs(ts) <= MAX_TIME_US):
             bad += 1
             continue
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        if e.get("pid") in gpu:
+        pid = e.get("pid")
+        if isinstance(pid, (int, float, str)) and pid in gpu:     # a damaged pid ({} or a list) is the host's
             (copies if _COPY.match(str(e.get("name", ""))) and "kernel_details" not in args else kern).append(
                 (e, ts, dur, args))
         else:
             host.append((e, ts, dur, args))
     if bad:
-        notes.append(f"skipped {bad} event(s) with a missing, negative or non-numeric time")
+        notes.append(f"skipped {bad} event(s) with a missing, negative, out-of-range or non-numeric time")
     return kern, copies, host
 
 

@@ -69,3 +69,26 @@ def test_another_format_is_named(tmp_path):
     path.write_text(json.dumps({"format": "someone.else", "rows": []}))
     with pytest.raises(ks.TraceError, match="not a torch.profiler trace: its top level says it is a 'someone.else'"):
         ks.load(path)
+
+
+@pytest.mark.parametrize("source", [None, 3, 2.5, {"a": 1}, [None], ["x.json", 7]])
+def test_load_ranks_of_no_path_says_what_it_was_given(source):
+    # Issue 46: these raised TypeError ("'NoneType' object is not iterable") from deep inside.
+    with pytest.raises(ks.TraceError, match="not a path"):
+        ks.load_ranks(source)
+
+
+@pytest.mark.parametrize("version", ["drop", None, "1", True, 0, [1]])
+def test_a_report_without_a_valid_version_is_damaged_not_newer(tmp_path, version):
+    # Issue 46: a report with no version said "report format version None is newer than ...".
+    d = _saved(tmp_path)
+    if version == "drop":
+        del d["version"]
+    else:
+        d["version"] = version
+    path = tmp_path / "nov.ksreport.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ks.TraceError, match="nov.ksreport.json: the report file is damaged: it has no valid "
+                                            "format version") as e:
+        ks.load(path)
+    assert "newer" not in str(e.value)
