@@ -45,7 +45,7 @@ def test_tutorials():
     assert [p.name for p in NOTEBOOKS] == [
         "01_quickstart.ipynb", "02_occupancy.ipynb", "03_backends.ipynb", "04_gpu_busy.ipynb",
         "05_compare_and_import.ipynb", "06_why_is_this_kernel_slow.ipynb", "07_live_counters.ipynb",
-        "08_tune_a_triton_kernel.ipynb", "09_training_loop.ipynb", "10_which_backend.ipynb"]
+        "08_tune_a_triton_kernel.ipynb", "09_training_loop.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -42,7 +42,7 @@ def join_session(trace, events, start_ns, label="<onnxruntime profile>"):
     >>> join_session(Trace.empty({"time_origin_ns": 0}), [], 1)
     Traceback (most recent call last):
     ...
-    kernelscope.errors.TraceError: <onnxruntime profile>: joining ONNX Runtime nodes needs the session's profiling start (get_profiling_start_time_ns()) and a trace with a time origin
+    kernelscope.errors.TraceError: <onnxruntime profile>: joining ONNX Runtime nodes needs ...
     """
     start = whole(start_ns)
     origin = whole(trace.meta.get("time_origin_ns"))
