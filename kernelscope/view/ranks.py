@@ -10,6 +10,7 @@ from kernelscope.panels.base import records, safe
 from kernelscope.panels.fixes import findings_panel
 from kernelscope.render.ranks import KERNELS_PER_RANK, SOURCES
 from kernelscope.view.codec import VIEW_VERSION, pack_tables
+from kernelscope.view.vocabulary import vocabulary
 
 LANE_COLUMNS = [("rank", "i32"), ("kind", "str"), ("start_us", "f64"), ("end_us", "f64")]
 # The lanes' kinds as the view draws them: one band each per rank (colours: NCCL's and memcpy's
@@ -43,7 +44,7 @@ def ranks_view_model(rep) -> tuple[dict, bytes]:
     keep = ["rank", "short_name", "name", "backend", "launches", "total_us", "mean_us", "share"]
     top = k.groupby("rank", sort=False).head(KERNELS_PER_RANK)[[c for c in keep if c in k.columns]] if len(k) else k
     header = {
-        "version": VIEW_VERSION, "kind": "ranks", "title": f"{len(rep.ranks)} ranks",
+        "version": VIEW_VERSION, "kind": "ranks", "vocabulary": vocabulary(), "title": f"{len(rep.ranks)} ranks",
         "world_size": rep.world_size, "notes": [str(n) for n in rep.notes],
         "ranks": records(rep.ranks), "steps": records(rep.steps), "stragglers": records(rep.stragglers),
         "comm": records(rep.comm_summary()), "kernels": records(top), "kernels_per_rank": KERNELS_PER_RANK,

@@ -92,7 +92,7 @@ def _open_without_kernel(lab, page, name):
     kernelscope output area."""
     lab.shutdown_kernels()
     lab.open(page, name)
-    dialog = page.locator(".jp-Dialog")
+    dialog = page.locator("dialog.jp-Dialog")     # JupyterLab's own, not a crafted output's
     dialog.wait_for(timeout=30_000)
     dialog.locator("button.jp-mod-reject").click()
     return page.locator(".jp-OutputArea-output .ks-lab-static")
@@ -178,19 +178,15 @@ EVIL_COLOR = ("red;position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:
               f"background-image:url(http://127.0.0.1:9/{PROBE})")
 
 
-def _crafted_notebook(lab, name):
-    """A saved notebook whose kernelscope output was edited: every colour of the vocabulary
-    its payload carries is CSS text (the renderer is `safe`: it renders untrusted notebooks)."""
+def _crafted_notebook(lab, name, edit=None):
+    """A saved notebook whose kernelscope output was edited (the renderer is `safe`: it renders
+    untrusted notebooks): by `edit(header)`, else every colour of its vocabulary is CSS text."""
     from kernelscope.view.bundle import MIME_TYPE, mime_payload
     from kernelscope.view.codec import pack
     from kernelscope.view.report import view_model
     rep = ks.load(CORPUS.parent / "data" / "attention.pt.trace.json.gz")
     header, buf = view_model(rep)
-    voc = header["vocabulary"]
-    for table in ("backends", "copies", "host"):
-        voc[table] = {k: EVIL_COLOR for k in voc[table]}
-    for c in voc["causes"].values():
-        c["color"] = EVIL_COLOR
+    (edit or _evil_colours)(header)
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("rep")
     cell.id = "cell-0"
@@ -198,6 +194,14 @@ def _crafted_notebook(lab, name):
         MIME_TYPE: mime_payload(rep, packed=pack(header, buf)), "text/plain": "report"})]
     nb.cells = [cell]
     nbformat.write(nb, lab.root / name)
+
+
+def _evil_colours(header):
+    voc = header["vocabulary"]
+    for table in ("backends", "copies", "host"):
+        voc[table] = {k: EVIL_COLOR for k in voc[table]}
+    for c in voc["causes"].values():
+        c["color"] = EVIL_COLOR
 
 
 def test_colours_from_a_saved_output_restyle_nothing(lab, watch):
@@ -229,3 +233,36 @@ def test_colours_from_a_saved_output_restyle_nothing(lab, watch):
             seen += check()
     assert seen                        # swatches were shown (and are all neutral)
     assert_nothing_ran(page)
+
+
+# A severity that, as a class name, would add JupyterLab's own full-page dialog to the output.
+EVIL_SEVERITY = "x jp-Dialog"
+
+
+def _evil_severities(header):
+    for f in header["findings"] + header["fixes"]:
+        f["severity"] = EVIL_SEVERITY
+    # The closed set travels in the same untrusted payload: listing the value there is no way in.
+    header["vocabulary"]["severities"].append(EVIL_SEVERITY)
+
+
+def test_severity_from_a_saved_output_adds_no_class(lab, watch):
+    """Issue 46 item 2: a payload's text names no class outside kernelscope's own."""
+    page = watch
+    _crafted_notebook(lab, "crafted_severity.ipynb", _evil_severities)
+    out = _open_without_kernel(lab, page, "crafted_severity.ipynb")
+    out.locator(".ks-row.ks-kernel").first.wait_for(timeout=30_000)
+    badges = 0
+    for tab in ("Findings", "Kernels"):
+        out.locator(f".ks-tab[data-tab='{tab}']").click()
+        foreign = out.evaluate("el => [...el.querySelectorAll('[class]')].flatMap(e => [...e.classList])"
+                               ".filter(c => !c.startsWith('ks-'))")
+        assert foreign == []
+        assert page.locator(".jp-Dialog").count() == 0       # the kernel dialog was declined
+        sev = out.locator(".ks-sev")
+        assert set(sev.evaluate_all("els => els.map(e => e.className)")) == {"ks-sev"}
+        assert EVIL_SEVERITY in sev.all_inner_texts()        # shown as text, styled as nothing
+        badges += sev.count()
+    assert badges
+    assert_nothing_ran(page)
+    assert not page.errors, page.errors

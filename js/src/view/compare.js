@@ -4,7 +4,7 @@
 // filterable.
 // Every number and word comes formatted from Python ("–" where a kernel did not run on a side);
 // the raw numbers beside the text only order the rows.
-import { h, useVocabulary, safeColor } from "./format.js";
+import { h, useVocabulary, safeColor, classFrom } from "./format.js";
 
 /** Render a decoded comparison view model into `el`; returns {root, setFilter, sortBy, rows}. */
 export function renderCompare(el, model, _opts = {}) {
@@ -127,7 +127,7 @@ function adviceTable(hd) {
             num(r.ratio_text),
             num(r.after_text),
             h("td", {
-              class: `ks-left ks-cmp-verdict ks-cmp-${r.verdict}`,
+              class: `ks-left ks-cmp-verdict${classFrom(verdicts, r.verdict, "ks-cmp-")}`,
               text: r.verdict_text,
               title: verdicts[r.verdict] || null,
             }),
@@ -314,7 +314,7 @@ class CompareTable {
       if (c.key === "backend") return h("td", { class: "ks-left", text: r.backend });
       if (c.key === "status") {
         return h("td", {
-          class: `ks-left ks-cmp-status ks-cmp-${r.status.replace(/\s+/g, "-")}`,
+          class: `ks-left ks-cmp-status${classFrom(Object.keys(hd.statuses || {}).map(dash), dash(r.status), "ks-cmp-")}`,
           text: r.status,
           title:
             [(hd.statuses || {})[r.status], r.ci_text ? `95% interval of the change: ${r.ci_text}` : null]
@@ -332,6 +332,9 @@ class CompareTable {
 
 /** A diverging bar: faster grows left of the centre line, slower right; noise stays grey, and
  * an inconclusive change is faint (Python names both: hd.quiet, hd.faint). */
+// A status as a class name ("within noise" -> "within-noise").
+const dash = (t) => String(t).replace(/\s+/g, "-");
+
 function bar(r, scale, hd) {
   const colors = hd.bar_colors || {};
   const box = h("div", { class: "ks-cmp-bar" }, h("div", { class: "ks-cmp-mid" }));

@@ -3,7 +3,7 @@
 // the ledger line (`completeness`, kernelscope/analysis/completeness.py), and
 // the list of what to fix first, ranked by the time at stake (the payload's `fixes`:
 // kernelscope/analysis/priorities.py), each with links to its evidence and to the finding.
-import { h, fmtUs, fmtPct, fmtInt } from "./format.js";
+import { h, fmtUs, fmtPct, fmtInt, sevClass } from "./format.js";
 
 /** The header of a report: title, devices, tiles, notes, and a slot for the fix list. */
 export function header(model) {
@@ -105,9 +105,7 @@ export function fixList(hd, showEvidence, showFinding) {
     return h(
       "div",
       { class: "ks-fixes ks-fixes-none" },
-      top
-        ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title]
-        : "No findings."
+      top ? [h("span", { class: sevClass(top.severity), text: top.severity || "" }), " ", top.title] : "No findings."
     );
   }
   const timed = fixes.some((f) => f.cost_us != null);
@@ -153,7 +151,7 @@ function fixItem(f, showEvidence, showFinding) {
     h(
       "div",
       { class: "ks-fix-head" },
-      h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }),
+      h("span", { class: sevClass(f.severity), text: f.severity || "" }),
       f.cost_text ? h("span", { class: "ks-fix-cost", text: f.cost_text }) : null,
       f.share_text ? h("span", { class: "ks-fix-share", text: f.share_text }) : null,
       h("span", { class: "ks-fix-title", text: f.title || "" })

@@ -99,3 +99,21 @@ export function causeColor(cause) {
   const c = vocab("causes");
   return safeColor((c[cause] || c.unknown || {}).color);
 }
+
+// One class-name token: no space, so a value can add one class and never a second (jp-Dialog).
+const TOKEN = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * ` ${prefix}${value}` when `value` is one class-name token and one of `set` (a list, or an
+ * object's keys: a closed set Python sends, kernelscope/view/vocabulary.py), else "". A saved
+ * notebook's payload is untrusted: text like "x jp-Dialog" must not add JupyterLab's classes.
+ */
+export function classFrom(set, value, prefix) {
+  const names = Array.isArray(set) ? set : Object.keys(set || {});
+  return typeof value === "string" && TOKEN.test(value) && names.includes(value) ? ` ${prefix}${value}` : "";
+}
+
+/** The class of a finding's severity badge: plain "ks-sev" for a severity Python never sends. */
+export function sevClass(severity) {
+  return `ks-sev${classFrom(vocab("severities"), severity, "ks-sev-")}`;
+}

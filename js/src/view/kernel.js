@@ -3,7 +3,7 @@
 // source hot spots with their SASS, and Nsight Compute's own advice. The figures and their
 // words come computed from Python (kernelscope/analysis/kernel_detail.py, header.kernel_detail); this
 // module only draws them, in plain DOM and SVG. Recorded text goes in as textContent only.
-import { h, fmtUs, fmtPct, fmtNum } from "./format.js";
+import { h, fmtUs, fmtPct, fmtNum, classFrom, vocab } from "./format.js";
 
 const SVGNS = "http://www.w3.org/2000/svg";
 
@@ -115,7 +115,10 @@ function rooflineChart(roof, levels) {
   rooflineAxes(svg, { x0, x1, y0, y1, lx, ly });
   ceil.forEach((c) => {
     const ridge = peak / c.bytes_per_s;
-    const g = s("g", { "data-ceiling": c.level, class: `ks-kd-ceiling ks-kd-level-${c.level}` });
+    const g = s("g", {
+      "data-ceiling": c.level,
+      class: `ks-kd-ceiling${classFrom(vocab("levels"), c.level, "ks-kd-level-")}`,
+    });
     g.append(s("title", { text: `${levels[c.level] || c.level} roof: ${rate(c.bytes_per_s, "B/s")} peak bandwidth` }));
     g.append(
       s("polyline", { points: `${lx(x0)},${ly(c.bytes_per_s * x0)} ${lx(ridge)},${ly(peak)}`, class: "ks-kd-roof" })
@@ -134,7 +137,10 @@ function rooflineChart(roof, levels) {
     })
   );
   for (const p of pts) {
-    const g = s("g", { class: `ks-kd-dot ks-kd-level-${p.level}`, "data-level": p.level });
+    const g = s("g", {
+      class: `ks-kd-dot${classFrom(vocab("levels"), p.level, "ks-kd-level-")}`,
+      "data-level": p.level,
+    });
     g.append(
       s("title", {
         text: `${levels[p.level] || p.level}: ${fmtNum(p.intensity, 3)} FLOP/byte, ${rate(p.flops_per_s, "FLOP/s")}, ${rate(p.bytes_per_s, "B/s")}`,
@@ -190,7 +196,7 @@ function rooflineLegend(roof, levels) {
       const p = (roof.points || []).find((x) => x.level === c.level) || {};
       return h(
         "span",
-        { class: `ks-legend-item ks-kd-key-${c.level}` },
+        { class: `ks-legend-item${classFrom(vocab("levels"), c.level, "ks-kd-key-")}` },
         h("span", { class: "ks-kd-key", text: "●" }),
         ` ${levels[c.level] || c.level}: roof ${rate(c.bytes_per_s, "B/s")}, dot ${fmtNum(p.intensity, 3)} FLOP/byte`
       );

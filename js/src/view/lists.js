@@ -3,7 +3,7 @@
 // kernelscope/analysis/op_tree.py: op_summary) and Findings (each with its evidence in words:
 // kernelscope/analysis/evidence.py); the payload's `backends`, `ops` and `findings`
 // (kernelscope/view/report.py).
-import { h, fmtUs, fmtPct, fmtInt, backendColor } from "./format.js";
+import { h, fmtUs, fmtPct, fmtInt, backendColor, sevClass } from "./format.js";
 import { sortTable } from "./sorttable.js";
 
 const swatch = (r) => [
@@ -191,7 +191,7 @@ export function findingsList(findings) {
         h(
           "div",
           {},
-          h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }),
+          h("span", { class: sevClass(f.severity), text: f.severity || "" }),
           " ",
           h("b", { text: f.title || "" }),
           f.kind ? h("span", { class: "ks-kind", text: ` ${f.kind}` }) : null

@@ -2,7 +2,7 @@
 // clock (compute, communication and copy bands per rank, step starts marked, the slowest rank
 // of each step flagged), stragglers, collectives, and the kernels of the rank picked in the
 // selector. In the live widget the selector also opens that rank's full report below.
-import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum } from "./format.js";
+import { h, fmtUs, fmtPct, fmtInt, fmtBytes, fmtNum, sevClass, useVocabulary } from "./format.js";
 import { RankLanes } from "./rank_lanes.js";
 
 const TABS = ["Ranks", "Steps", "Collectives", "Kernels", "Findings"];
@@ -11,6 +11,7 @@ const TABS = ["Ranks", "Steps", "Collectives", "Kernels", "Findings"];
  * decoded single-rank model (live widget only); opts.renderRank(el, model) draws it. */
 export function renderRanks(el, model, opts = {}) {
   const hd = model.header;
+  useVocabulary(hd.vocabulary);
   el.textContent = "";
   const root = h("div", { class: "ks-root ks-ranks", "data-kernelscope-version": String(hd.version) });
   el.append(root);
@@ -130,9 +131,7 @@ function header(hd) {
     h(
       "div",
       { class: "ks-top-finding" },
-      top
-        ? [h("span", { class: `ks-sev ks-sev-${top.severity}`, text: top.severity || "" }), " ", top.title]
-        : "No findings."
+      top ? [h("span", { class: sevClass(top.severity), text: top.severity || "" }), " ", top.title] : "No findings."
     ),
     (hd.notes || []).length
       ? h(
@@ -359,7 +358,7 @@ function findingsList(findings) {
         h(
           "div",
           {},
-          h("span", { class: `ks-sev ks-sev-${f.severity}`, text: f.severity || "" }),
+          h("span", { class: sevClass(f.severity), text: f.severity || "" }),
           " ",
           h("b", { text: f.title || "" })
         ),
